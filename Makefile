@@ -1,0 +1,45 @@
+# drainwatch: the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STACK := $(PY) deploy/local/stack.py
+
+.PHONY: venv demo test test-unit lint stack-start stack-stop stack-status bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(PY) -m streams.demo
+
+# Whole suite against the real local stack; the stack is stopped afterwards, logs kept on failure.
+test: venv
+	$(STACK) start
+	set -o pipefail; rc=0; DRAINWATCH_REQUIRE_STACK=1 $(PY) -m pytest -q || rc=$$?; \
+	  $(STACK) stop --keep-logs-if $$rc; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-unit: venv
+	$(PY) -m pytest -q -m 'not integration'
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+stack-start: venv
+	$(STACK) start
+stack-stop: venv
+	$(STACK) stop
+stack-status: venv
+	$(STACK) status
+
+bench: venv
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .drainwatch build *.egg-info

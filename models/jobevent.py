@@ -1,0 +1,135 @@
+"""Normalised job events: one submit, start or end of one job.
+
+Every job source (simulator JSON lines, Slurm sacct / jobcomp-kafka, SWF) is turned into these,
+so that the drain analytics (seed 000) and the job analytics (seeds 001, 002, 004) share one shape.
+Times are POSIX seconds (UTC), float.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+EVENT_TYPES = ("submit", "start", "end")
+
+
+class JobEventError(ValueError):
+    """A job-event record that cannot be used; ``reason`` is a short stable key for counting."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+@dataclass(slots=True, frozen=True)
+class JobEvent:
+    type: str
+    ts: float
+    job: str
+    user: str | None = None
+    group: str | None = None
+    account: str | None = None
+    partition: str | None = None
+    name: str | None = None
+    nodes: int | None = None
+    cores: int | None = None
+    req_walltime: float | None = None
+    node_list: tuple[str, ...] = field(default_factory=tuple)
+    state: str | None = None
+    exit_code: int | None = None
+    backfill: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type, "ts": self.ts, "job": self.job}
+        for k in ("user", "group", "account", "partition", "name", "nodes", "cores",
+                  "req_walltime", "state", "exit_code", "backfill"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        if self.node_list:
+            d["node_list"] = list(self.node_list)
+        return d
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.to_dict())
+
+
+def parse_ts(value: Any) -> float:
+    """POSIX seconds from a number or an ISO 8601 string that carries its UTC offset (or 'Z')."""
+    if isinstance(value, bool):
+        raise JobEventError("bad_ts", repr(value))
+    if isinstance(value, int | float):
+        ts = float(value)
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise JobEventError("bad_ts", value) from e
+        if dt.tzinfo is None:
+            raise JobEventError("ts_without_offset", value)
+        ts = dt.timestamp()
+    else:
+        raise JobEventError("bad_ts", repr(value))
+    if not math.isfinite(ts):
+        raise JobEventError("bad_ts", repr(value))
+    return ts
+
+
+def _opt_int(d: dict[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or v < 0:
+        raise JobEventError(f"bad_{key}", repr(v))
+    return int(v)
+
+
+def jobevent_from_dict(d: Any) -> JobEvent:
+    """Validate one decoded JSON object into a JobEvent (raises JobEventError with a reason)."""
+    if not isinstance(d, dict):
+        raise JobEventError("not_an_object")
+    typ = d.get("type")
+    if typ not in EVENT_TYPES:
+        raise JobEventError("bad_type", repr(typ))
+    if "ts" not in d:
+        raise JobEventError("missing_ts")
+    job = d.get("job")
+    if job is None or job == "":
+        raise JobEventError("missing_job")
+    rw = d.get("req_walltime")
+    if rw is not None and (isinstance(rw, bool) or not isinstance(rw, int | float) or rw < 0):
+        raise JobEventError("bad_req_walltime", repr(rw))
+    nl = d.get("node_list") or ()
+    if isinstance(nl, str):
+        nl = tuple(x for x in nl.split(",") if x)
+    bf = d.get("backfill")
+    if bf is not None and not isinstance(bf, bool):
+        raise JobEventError("bad_backfill", repr(bf))
+    ec = d.get("exit_code")
+    if ec is not None and (isinstance(ec, bool) or not isinstance(ec, int)):
+        raise JobEventError("bad_exit_code", repr(ec))
+
+    def s(k: str) -> str | None:
+        v = d.get(k)
+        return None if v is None else str(v)
+
+    return JobEvent(
+        type=typ, ts=parse_ts(d["ts"]), job=str(job), user=s("user"), group=s("group"),
+        account=s("account"), partition=s("partition"), name=s("name"),
+        nodes=_opt_int(d, "nodes"), cores=_opt_int(d, "cores"),
+        req_walltime=None if rw is None else float(rw), node_list=tuple(str(x) for x in nl),
+        state=s("state"), exit_code=ec, backfill=bf,
+    )
+
+
+def parse_jobevent_line(line: bytes | str) -> JobEvent:
+    """One JSON-lines record -> JobEvent; JobEventError('bad_json') for undecodable text."""
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise JobEventError("bad_json", str(e)) from e
+    return jobevent_from_dict(d)

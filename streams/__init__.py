@@ -1,0 +1,1 @@
+"""drainwatch shell: Faust app, topics, agents, sinks, shippers and the CLI."""

@@ -1,0 +1,1 @@
+"""Sub-commands of the drainwatch CLI, one module each."""

@@ -1,0 +1,1 @@
+"""Offline replay engines, one module per input family."""
