@@ -1,0 +1,121 @@
+"""The Faust application: built from :class:`streams.config.Settings`, nothing else.
+
+``create_app(settings)`` returns a ``faust.App`` whose broker, credentials, store, data
+directory, web server and consumer-group timeouts all come from the settings. Faust's own
+environment variables (``BROKER_URL``, ``WEB_PORT``, ...) are switched off (``env={}``) so the
+``DRAINWATCH_*`` settings are the single source of configuration.
+
+Rules every agent added to this app follows (see /work/shared/notes/README.md):
+
+* **concurrency=1** (:data:`AGENT_CONCURRENCY`): with more, Faust can commit an offset past a
+  message that is still being processed (faust-streaming issue #606), losing it on a crash.
+* **at-least-once** processing with idempotent sinks: ``exactly_once`` has open duplicate and
+  fencing bugs and needs three brokers.
+* Messages carry **batches** (one scheduler iteration per ``node-status`` message, not one node),
+  because per-message overhead caps a local broker at ~1,800 messages/s on two cores.
+
+Topics (names from ``settings.topic_prefix``, default ``drainwatch.``):
+
+=====================  ================================================================
+``node-status``        batches of ``NodeStatus`` records, one scheduler iteration each
+``job-events``         ``JobEvent`` records (submit / start / end)
+``node-samples``       ``NodeSample`` records from the /proc + cgroup sampler
+``metrics.drain``      drain accounting results per window (what the InfluxDB sink writes)
+``dead-letter``        records that could not be parsed, with the reason
+=====================  ================================================================
+
+Streaming agents are not defined here; they arrive with the streaming issue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import faust
+
+from streams.config import Settings
+
+APP_ID = "drainwatch"
+AGENT_CONCURRENCY = 1  # see module docstring: faust-streaming #606
+
+
+@dataclass(frozen=True, slots=True)
+class TopicNames:
+    """Full topic names for one prefix."""
+
+    node_status: str
+    job_events: str
+    node_samples: str
+    metrics_drain: str
+    dead_letter: str
+
+    def all(self) -> tuple[str, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def topic_names(prefix: str) -> TopicNames:
+    """``<prefix>node-status``, ``<prefix>job-events``, ... for the given prefix."""
+    return TopicNames(
+        node_status=f"{prefix}node-status",
+        job_events=f"{prefix}job-events",
+        node_samples=f"{prefix}node-samples",
+        metrics_drain=f"{prefix}metrics.drain",
+        dead_letter=f"{prefix}dead-letter",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AppTopics:
+    """The app's ``faust.Topic`` objects; values are raw bytes (orjson batches)."""
+
+    node_status: faust.TopicT
+    job_events: faust.TopicT
+    node_samples: faust.TopicT
+    metrics_drain: faust.TopicT
+    dead_letter: faust.TopicT
+
+
+def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
+    """Keyword arguments for ``faust.App`` derived from the settings (for inspection/tests)."""
+    kw: dict[str, Any] = dict(settings.faust_kwargs())
+    kw.update(
+        store=settings.store,
+        datadir=str(settings.state_dir / "worker" / app_id),
+        web_bind=settings.web_bind,
+        web_port=settings.web_port,
+        web_host=settings.web_bind,
+        topic_partitions=settings.topic_partitions,
+        topic_replication_factor=settings.topic_replication_factor,
+        broker_session_timeout=settings.broker_session_timeout,
+        broker_heartbeat_interval=settings.broker_heartbeat_interval,
+        broker_rebalance_timeout=settings.broker_rebalance_timeout,
+        processing_guarantee="at_least_once",
+        consumer_auto_offset_reset="earliest",
+        autodiscover=False,
+        env={},  # Faust's own env vars must not override DRAINWATCH_* settings
+    )
+    return kw
+
+
+def create_app(settings: Settings, *, app_id: str = APP_ID) -> faust.App:
+    """The drainwatch Faust app. ``app_id`` is also the consumer group (tests pass their own).
+
+    ``app.drainwatch_topics`` holds the :class:`AppTopics`; ``GET /health/`` on the worker's
+    web port answers ``{"status": "ok", ...}`` while the worker runs (used by healthchecks).
+    """
+    app = faust.App(app_id, **app_settings(settings, app_id=app_id))
+    names = topic_names(settings.topic_prefix)
+    app.drainwatch_topics = AppTopics(  # type: ignore[attr-defined]
+        **{
+            f.name: app.topic(getattr(names, f.name), value_type=bytes, value_serializer="raw",
+                              key_type=bytes, key_serializer="raw")
+            for f in fields(names)
+        }
+    )
+
+    @app.page("/health/")
+    async def health(web: Any, request: Any) -> Any:
+        return web.json({"status": "ok", "app": app.conf.id, "rebalancing": app.rebalancing})
+
+    return app

@@ -1,0 +1,493 @@
+"""Settings: the one configuration object every drainwatch command uses.
+
+Load order, later wins: built-in defaults < TOML file < ``DRAINWATCH_*`` environment variables.
+The TOML file is the ``--config`` path, else ``$DRAINWATCH_CONFIG``; it is parsed with the
+standard library's ``tomllib``. Each setting has one TOML key (``section.key``) and one
+environment variable; :data:`SPECS` is the table of all of them (the README and
+``deploy/drainwatch.example.toml`` document the same table, and a test keeps them in step).
+
+Secrets (InfluxDB token, Kafka SASL password, TLS key password) are read from an environment
+variable or from a file (``DRAINWATCH_<NAME>_FILE`` or the TOML ``<key>_file``), never from a
+TOML value or the command line, and are wrapped in :class:`Secret`, whose repr is ``'***'`` so
+they cannot leak into logs or tracebacks through ``repr(settings)``.
+
+Unknown ``DRAINWATCH_*`` variables, unknown TOML keys and bad values raise :class:`ConfigError`
+naming the offending key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import ssl
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+ENV_PREFIX = "DRAINWATCH_"
+CONFIG_ENV = "DRAINWATCH_CONFIG"
+# DRAINWATCH_* variables that are not settings (read by the Makefile, the local stack, tests).
+NON_SETTING_ENV = frozenset({CONFIG_ENV, "DRAINWATCH_REQUIRE_STACK"})
+NON_SETTING_ENV_PREFIXES = ("DRAINWATCH_STACK_", "DRAINWATCH_TEST_")
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+STORES = ("memory://", "rocksdb://")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or has a bad value; ``key`` names it (env var or TOML key)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class Secret:
+    """A secret string whose repr and str are ``'***'``; ``reveal()`` gives the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> Any:  # never serialise a secret by accident
+        raise TypeError("Secret values are not picklable")
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One setting: its field, TOML section/key, kind, default and meaning."""
+
+    name: str
+    section: str  # TOML table; "" = top level
+    key: str
+    kind: str  # str | int | float | bool | choice | tz | path | file | secret | bootstrap
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    optional: bool = False
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def toml_key(self) -> str:
+        key = f"{self.key}_file" if self.kind == "secret" else self.key
+        return f"{self.section}.{key}" if self.section else key
+
+
+SPECS: tuple[Spec, ...] = (
+    # --- Kafka ---
+    Spec("kafka_bootstrap", "kafka", "bootstrap", "bootstrap", "127.0.0.1:19092",
+         "Kafka bootstrap servers, host:port[,host:port...] (default: the local stack)"),
+    Spec("kafka_security_protocol", "kafka", "security_protocol", "choice", "PLAINTEXT",
+         "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", choices=SECURITY_PROTOCOLS),
+    Spec("kafka_sasl_mechanism", "kafka", "sasl_mechanism", "choice", "PLAIN",
+         "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", choices=SASL_MECHANISMS),
+    Spec("kafka_sasl_username", "kafka", "sasl_username", "str", None,
+         "SASL user name (SASL_* protocols)", optional=True),
+    Spec("kafka_sasl_password", "kafka", "sasl_password", "secret", None,
+         "SASL password: env var or a file (_FILE / TOML sasl_password_file)", optional=True),
+    Spec("kafka_ssl_cafile", "kafka", "ssl_cafile", "file", None,
+         "PEM CA bundle that signed the brokers' certificates (else the system CAs)",
+         optional=True),
+    Spec("kafka_ssl_certfile", "kafka", "ssl_certfile", "file", None,
+         "PEM client certificate for mutual TLS", optional=True),
+    Spec("kafka_ssl_keyfile", "kafka", "ssl_keyfile", "file", None,
+         "PEM private key of the client certificate", optional=True),
+    Spec("kafka_ssl_key_password", "kafka", "ssl_key_password", "secret", None,
+         "password of an encrypted ssl_keyfile: env var or a file", optional=True),
+    Spec("topic_prefix", "kafka", "topic_prefix", "str", "drainwatch.",
+         "prefix of every topic name (node-status, job-events, ...)"),
+    Spec("topic_partitions", "kafka", "topic_partitions", "int", 8,
+         "partitions of the topics the app creates", minimum=1),
+    Spec("topic_replication_factor", "kafka", "topic_replication_factor", "int", 1,
+         "replication factor of the topics the app creates (3 on a production cluster)",
+         minimum=1),
+    # --- InfluxDB ---
+    Spec("influx_url", "influx", "url", "str", "http://127.0.0.1:18086",
+         "InfluxDB base URL (v2 write API; 1.8 and 2.x both serve it)"),
+    Spec("influx_org", "influx", "org", "str", "drainwatch",
+         "InfluxDB 2.x organisation (ignored by 1.8)"),
+    Spec("influx_bucket", "influx", "bucket", "str", "drainwatch",
+         "bucket written to (on 1.8: database/retention-policy, e.g. drainwatch/autogen)"),
+    Spec("influx_database", "influx", "database", "str", "drainwatch",
+         "database name InfluxQL queries and Grafana use (2.x: via a DBRP mapping)"),
+    Spec("influx_token", "influx", "token", "secret", None,
+         "API token: env var or a file (_FILE / TOML token_file); never argv", optional=True),
+    # --- Accounting ---
+    Spec("tz", "accounting", "tz", "tz", "UTC",
+         "IANA time zone of the day/hour windows"),
+    Spec("max_gap", "accounting", "max_gap", "float", 600.0,
+         "longest interval (s) accrued to a state; longer ones count as unaccounted",
+         minimum=0.0),
+    Spec("nodes", "accounting", "nodes", "int", None,
+         "schedulable nodes for the static drain basis (unset: no static %)",
+         minimum=1, optional=True),
+    # --- Worker ---
+    Spec("state_dir", "", "state_dir", "path", ".drainwatch",
+         "directory for local state (worker data dir, local stack)"),
+    Spec("log_level", "", "log_level", "choice", "info",
+         "log level: debug, info, warning, error", choices=LOG_LEVELS),
+    Spec("store", "worker", "store", "choice", "memory://",
+         "Faust table store: memory:// or rocksdb:// (needs rocksdict)", choices=STORES),
+    Spec("web_bind", "worker", "web_bind", "str", "127.0.0.1",
+         "address the worker's web server (health, stats) binds"),
+    Spec("web_port", "worker", "web_port", "int", 6066,
+         "port of the worker's web server", minimum=1),
+    Spec("broker_session_timeout", "worker", "broker_session_timeout", "float", 60.0,
+         "consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
+         minimum=1.0),
+    Spec("broker_heartbeat_interval", "worker", "broker_heartbeat_interval", "float", 3.0,
+         "consumer heartbeat interval (s); < session timeout / 3", minimum=0.1),
+    Spec("broker_rebalance_timeout", "worker", "broker_rebalance_timeout", "float", 60.0,
+         "consumer group rebalance timeout (s)", minimum=1.0),
+)
+
+_BY_NAME = {s.name: s for s in SPECS}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Effective configuration. Build it with :func:`load_settings`; see :data:`SPECS`."""
+
+    kafka_bootstrap: str = "127.0.0.1:19092"
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str = "PLAIN"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: Secret | None = None
+    kafka_ssl_cafile: Path | None = None
+    kafka_ssl_certfile: Path | None = None
+    kafka_ssl_keyfile: Path | None = None
+    kafka_ssl_key_password: Secret | None = None
+    topic_prefix: str = "drainwatch."
+    topic_partitions: int = 8
+    topic_replication_factor: int = 1
+    influx_url: str = "http://127.0.0.1:18086"
+    influx_org: str = "drainwatch"
+    influx_bucket: str = "drainwatch"
+    influx_database: str = "drainwatch"
+    influx_token: Secret | None = None
+    tz: str = "UTC"
+    max_gap: float = 600.0
+    nodes: int | None = None
+    state_dir: Path = Path(".drainwatch")
+    log_level: str = "info"
+    store: str = "memory://"
+    web_bind: str = "127.0.0.1"
+    web_port: int = 6066
+    broker_session_timeout: float = 60.0
+    broker_heartbeat_interval: float = 3.0
+    broker_rebalance_timeout: float = 60.0
+
+    # --- derived views -------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> list[str]:
+        return [h.strip() for h in self.kafka_bootstrap.split(",") if h.strip()]
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.kafka_security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.kafka_security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """TLS context from the CA/cert/key files (aiokafka's helper; checks host names)."""
+        if not self.uses_ssl:
+            return None
+        from aiokafka.helpers import create_ssl_context
+
+        password = self.kafka_ssl_key_password
+        return create_ssl_context(
+            cafile=self.kafka_ssl_cafile,
+            certfile=self.kafka_ssl_certfile,
+            keyfile=self.kafka_ssl_keyfile,
+            password=password.reveal() if password is not None else None,
+        )
+
+    def aiokafka_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for AIOKafkaProducer/Consumer/AdminClient (servers + security)."""
+        kw: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": self.kafka_security_protocol,
+        }
+        if self.uses_sasl:
+            assert self.kafka_sasl_password is not None  # enforced by load_settings
+            kw["sasl_mechanism"] = self.kafka_sasl_mechanism
+            kw["sasl_plain_username"] = self.kafka_sasl_username
+            kw["sasl_plain_password"] = self.kafka_sasl_password.reveal()
+        if self.uses_ssl:
+            kw["ssl_context"] = self.ssl_context()
+        return kw
+
+    def faust_kwargs(self) -> dict[str, Any]:
+        """Broker URL and credentials for ``faust.App(**kwargs)``."""
+        import faust
+
+        kw: dict[str, Any] = {
+            "broker": ";".join(f"kafka://{h}" for h in self.bootstrap_servers),
+        }
+        if self.uses_sasl:
+            assert self.kafka_sasl_password is not None
+            kw["broker_credentials"] = faust.SASLCredentials(
+                username=self.kafka_sasl_username,
+                password=self.kafka_sasl_password.reveal(),
+                mechanism=self.kafka_sasl_mechanism,
+                ssl_context=self.ssl_context(),  # None for SASL_PLAINTEXT
+            )
+        elif self.uses_ssl:
+            kw["broker_credentials"] = faust.SSLCredentials(self.ssl_context())
+        return kw
+
+    def describe(self) -> dict[str, str]:
+        """Setting -> printable value, secrets masked: safe to log."""
+        out: dict[str, str] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = "" if v is None else str(v)
+        return out
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults < TOML file (``config_path`` or ``$DRAINWATCH_CONFIG``) < ``DRAINWATCH_*``."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = config_path if config_path is not None else env.get(CONFIG_ENV) or None
+    if path is not None:
+        values.update(_from_toml(Path(path)))
+    values.update(_from_env(env))
+    return _validate(Settings(**values))
+
+
+def _from_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path}", "does not exist") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path}", f"not valid TOML: {e}") from None
+    by_key = {s.toml_key: s for s in SPECS}
+    secret_values = {f"{s.section}.{s.key}": s for s in SPECS if s.kind == "secret"}
+    out: dict[str, Any] = {}
+    base = path.resolve().parent
+    for dotted, raw in _flatten(doc):
+        where = f"{dotted} (in {path})"
+        if dotted in secret_values:
+            raise ConfigError(
+                where, f"secrets are not read from the TOML file; put it in a file and set "
+                f"{dotted}_file, or set {secret_values[dotted].env}")
+        spec = by_key.get(dotted)
+        if spec is None:
+            raise ConfigError(where, "unknown setting" + _did_you_mean(dotted, by_key))
+        if spec.kind == "secret":
+            out[spec.name] = _read_secret_file(where, _resolve(base, raw, where))
+        elif spec.kind in ("file", "path") and isinstance(raw, str):
+            out[spec.name] = _coerce(spec, str(_resolve(base, raw, where)), where)
+        else:
+            out[spec.name] = _coerce(spec, raw, where)
+    return out
+
+
+def _flatten(doc: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for k, v in doc.items():
+        dotted = f"{prefix}{k}"
+        if isinstance(v, dict) and not prefix:
+            items.extend(_flatten(v, dotted + "."))
+        else:
+            items.append((dotted, v))
+    return items
+
+
+def _resolve(base: Path, raw: Any, where: str) -> Path:
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(where, f"expected a path string, got {raw!r}")
+    p = Path(raw).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    by_env = {s.env: s for s in SPECS}
+    files = {s.env + "_FILE": s for s in SPECS if s.kind == "secret"}
+    out: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_ENV:
+            continue
+        if name.startswith(NON_SETTING_ENV_PREFIXES):
+            continue
+        spec = by_env.get(name)
+        if spec is not None:
+            if spec.kind == "secret":
+                if spec.env + "_FILE" in env:
+                    raise ConfigError(name, f"set either {name} or {name}_FILE, not both")
+                if not raw:
+                    raise ConfigError(name, "is empty")
+                out[spec.name] = Secret(raw)
+            else:
+                out[spec.name] = _coerce(spec, raw, name)
+        elif name in files:
+            out[files[name].name] = _read_secret_file(name, Path(raw))
+        else:
+            known = list(by_env) + list(files) + sorted(NON_SETTING_ENV)
+            raise ConfigError(name, "unknown drainwatch setting" + _did_you_mean(name, known))
+    return out
+
+
+def _read_secret_file(where: str, path: Path) -> Secret:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(where, f"cannot read secret file {path}: {e.strerror}") from None
+    value = text.strip("\r\n")
+    if not value.strip():
+        raise ConfigError(where, f"secret file {path} is empty")
+    return Secret(value)
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _coerce(spec: Spec, raw: Any, where: str) -> Any:
+    """Turn a TOML value or an env string into the setting's type, or raise ConfigError."""
+    if spec.optional and (raw is None or (isinstance(raw, str) and raw.strip() == "")):
+        return None
+    kind = spec.kind
+    if kind in ("str", "bootstrap", "choice", "tz", "path", "file"):
+        if not isinstance(raw, str):
+            raise ConfigError(where, f"expected a string, got {raw!r}")
+        value = raw.strip()
+        if not value:
+            raise ConfigError(where, "must not be empty")
+        if kind == "choice":
+            lower = spec.choices[0] == spec.choices[0].lower()
+            norm = value.lower() if lower else value.upper()
+            if norm not in spec.choices:
+                raise ConfigError(where, f"{raw!r} is not one of {', '.join(spec.choices)}")
+            return norm
+        if kind == "tz":
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ConfigError(where, f"{raw!r} is not an IANA time zone") from None
+            return value
+        if kind == "bootstrap":
+            return _check_bootstrap(value, where)
+        if kind == "path":
+            return Path(value).expanduser()
+        if kind == "file":
+            p = Path(value).expanduser()
+            if not p.is_file():
+                raise ConfigError(where, f"file {p} does not exist")
+            return p
+        return value
+    if kind == "int":
+        value = _number(raw, where, int)
+    elif kind == "float":
+        value = _number(raw, where, float)
+    elif kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        s = str(raw).strip().lower()
+        if s in _TRUE:
+            return True
+        if s in _FALSE:
+            return False
+        raise ConfigError(where, f"{raw!r} is not a boolean (true/false)")
+    else:  # pragma: no cover - SPECS is static
+        raise AssertionError(kind)
+    if spec.minimum is not None and value < spec.minimum:
+        raise ConfigError(where, f"{value!r} is below the minimum {spec.minimum:g}")
+    return value
+
+
+def _number(raw: Any, where: str, typ: Callable[[Any], Any]) -> Any:
+    if isinstance(raw, bool):
+        raise ConfigError(where, f"expected a number, got {raw!r}")
+    if typ is int and isinstance(raw, float):
+        raise ConfigError(where, f"expected an integer, got {raw!r}")
+    try:
+        value = typ(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        kind = "an integer" if typ is int else "a number"
+        raise ConfigError(where, f"{raw!r} is not {kind}") from None
+    if typ is float and (value != value or value in (float("inf"), float("-inf"))):
+        raise ConfigError(where, f"{raw!r} is not a finite number")
+    return value
+
+
+def _check_bootstrap(value: str, where: str) -> str:
+    hosts = [h.strip() for h in value.split(",")]
+    for h in hosts:
+        host, sep, port = h.rpartition(":")
+        if "://" in h:
+            raise ConfigError(where, f"{h!r}: give host:port without a scheme")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(where, f"{h!r} is not host:port")
+    return ",".join(hosts)
+
+
+def _validate(s: Settings) -> Settings:
+    """Cross-field rules; errors name the setting's environment variable."""
+    spec = _BY_NAME
+    if s.uses_sasl:
+        if not s.kafka_sasl_username:
+            raise ConfigError(spec["kafka_sasl_username"].env,
+                              f"required with security protocol {s.kafka_security_protocol}")
+        if s.kafka_sasl_password is None:
+            raise ConfigError(spec["kafka_sasl_password"].env,
+                              f"required with security protocol {s.kafka_security_protocol} "
+                              f"(or {spec['kafka_sasl_password'].env}_FILE)")
+    if not s.uses_ssl:
+        for name in ("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile",
+                     "kafka_ssl_key_password"):
+            if getattr(s, name) is not None:
+                raise ConfigError(spec[name].env,
+                                  f"set but security protocol is {s.kafka_security_protocol} "
+                                  "(use SSL or SASL_SSL)")
+    if s.kafka_ssl_keyfile is not None and s.kafka_ssl_certfile is None:
+        raise ConfigError(spec["kafka_ssl_keyfile"].env, "needs kafka_ssl_certfile too")
+    if s.broker_heartbeat_interval * 3 > s.broker_session_timeout:
+        raise ConfigError(spec["broker_heartbeat_interval"].env,
+                          f"{s.broker_heartbeat_interval:g} s must be at most a third of "
+                          f"broker_session_timeout ({s.broker_session_timeout:g} s)")
+    if not s.topic_prefix.replace(".", "").replace("-", "").replace("_", "").isalnum():
+        raise ConfigError(spec["topic_prefix"].env,
+                          f"{s.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'")
+    return s

@@ -1,0 +1,298 @@
+"""Settings: precedence, secrets, Kafka security pass-through, clear errors."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+from dataclasses import fields
+from pathlib import Path
+
+import faust
+import pytest
+from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
+
+from streams.config import SPECS, ConfigError, Secret, Settings, load_settings
+
+TOKEN = "s3cr3t-t0ken-value-42"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real CA and a client certificate it signed, made with the openssl CLI."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed: cannot make a test CA")
+    d = tmp_path_factory.mktemp("pki")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def ossl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+         "-subj", "/CN=drainwatch test CA")
+    ossl("req", *ec, "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=client")
+    ossl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "client.pem", "-days", "2")
+    ossl("req", "-x509", *ec, "-keyout", "other.key", "-out", "other.pem", "-days", "2",
+         "-subj", "/CN=other")
+    return {n: d / f"{n}" for n in ("ca.pem", "client.pem", "client.key", "other.key")}
+
+
+# --- defaults and precedence -----------------------------------------------------------------
+
+
+def test_defaults_match_spec_table() -> None:
+    s = load_settings(env={})
+    assert s == Settings()
+    assert {f.name for f in fields(Settings)} == {spec.name for spec in SPECS}
+    for spec in SPECS:
+        default = getattr(Settings(), spec.name)
+        assert (str(default) if isinstance(default, Path) else default) == spec.default, spec
+    assert s.kafka_bootstrap == "127.0.0.1:19092"
+    assert s.topic_prefix == "drainwatch."
+    assert s.tz == "UTC" and s.max_gap == 600.0 and s.nodes is None
+
+
+def test_precedence_defaults_toml_env(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "dw.toml", """
+state_dir = "state"
+[kafka]
+bootstrap = "k1:9092,k2:9092"
+topic_prefix = "site."
+[accounting]
+tz = "America/Chicago"
+nodes = 26846
+[worker]
+web_port = 7000
+""")
+    s = load_settings(cfg, env={"DRAINWATCH_WEB_PORT": "7100", "DRAINWATCH_NODES": "100"})
+    assert s.kafka_bootstrap == "k1:9092,k2:9092"  # TOML
+    assert s.bootstrap_servers == ["k1:9092", "k2:9092"]
+    assert s.topic_prefix == "site."  # TOML
+    assert s.tz == "America/Chicago"  # TOML
+    assert s.web_port == 7100  # env beats TOML
+    assert s.nodes == 100  # env beats TOML
+    assert s.max_gap == 600.0  # default
+    assert s.state_dir == tmp_path / "state"  # relative to the TOML file's folder
+
+
+def test_config_path_from_env_and_argument_wins(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.toml", "[accounting]\nmax_gap = 300\n")
+    b = write(tmp_path / "b.toml", "[accounting]\nmax_gap = 120.5\n")
+    assert load_settings(env={"DRAINWATCH_CONFIG": str(a)}).max_gap == 300.0
+    assert load_settings(b, env={"DRAINWATCH_CONFIG": str(a)}).max_gap == 120.5
+
+
+def test_empty_env_value_unsets_optional_setting(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "c.toml", "[accounting]\nnodes = 64\n")
+    assert load_settings(cfg, env={"DRAINWATCH_NODES": ""}).nodes is None
+
+
+def test_non_setting_drainwatch_variables_are_allowed() -> None:
+    s = load_settings(env={"DRAINWATCH_REQUIRE_STACK": "1", "DRAINWATCH_STACK_DIR": "/x"})
+    assert s == Settings()
+
+
+# --- secrets ---------------------------------------------------------------------------------
+
+
+def test_token_from_env_file_and_toml_file(tmp_path: Path) -> None:
+    tok = write(tmp_path / "token", TOKEN + "\n")
+    s = load_settings(env={"DRAINWATCH_INFLUX_TOKEN_FILE": str(tok)})
+    assert s.influx_token is not None and s.influx_token.reveal() == TOKEN
+    cfg = write(tmp_path / "dw.toml", '[influx]\ntoken_file = "token"\n')
+    assert load_settings(cfg, env={}).influx_token.reveal() == TOKEN
+    s = load_settings(cfg, env={"DRAINWATCH_INFLUX_TOKEN": "from-env"})
+    assert s.influx_token.reveal() == "from-env"
+
+
+def test_token_never_in_repr_str_or_describe(tmp_path: Path) -> None:
+    pw = write(tmp_path / "pw", "kafka-pass-xyz")
+    s = load_settings(env={
+        "DRAINWATCH_INFLUX_TOKEN": TOKEN,
+        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "DRAINWATCH_KAFKA_SASL_USERNAME": "dw",
+        "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
+    })
+    for text in (repr(s), str(s), repr(s.describe()), str(s.influx_token), f"{s.influx_token}"):
+        assert TOKEN not in text and "kafka-pass-xyz" not in text
+    assert "'***'" in repr(s)
+    assert s.describe()["influx_token"] == "'***'"
+    with pytest.raises(TypeError):
+        import pickle
+
+        pickle.dumps(s.influx_token)
+    assert Secret("a") == Secret("a") and Secret("a") != Secret("b")
+
+
+def test_secret_value_inline_in_toml_is_refused(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "dw.toml", f'[influx]\ntoken = "{TOKEN}"\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, env={})
+    assert e.value.key.startswith("influx.token")
+    assert "influx.token_file" in str(e.value)
+    assert TOKEN not in str(e.value)
+
+
+def test_secret_env_and_file_both_set_is_ambiguous(tmp_path: Path) -> None:
+    tok = write(tmp_path / "token", TOKEN)
+    with pytest.raises(ConfigError, match="DRAINWATCH_INFLUX_TOKEN"):
+        load_settings(env={"DRAINWATCH_INFLUX_TOKEN": "x",
+                           "DRAINWATCH_INFLUX_TOKEN_FILE": str(tok)})
+
+
+def test_missing_or_empty_token_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_settings(env={"DRAINWATCH_INFLUX_TOKEN_FILE": str(tmp_path / "nope")})
+    assert e.value.key == "DRAINWATCH_INFLUX_TOKEN_FILE" and "cannot read" in str(e.value)
+    empty = write(tmp_path / "empty", "\n")
+    with pytest.raises(ConfigError, match="empty"):
+        load_settings(env={"DRAINWATCH_INFLUX_TOKEN_FILE": str(empty)})
+
+
+# --- Kafka security pass-through ---------------------------------------------------------------
+
+
+def test_plaintext_kwargs() -> None:
+    s = load_settings(env={"DRAINWATCH_KAFKA_BOOTSTRAP": "a:1, b:2"})
+    assert s.aiokafka_kwargs() == {"bootstrap_servers": ["a:1", "b:2"],
+                                   "security_protocol": "PLAINTEXT"}
+    assert s.faust_kwargs() == {"broker": "kafka://a:1;kafka://b:2"}
+
+
+def test_sasl_ssl_scram_maps_to_aiokafka_and_faust(tmp_path: Path, pki: dict[str, Path]) -> None:
+    pw = write(tmp_path / "pw", "scram-pass\n")
+    s = load_settings(env={
+        "DRAINWATCH_KAFKA_BOOTSTRAP": "broker.example:9093",
+        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
+        "DRAINWATCH_KAFKA_SASL_MECHANISM": "scram-sha-512",
+        "DRAINWATCH_KAFKA_SASL_USERNAME": "drainwatch",
+        "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
+        "DRAINWATCH_KAFKA_SSL_CAFILE": str(pki["ca.pem"]),
+    })
+    kw = s.aiokafka_kwargs()
+    ctx = kw.pop("ssl_context")
+    assert kw == {
+        "bootstrap_servers": ["broker.example:9093"],
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "drainwatch",
+        "sasl_plain_password": "scram-pass",
+    }
+    assert isinstance(ctx, ssl.SSLContext)
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    subjects = [dict(x[0] for x in c["subject"]) for c in ctx.get_ca_certs()]
+    assert {"commonName": "drainwatch test CA"} in subjects
+
+    fk = s.faust_kwargs()
+    creds = fk["broker_credentials"]
+    assert fk["broker"] == "kafka://broker.example:9093"
+    assert isinstance(creds, faust.SASLCredentials)
+    assert creds.mechanism.value == "SCRAM-SHA-512" and creds.protocol.value == "SASL_SSL"
+    assert "scram-pass" not in repr(creds)
+    # Faust turns its credentials into the same aiokafka arguments we give aiokafka directly.
+    auth = credentials_to_aiokafka_auth(creds)
+    assert auth.pop("ssl_context").get_ca_certs() == ctx.get_ca_certs()
+    assert auth == {k: v for k, v in kw.items() if k != "bootstrap_servers"}
+
+
+def test_sasl_plaintext_has_no_ssl_context(tmp_path: Path) -> None:
+    s = load_settings(env={
+        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "DRAINWATCH_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+        "DRAINWATCH_KAFKA_SASL_USERNAME": "u",
+        "DRAINWATCH_KAFKA_SASL_PASSWORD": "p",
+    })
+    assert "ssl_context" not in s.aiokafka_kwargs()
+    creds = s.faust_kwargs()["broker_credentials"]
+    assert creds.protocol.value == "SASL_PLAINTEXT" and creds.ssl_context is None
+    assert creds.mechanism.value == "SCRAM-SHA-256"
+
+
+def test_mutual_tls_from_toml(tmp_path: Path, pki: dict[str, Path]) -> None:
+    cfg = write(tmp_path / "dw.toml", f"""
+[kafka]
+security_protocol = "SSL"
+ssl_cafile = "{pki['ca.pem']}"
+ssl_certfile = "{pki['client.pem']}"
+ssl_keyfile = "{pki['client.key']}"
+""")
+    s = load_settings(cfg, env={})
+    kw = s.aiokafka_kwargs()
+    assert kw["security_protocol"] == "SSL" and isinstance(kw["ssl_context"], ssl.SSLContext)
+    creds = s.faust_kwargs()["broker_credentials"]
+    assert isinstance(creds, faust.SSLCredentials)
+    assert credentials_to_aiokafka_auth(creds)["security_protocol"] == "SSL"
+    # The key really is loaded: a key that does not match the certificate is refused.
+    bad = load_settings(cfg, env={"DRAINWATCH_KAFKA_SSL_KEYFILE": str(pki["other.key"])})
+    with pytest.raises(ssl.SSLError):
+        bad.aiokafka_kwargs()
+
+
+# --- errors name the key ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "key", "fragment"),
+    [
+        ({"DRAINWATCH_MAX_GAP": "ten"}, "DRAINWATCH_MAX_GAP", "not a number"),
+        ({"DRAINWATCH_MAX_GAP": "-1"}, "DRAINWATCH_MAX_GAP", "minimum"),
+        ({"DRAINWATCH_MAX_GAP": "nan"}, "DRAINWATCH_MAX_GAP", "finite"),
+        ({"DRAINWATCH_NODES": "2.5"}, "DRAINWATCH_NODES", "integer"),
+        ({"DRAINWATCH_TZ": "Mars/Olympus"}, "DRAINWATCH_TZ", "IANA"),
+        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "TLS"}, "DRAINWATCH_KAFKA_SECURITY_PROTOCOL",
+         "SASL_SSL"),
+        ({"DRAINWATCH_KAFKA_SASL_MECHANISM": "GSSAPI"}, "DRAINWATCH_KAFKA_SASL_MECHANISM",
+         "SCRAM-SHA-512"),
+        ({"DRAINWATCH_KAFKA_BOOTSTRAP": "kafka://h:9092"}, "DRAINWATCH_KAFKA_BOOTSTRAP",
+         "scheme"),
+        ({"DRAINWATCH_KAFKA_BOOTSTRAP": "h:99999"}, "DRAINWATCH_KAFKA_BOOTSTRAP", "host:port"),
+        ({"DRAINWATCH_KAFKA_BOOTSTRAPS": "h:1"}, "DRAINWATCH_KAFKA_BOOTSTRAPS",
+         "did you mean DRAINWATCH_KAFKA_BOOTSTRAP"),
+        ({"DRAINWATCH_STORE": "redis://"}, "DRAINWATCH_STORE", "memory://"),
+        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "DRAINWATCH_KAFKA_SASL_USERNAME",
+         "required"),
+        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+          "DRAINWATCH_KAFKA_SASL_USERNAME": "u"}, "DRAINWATCH_KAFKA_SASL_PASSWORD", "required"),
+        ({"DRAINWATCH_KAFKA_SSL_CAFILE": "/etc/hostname"}, "DRAINWATCH_KAFKA_SSL_CAFILE",
+         "PLAINTEXT"),
+        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SSL",
+          "DRAINWATCH_KAFKA_SSL_CAFILE": "/no/such/ca.pem"}, "DRAINWATCH_KAFKA_SSL_CAFILE",
+         "does not exist"),
+        ({"DRAINWATCH_BROKER_SESSION_TIMEOUT": "6"}, "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL",
+         "third"),
+        ({"DRAINWATCH_TOPIC_PREFIX": "bad prefix/"}, "DRAINWATCH_TOPIC_PREFIX", "topic names"),
+    ],
+)
+def test_bad_env_values_name_the_key(env: dict[str, str], key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_settings(env=env)
+    assert e.value.key == key
+    assert str(e.value).startswith(key) and fragment in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "fragment"),
+    [
+        ("[worker]\nweb_port = \"x\"\n", "worker.web_port", "not an integer"),
+        ("[worker]\nweb_prot = 1\n", "worker.web_prot", "did you mean worker.web_port"),
+        ("[kafka]\nbootstrap = 9092\n", "kafka.bootstrap", "expected a string"),
+        ("[accounting]\nnodes = true\n", "accounting.nodes", "expected a number"),
+        ("[accounting\n", "config file", "not valid TOML"),
+    ],
+)
+def test_bad_toml_values_name_the_key(tmp_path: Path, toml: str, key: str, fragment: str) -> None:
+    cfg = write(tmp_path / "dw.toml", toml)
+    with pytest.raises(ConfigError) as e:
+        load_settings(cfg, env={})
+    assert e.value.key.startswith(key) and fragment in str(e.value)
+
+
+def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml", env={})
