@@ -1,0 +1,344 @@
+"""Slurm ``sacct --parsable2`` records -> :class:`SacctJob` -> :class:`models.jobevent.JobEvent`.
+
+Default layout: the 26 fields Open XDMoD's Slurm shredder asks for (see ../shared/data/README.md)::
+
+    TZ=UTC sacct --allusers --parsable2 --noheader --allocations --duplicates --format \
+    jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,\
+    elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname
+
+A 27th field, when present, is ``Flags`` (``SchedBackfill`` / ``SchedMain`` / ``SchedSubmit``,
+Slurm >= 20.11) and sets the backfill flag. A header line (first field ``JobID``, as printed
+without ``--noheader``) switches to name-based columns, so any field order or subset works as long
+as ``jobid``, ``submit``, ``start`` and ``end`` are present.
+
+Value formats (Slurm's sacct man page and ``time_str2secs``):
+- times ``2016-12-22T10:11:12`` in the time zone sacct ran in (``tz``, default UTC);
+  ``Unknown`` / ``None`` / empty -> None;
+- durations ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS``, ``MM``, ``D-HH``, ``D-HH:MM`` (optional
+  fractional seconds); ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` -> None;
+- ``State`` ``CANCELLED by 380693`` -> ``CANCELLED`` (the uid is kept in ``cancelled_by``);
+- ``ExitCode`` ``rc:signal``; ``ReqMem`` ``31000Mn`` (per node), ``2000Mc`` (per CPU), ``4G``;
+- ``NodeList`` a hostlist expression (:mod:`models.hostlist`); ``None assigned`` = never ran.
+
+A job that never ran (``NodeList`` ``None assigned`` or no ``Start``) yields submit (+ end when it
+has an end time: Slurm sets Start = End = cancel time for jobs cancelled while pending). Bad lines
+become :class:`models.reject.Reject` records with a reason; parsing never stops on one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from models.hostlist import HostlistError, expand_hostlist
+from models.jobevent import JobEvent
+from models.reject import Reject
+
+FIELDS_26 = (
+    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "gid", "user", "uid",
+    "submit", "eligible", "start", "end", "elapsed", "exitcode", "state", "nnodes", "ncpus",
+    "reqcpus", "reqmem", "reqtres", "alloctres", "timelimit", "nodelist", "jobname",
+)
+FIELDS_27 = (*FIELDS_26, "flags")
+REQUIRED = ("jobid", "submit", "start", "end")
+
+_NO_TIME = frozenset({"", "unknown", "none", "n/a", "invalid"})
+_NO_LIMIT = frozenset({"", "unlimited", "partition_limit", "invalid", "none", "unknown"})
+_MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)$")
+_MEM_MB = {"": 1.0, "K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+class SacctError(ValueError):
+    """A sacct record that cannot be used; ``reason`` is a short stable key for counting."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+@dataclass(slots=True, frozen=True)
+class SacctJob:
+    """One parsed sacct record. Times are POSIX seconds (UTC); durations are seconds."""
+
+    jobid: str
+    jobidraw: str | None
+    cluster: str | None
+    partition: str | None
+    qos: str | None
+    account: str | None
+    group: str | None
+    gid: int | None
+    user: str | None
+    uid: int | None
+    submit: float
+    eligible: float | None
+    start: float | None
+    end: float | None
+    elapsed: float | None
+    exit_code: int | None
+    exit_signal: int | None
+    state: str | None
+    cancelled_by: str | None
+    nnodes: int | None
+    ncpus: int | None
+    reqcpus: int | None
+    reqmem_mb: float | None
+    reqmem_per: str | None  # "node", "cpu" or None (newer Slurm prints no suffix)
+    reqtres: str | None
+    alloctres: str | None
+    timelimit: float | None
+    nodelist: tuple[str, ...]
+    jobname: str | None
+    backfill: bool | None
+
+    @property
+    def ran(self) -> bool:
+        """True when the job started on nodes. Slurm sets Start = End = cancel time for a job
+        cancelled while pending and prints ``None assigned`` as its node list."""
+        if self.start is None:
+            return False
+        if self.nodelist or self.end is None:
+            return True
+        return self.end > self.start or (self.elapsed or 0) > 0
+
+
+def parse_duration(text: str) -> float | None:
+    """Slurm duration -> seconds; None for UNLIMITED / Partition_Limit / INVALID / empty.
+    Raises SacctError('bad_duration')."""
+    s = text.strip()
+    if s.lower() in _NO_LIMIT:
+        return None
+    days = 0
+    rest = s
+    if "-" in s:
+        d, _, rest = s.partition("-")
+        if not d.isdigit():
+            raise SacctError("bad_duration", text)
+        days = int(d)
+    parts = rest.split(":")
+    if not parts or len(parts) > 3 or any(p == "" for p in parts):
+        raise SacctError("bad_duration", text)
+    try:
+        nums = [float(p) if "." in p else int(p) for p in parts]
+    except ValueError as e:
+        raise SacctError("bad_duration", text) from e
+    if any(n < 0 for n in nums) or any("." in p for p in parts[:-1]):
+        raise SacctError("bad_duration", text)
+    if "-" in s:  # D-H, D-H:M, D-H:M:S
+        h, m, sec = (nums + [0, 0])[:3]
+    elif len(nums) == 3:  # H:M:S
+        h, m, sec = nums
+    elif len(nums) == 2:  # M:S
+        h, (m, sec) = 0, nums
+    else:  # M
+        h, m, sec = 0, nums[0], 0
+    return float(days * 86400 + h * 3600 + m * 60 + sec)
+
+
+def parse_time(text: str, tz: ZoneInfo | None = None) -> float | None:
+    """sacct time (``2016-12-22T10:11:12``, local to ``tz``; UTC when None) -> POSIX seconds;
+    None for Unknown/None. Raises SacctError('bad_time')."""
+    s = text.strip()
+    if s.lower() in _NO_TIME:
+        return None
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError as e:
+        raise SacctError("bad_time", text) from e
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz or UTC)
+    return dt.timestamp()
+
+
+def parse_reqmem(text: str) -> tuple[float | None, str | None]:
+    """``31000Mn`` -> (31000.0, 'node'); ``2000Mc`` -> (2000.0, 'cpu'); ``4G`` -> (4096.0, None)."""
+    s = text.strip()
+    if s == "" or s == "0":
+        return (None if s == "" else 0.0), None
+    m = _MEM_RE.match(s)
+    if m is None:
+        raise SacctError("bad_reqmem", text)
+    num, unit, per = m.groups()
+    mb = float(num) * _MEM_MB[unit]
+    return mb, {"n": "node", "c": "cpu", "": None}[per]
+
+
+def parse_exitcode(text: str) -> tuple[int | None, int | None]:
+    s = text.strip()
+    if s == "":
+        return None, None
+    rc, sep, sig = s.partition(":")
+    if not rc.isdigit() or (sep and not sig.isdigit()):
+        raise SacctError("bad_exitcode", text)
+    return int(rc), (int(sig) if sep else None)
+
+
+def parse_flags(text: str | None) -> bool | None:
+    """``SchedBackfill`` -> True, ``SchedMain`` / ``SchedSubmit`` -> False, else None."""
+    if not text:
+        return None
+    flags = {f.strip().lower() for f in text.split(",")}
+    if "schedbackfill" in flags:
+        return True
+    if "schedmain" in flags or "schedsubmit" in flags:
+        return False
+    return None
+
+
+def _int(text: str | None, name: str) -> int | None:
+    if text is None:
+        return None
+    s = text.strip()
+    if s == "":
+        return None
+    if not s.isdigit():
+        raise SacctError(f"bad_{name}", text)
+    return int(s)
+
+
+def _str(text: str | None) -> str | None:
+    if text is None:
+        return None
+    s = text.strip()
+    return s or None
+
+
+def sacct_job_from_fields(
+    vals: dict[str, str], tz: ZoneInfo | None = None
+) -> SacctJob:
+    """Build a SacctJob from ``{field name: text}``; raises SacctError with a reason."""
+    jobid = (vals.get("jobid") or "").strip()
+    if not jobid:
+        raise SacctError("missing_jobid")
+    submit = parse_time(vals.get("submit", ""), tz)
+    if submit is None:
+        raise SacctError("missing_submit")
+    start = parse_time(vals.get("start", ""), tz)
+    end = parse_time(vals.get("end", ""), tz)
+    if start is not None and start < submit:
+        raise SacctError("start_before_submit", f"{vals.get('submit')} > {vals.get('start')}")
+    if start is not None and end is not None and end < start:
+        raise SacctError("end_before_start", f"{vals.get('start')} > {vals.get('end')}")
+    state_s = (vals.get("state") or "").strip()
+    state, _, by = state_s.partition(" by ")
+    rc, sig = parse_exitcode(vals.get("exitcode", ""))
+    mem, per = parse_reqmem(vals.get("reqmem", ""))
+    try:
+        nodelist = tuple(expand_hostlist(vals.get("nodelist")))
+    except HostlistError as e:
+        raise SacctError("bad_nodelist", str(e)) from e
+    el = vals.get("elapsed")
+    tl = vals.get("timelimit")
+    return SacctJob(
+        jobid=jobid, jobidraw=_str(vals.get("jobidraw")), cluster=_str(vals.get("cluster")),
+        partition=_str(vals.get("partition")), qos=_str(vals.get("qos")),
+        account=_str(vals.get("account")), group=_str(vals.get("group")),
+        gid=_int(vals.get("gid"), "gid"), user=_str(vals.get("user")),
+        uid=_int(vals.get("uid"), "uid"), submit=submit,
+        eligible=parse_time(vals.get("eligible", ""), tz), start=start, end=end,
+        elapsed=None if el is None else parse_duration(el), exit_code=rc, exit_signal=sig,
+        state=state.strip().upper() or None, cancelled_by=by.strip() or None,
+        nnodes=_int(vals.get("nnodes"), "nnodes"), ncpus=_int(vals.get("ncpus"), "ncpus"),
+        reqcpus=_int(vals.get("reqcpus"), "reqcpus"), reqmem_mb=mem, reqmem_per=per,
+        reqtres=_str(vals.get("reqtres")), alloctres=_str(vals.get("alloctres")),
+        timelimit=None if tl is None else parse_duration(tl), nodelist=nodelist,
+        jobname=vals.get("jobname"), backfill=parse_flags(vals.get("flags")),
+    )
+
+
+def _is_header(fields: list[str]) -> bool:
+    return fields[0].strip().lower() == "jobid"
+
+
+def parse_sacct(
+    lines: Iterable[str | bytes],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    tz: str | None = None,
+    steps: bool = False,
+) -> Iterator[SacctJob]:
+    """Parse ``sacct --parsable2`` lines lazily. ``tz``: IANA zone the times were printed in
+    (default UTC). Job steps (``123.batch``, ``123.0``) are skipped unless ``steps``. Bad lines go
+    to ``rejects`` (when given) and are skipped."""
+    zone = None if tz in (None, "UTC", "Etc/UTC") else ZoneInfo(tz)
+    names: tuple[str, ...] | None = None
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        fields = text.split("|")
+        if _is_header(fields):
+            names = tuple(f.strip().lower() for f in fields)
+            missing = [r for r in REQUIRED if r not in names]
+            if missing:
+                if rejects is not None:
+                    rejects.append(Reject("header_missing_fields", source, lineno, text))
+                names = None
+            continue
+        if names is not None:
+            cols = names
+        elif len(fields) == 26:
+            cols = FIELDS_26
+        elif len(fields) == 27:
+            cols = FIELDS_27
+        else:
+            if rejects is not None:
+                rejects.append(Reject("wrong_field_count", source, lineno, text))
+            continue
+        if len(fields) != len(cols):
+            if rejects is not None:
+                rejects.append(Reject("wrong_field_count", source, lineno, text))
+            continue
+        vals = dict(zip(cols, fields, strict=True))
+        if not steps and "." in vals.get("jobid", ""):
+            continue
+        try:
+            yield sacct_job_from_fields(vals, zone)
+        except SacctError as e:
+            if rejects is not None:
+                rejects.append(Reject(e.reason, source, lineno, text))
+
+
+def _exit_status(job: SacctJob) -> int | None:
+    """Shell-style status: the return code, or 128 + signal when killed by a signal."""
+    if job.exit_code is None:
+        return None
+    if job.exit_code == 0 and job.exit_signal:
+        return 128 + job.exit_signal
+    return job.exit_code
+
+
+def sacct_job_events(job: SacctJob) -> list[JobEvent]:
+    """submit / start / end events of one record (start only if it ran, end only if it ended)."""
+    nodes = job.nnodes
+    cores = job.ncpus if job.ncpus else job.reqcpus
+    common = dict(
+        job=job.jobid, user=job.user, group=job.group, account=job.account,
+        partition=job.partition, name=job.jobname, nodes=nodes, cores=cores,
+        req_walltime=job.timelimit,
+    )
+    ev = [JobEvent(type="submit", ts=job.submit, **common)]  # type: ignore[arg-type]
+    ran = job.ran
+    if ran:
+        ev.append(JobEvent(type="start", ts=job.start, node_list=job.nodelist,  # type: ignore
+                           backfill=job.backfill, **common))
+    if job.end is not None:
+        ev.append(JobEvent(type="end", ts=job.end, node_list=job.nodelist if ran else (),
+                           state=job.state, exit_code=_exit_status(job),
+                           backfill=job.backfill if ran else None, **common))  # type: ignore
+    return ev
+
+
+def iter_sacct_events(
+    lines: Iterable[str | bytes],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    tz: str | None = None,
+    steps: bool = False,
+) -> Iterator[JobEvent]:
+    for job in parse_sacct(lines, rejects, source, tz=tz, steps=steps):
+        yield from sacct_job_events(job)
