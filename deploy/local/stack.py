@@ -1,0 +1,879 @@
+#!/usr/bin/env python3
+"""The local stack: a real Apache Kafka broker and a real InfluxDB, on 127.0.0.1, without Docker.
+
+    python deploy/local/stack.py start                  # build what is missing, start, wait healthy
+    python deploy/local/stack.py status                 # exit 0 when both servers answer
+    python deploy/local/stack.py stop [--keep-logs-if RC]
+
+* Kafka 3.9 (KRaft, one combined broker+controller node). Its jars are resolved once with Maven
+  from deploy/local/kafka/pom.xml into the state directory; storage is formatted once with
+  kafka.tools.StorageTool; the broker is `java -cp lib/* kafka.Kafka server.properties`.
+* InfluxDB 1.8.10, built once with `go install` from the Go module proxy. It serves the v2 write
+  API (/api/v2/write), Flux (/api/v2/query) and InfluxQL (/query). Auth is on; an admin user with
+  a random password is created on first start, and the database the pipeline writes to.
+
+Everything lives under the state directory (DRAINWATCH_STATE_DIR, default <repo>/.drainwatch):
+kafka/{lib,data,server.properties}, influxdb/{bin,meta,data,wal,influxdb.conf,admin.token},
+logs/ (kept after every run) and stack.env (KEY=VALUE lines for clients).
+
+Standard library only: it runs before the virtualenv has anything installed.
+Other code (the pytest fixtures) imports it as a module: see start(), stop(), health(),
+restart_kafka(), read_stack_env() and influx_query().
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+INFLUXDB_MODULE = "github.com/influxdata/influxdb/cmd/influxd"
+INFLUXDB_VERSION = "v1.8.10"
+DATABASE = "drainwatch"
+RETENTION_POLICY = "autogen"
+ADMIN_USER = "drainwatch_admin"
+LOG_ROTATE_BYTES = 20 * 1024 * 1024
+
+# Process handles of servers started by this interpreter, kept so they are reaped (no zombies,
+# no "subprocess still running" warnings) when a long-lived caller such as pytest starts them.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class StackError(RuntimeError):
+    """The stack could not be built, started or reached; the message says why and where to look."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Ports and paths of the local stack, from DRAINWATCH_* environment variables."""
+
+    state: Path
+    kafka_port: int
+    controller_port: int
+    influx_port: int
+    influx_rpc_port: int
+    timeout: float
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Config:
+        env = dict(os.environ if env is None else env)
+        state = Path(env.get("DRAINWATCH_STATE_DIR") or REPO / ".drainwatch").resolve()
+        return cls(
+            state=state,
+            kafka_port=int(env.get("DRAINWATCH_KAFKA_PORT", "19092")),
+            controller_port=int(env.get("DRAINWATCH_KAFKA_CONTROLLER_PORT", "19093")),
+            influx_port=int(env.get("DRAINWATCH_INFLUX_PORT", "18086")),
+            influx_rpc_port=int(env.get("DRAINWATCH_INFLUX_RPC_PORT", "18088")),
+            timeout=float(env.get("DRAINWATCH_STACK_TIMEOUT", "180")),
+        )
+
+    # --- layout -----------------------------------------------------------------------------
+    @property
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    @property
+    def kafka_dir(self) -> Path:
+        return self.state / "kafka"
+
+    @property
+    def kafka_lib(self) -> Path:
+        return self.kafka_dir / "lib"
+
+    @property
+    def kafka_data(self) -> Path:
+        return self.kafka_dir / "data"
+
+    @property
+    def kafka_properties(self) -> Path:
+        return self.kafka_dir / "server.properties"
+
+    @property
+    def kafka_log4j(self) -> Path:
+        return self.kafka_dir / "log4j.properties"
+
+    @property
+    def kafka_cluster_id_file(self) -> Path:
+        return self.kafka_dir / "cluster.id"
+
+    @property
+    def kafka_pid(self) -> Path:
+        return self.kafka_dir / "kafka.pid"
+
+    @property
+    def kafka_log(self) -> Path:
+        return self.logs / "kafka.log"
+
+    @property
+    def influx_dir(self) -> Path:
+        return self.state / "influxdb"
+
+    @property
+    def influxd(self) -> Path:
+        return self.influx_dir / "bin" / "influxd"
+
+    @property
+    def influx_conf(self) -> Path:
+        return self.influx_dir / "influxdb.conf"
+
+    @property
+    def influx_pid(self) -> Path:
+        return self.influx_dir / "influxd.pid"
+
+    @property
+    def influx_token_file(self) -> Path:
+        return self.influx_dir / "admin.token"
+
+    @property
+    def influx_log(self) -> Path:
+        return self.logs / "influxdb.log"
+
+    @property
+    def stack_env(self) -> Path:
+        return self.state / "stack.env"
+
+    # --- addresses --------------------------------------------------------------------------
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def influx_url(self) -> str:
+        return f"http://127.0.0.1:{self.influx_port}"
+
+
+def _say(msg: str) -> None:
+    print(f"[stack] {msg}", flush=True)
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        data = path.read_bytes()[-64 * 1024 :].decode("utf-8", "replace").splitlines()
+    except OSError:
+        return f"(no {path})"
+    return "\n".join(data[-lines:])
+
+
+@contextlib.contextmanager
+def _locked(cfg: Config) -> Iterator[None]:
+    """Serialise start/stop between processes sharing a state directory."""
+    cfg.state.mkdir(parents=True, exist_ok=True)
+    with open(cfg.state / "stack.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file readable by its owner only (mode 0600), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+def _read_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int, marker: str) -> bool:
+    """True when `pid` runs and its command line contains `marker` (guards against pid reuse)."""
+    proc = _CHILDREN.get(pid)
+    if proc is not None:  # started by this interpreter: poll() is authoritative and reaps it
+        return proc.poll() is None
+    try:
+        os.kill(pid, 0)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z" and marker in cmdline
+
+
+def _running_pid(pid_file: Path, marker: str) -> int | None:
+    pid = _read_pid(pid_file)
+    if pid is not None and _alive(pid, marker):
+        return pid
+    return None
+
+
+def _spawn(cmd: list[str], log: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
+        os.replace(log, log.with_name(log.name + ".1"))
+    with open(log, "ab") as out:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        out.write(f"\n===== {stamp} stack.py starts: {' '.join(cmd)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=str(pid_file.parent),
+        )
+    _CHILDREN[proc.pid] = proc
+    _write_text(pid_file, f"{proc.pid}\n")
+    return proc.pid
+
+
+def _terminate(pid_file: Path, marker: str, name: str, grace: float) -> bool:
+    """SIGTERM the server's process group, wait up to `grace` s, then SIGKILL. True if it ran."""
+    pid = _running_pid(pid_file, marker)
+    if pid is None:
+        with contextlib.suppress(FileNotFoundError):
+            pid_file.unlink()
+        return False
+    t0 = time.monotonic()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    while time.monotonic() - t0 < grace and _alive(pid, marker):
+        time.sleep(0.1)
+    if _alive(pid, marker):
+        _say(f"{name} did not stop within {grace:.0f}s of SIGTERM: SIGKILL")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        while _alive(pid, marker):
+            time.sleep(0.05)
+    proc = _CHILDREN.pop(pid, None)
+    if proc is not None:
+        proc.wait()
+    with contextlib.suppress(FileNotFoundError):
+        pid_file.unlink()
+    _say(f"{name} stopped (pid {pid}, {time.monotonic() - t0:.1f}s)")
+    return True
+
+
+def _port_open(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_ready(
+    name: str, pid_file: Path, marker: str, log: Path, probe: object, timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        if _running_pid(pid_file, marker) is None:
+            raise StackError(f"{name} exited during start-up; last lines of {log}:\n{_tail(log)}")
+        try:
+            probe()  # type: ignore[operator]
+            return
+        except (OSError, StackError, ValueError, struct.error) as exc:
+            last = str(exc) or type(exc).__name__
+        time.sleep(0.25)
+    raise StackError(
+        f"{name} not ready after {timeout:.0f}s ({last}); last lines of {log}:\n{_tail(log)}"
+    )
+
+
+# --- Kafka ----------------------------------------------------------------------------------
+
+KAFKA_MARKER = "kafka.Kafka"
+
+
+def _java() -> str:
+    """DRAINWATCH_JAVA, else $JAVA_HOME/bin/java, else Java 17 where Debian puts it, else PATH."""
+    candidates = [
+        os.environ.get("DRAINWATCH_JAVA", ""),
+        str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "",
+        "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
+        shutil.which("java") or "",
+    ]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    raise StackError("no Java runtime found (need Java 11+, 17 preferred): set DRAINWATCH_JAVA")
+
+
+def ensure_kafka_jars(cfg: Config) -> bool:
+    """Resolve the broker's jars with Maven unless cached for this pom. True if it resolved."""
+    stamp = hashlib.sha256(KAFKA_POM.read_bytes()).hexdigest()
+    stamp_file = cfg.kafka_lib / ".pom.sha256"
+    if stamp_file.exists() and stamp_file.read_text().strip() == stamp:
+        return False
+    mvn = os.environ.get("DRAINWATCH_MVN") or shutil.which("mvn")
+    if not mvn:
+        raise StackError("Maven (mvn) not found: it resolves Kafka's jars (apt-get install maven)")
+    tmp = cfg.kafka_dir / "lib.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    cfg.logs.mkdir(parents=True, exist_ok=True)
+    build_log = cfg.logs / "build-kafka.log"
+    _say(f"resolving Kafka jars with Maven (first start only; log: {build_log})")
+    cmd = [
+        mvn, "-q", "-B", "-f", str(KAFKA_POM), "dependency:copy-dependencies",
+        f"-DoutputDirectory={tmp}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    env = dict(os.environ)
+    env.setdefault("JAVA_HOME", str(Path(_java()).resolve().parents[1]))
+    with open(build_log, "wb") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cfg.state)
+    jars = list(tmp.glob("kafka_2.13-*.jar"))
+    if rc != 0 or not jars:
+        raise StackError(
+            f"Maven could not resolve Kafka's jars (exit {rc}); {build_log}:\n{_tail(build_log)}"
+        )
+    shutil.rmtree(cfg.kafka_lib, ignore_errors=True)
+    os.replace(tmp, cfg.kafka_lib)
+    stamp_file.write_text(stamp + "\n")
+    return True
+
+
+def _kafka_cluster_id(cfg: Config) -> str:
+    """A Kafka Uuid in its text form (url-safe base64, no padding), kept in the state dir."""
+    if cfg.kafka_cluster_id_file.exists():
+        return cfg.kafka_cluster_id_file.read_text().strip()
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):  # Kafka's Uuid.randomUuid() rejects these too
+            break
+    _write_text(cfg.kafka_cluster_id_file, text + "\n")
+    return text
+
+
+def write_kafka_config(cfg: Config) -> None:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{cfg.controller_port}",
+        "listeners": (
+            f"PLAINTEXT://127.0.0.1:{cfg.kafka_port},CONTROLLER://127.0.0.1:{cfg.controller_port}"
+        ),
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{cfg.kafka_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(cfg.kafka_data),
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "min.insync.replicas": "1",
+        "offsets.topic.replication.factor": "1",
+        # One partition: the first consumer group joins in well under a second on 2 cores.
+        "offsets.topic.num.partitions": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "1",
+        "auto.create.topics.enable": "true",
+        "group.initial.rebalance.delay.ms": "0",
+        # Replays carry historical timestamps: time-based retention would delete them at once.
+        "log.retention.ms": "-1",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+    }
+    text = "# generated by deploy/local/stack.py on every start; edit the script, not this file\n"
+    text += "".join(f"{k}={v}\n" for k, v in props.items())
+    _write_text(cfg.kafka_properties, text)
+    _write_text(
+        cfg.kafka_log4j,
+        "log4j.rootLogger=INFO, stdout\n"
+        "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        "log4j.logger.kafka.request.logger=WARN\n"
+        "log4j.logger.state.change.logger=WARN\n"
+        "log4j.logger.kafka.log.LogCleaner=WARN\n",
+    )
+
+
+def _java_cmd(cfg: Config, main: str, *args: str) -> list[str]:
+    return [
+        _java(),
+        "-Xms128m",
+        "-Xmx512m",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j.configuration=file:{cfg.kafka_log4j}",
+        f"-Dkafka.logs.dir={cfg.logs}",
+        "-cp",
+        f"{cfg.kafka_lib}/*",
+        main,
+        *args,
+    ]
+
+
+def format_kafka_storage(cfg: Config) -> bool:
+    """Format the KRaft log directory once. True if it formatted."""
+    if (cfg.kafka_data / "meta.properties").exists():
+        return False
+    cluster_id = _kafka_cluster_id(cfg)
+    cmd = _java_cmd(
+        cfg, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(cfg.kafka_properties)
+    )
+    log = cfg.logs / "kafka-format.log"
+    with open(log, "wb") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0:
+        raise StackError(f"kafka StorageTool format failed (exit {rc}); {log}:\n{_tail(log)}")
+    return True
+
+
+def _kafka_string(data: bytes, pos: int) -> tuple[str | None, int]:
+    (n,) = struct.unpack_from(">h", data, pos)
+    pos += 2
+    if n < 0:
+        return None, pos
+    return data[pos : pos + n].decode(), pos + n
+
+
+def kafka_metadata(port: int, timeout: float = 2.0) -> tuple[list[tuple[int, str, int]], str]:
+    """One Metadata (v4, no topics) round trip over the Kafka protocol: (brokers, cluster id)."""
+    client = b"drainwatch-stack"
+    body = struct.pack(">hhih", 3, 4, 7, len(client)) + client + struct.pack(">ib", 0, 0)
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        head = b""
+        while len(head) < 4:
+            chunk = sock.recv(4 - len(head))
+            if not chunk:
+                raise StackError("broker closed the connection")
+            head += chunk
+        (size,) = struct.unpack(">i", head)
+        data = b""
+        while len(data) < size:
+            chunk = sock.recv(size - len(data))
+            if not chunk:
+                raise StackError("broker closed the connection")
+            data += chunk
+    corr, _throttle, n = struct.unpack_from(">iii", data, 0)
+    if corr != 7:
+        raise StackError(f"unexpected correlation id {corr}")
+    pos = 12
+    brokers = []
+    for _ in range(n):
+        (node,) = struct.unpack_from(">i", data, pos)
+        host, pos = _kafka_string(data, pos + 4)
+        (bport,) = struct.unpack_from(">i", data, pos)
+        _rack, pos = _kafka_string(data, pos + 4)
+        brokers.append((node, host or "", bport))
+    cluster_id, pos = _kafka_string(data, pos)
+    return brokers, cluster_id or ""
+
+
+def kafka_healthy(cfg: Config) -> bool:
+    try:
+        brokers, _ = kafka_metadata(cfg.kafka_port)
+    except (OSError, StackError, struct.error):
+        return False
+    return any(port == cfg.kafka_port for _, _, port in brokers)
+
+
+def _kafka_probe(cfg: Config) -> None:
+    brokers, _ = kafka_metadata(cfg.kafka_port)
+    if not any(port == cfg.kafka_port for _, _, port in brokers):
+        raise StackError(f"metadata lists no broker on port {cfg.kafka_port} yet: {brokers}")
+
+
+def start_kafka(cfg: Config) -> str:
+    """Start the broker unless it runs; wait until a Metadata request lists it. Returns a note."""
+    t0 = time.monotonic()
+    notes = []
+    if _running_pid(cfg.kafka_pid, KAFKA_MARKER) is not None:
+        _wait_ready("kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log,
+                    lambda: _kafka_probe(cfg), cfg.timeout)  # fmt: skip
+        return "already running"
+    for port in (cfg.kafka_port, cfg.controller_port):
+        if _port_open(port):
+            raise StackError(
+                f"port 127.0.0.1:{port} is taken by a process this state dir ({cfg.state}) did "
+                "not start: stop it, or set DRAINWATCH_KAFKA_PORT / "
+                "DRAINWATCH_KAFKA_CONTROLLER_PORT"
+            )
+    t = time.monotonic()
+    if ensure_kafka_jars(cfg):
+        notes.append(f"jars resolved in {time.monotonic() - t:.1f}s")
+    write_kafka_config(cfg)
+    t = time.monotonic()
+    if format_kafka_storage(cfg):
+        notes.append(f"storage formatted in {time.monotonic() - t:.1f}s")
+    cmd = _java_cmd(cfg, KAFKA_MARKER, str(cfg.kafka_properties))
+    pid = _spawn(cmd, cfg.kafka_log, cfg.kafka_pid)
+    _wait_ready("kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log,
+                lambda: _kafka_probe(cfg), cfg.timeout)  # fmt: skip
+    notes.append(f"pid {pid}, up in {time.monotonic() - t0:.1f}s")
+    return ", ".join(notes)
+
+
+def stop_kafka(cfg: Config) -> bool:
+    return _terminate(cfg.kafka_pid, KAFKA_MARKER, "kafka", grace=60.0)
+
+
+def restart_kafka(cfg: Config | None = None) -> None:
+    """Stop the broker (SIGTERM, clean shutdown) and start it again on the same data."""
+    cfg = cfg or Config.from_env()
+    with _locked(cfg):
+        stop_kafka(cfg)
+        _say(f"kafka: {start_kafka(cfg)}")
+
+
+# --- InfluxDB -------------------------------------------------------------------------------
+
+INFLUX_MARKER = "influxd"
+
+
+def _go() -> str:
+    go = os.environ.get("DRAINWATCH_GO") or shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        raise StackError("no Go toolchain found (it builds influxd once): set DRAINWATCH_GO")
+    return go
+
+
+def ensure_influxd(cfg: Config) -> bool:
+    """Build influxd v1.8.10 with `go install` unless already built. True if it built."""
+    if os.access(cfg.influxd, os.X_OK):
+        return False
+    go = _go()
+    cfg.logs.mkdir(parents=True, exist_ok=True)
+    build_log = cfg.logs / "build-influxd.log"
+    _say(f"building influxd {INFLUXDB_VERSION} with {go} (first start only, 1-3 min; "
+         f"log: {build_log})")  # fmt: skip
+    env = dict(os.environ)
+    env["GOBIN"] = str(cfg.influxd.parent)
+    env.setdefault("CGO_ENABLED", "0")  # pure Go; no C compiler needed
+    # `go install` leaves main.version empty ("vunknown"); stamp it as the release build does so
+    # the X-Influxdb-Version header and SHOW DIAGNOSTICS tell the truth.
+    ldflags = f"-X main.version={INFLUXDB_VERSION.lstrip('v')} -X main.branch=1.8"
+    cmd = [go, "install", f"-ldflags={ldflags}", f"{INFLUXDB_MODULE}@{INFLUXDB_VERSION}"]
+    with open(build_log, "wb") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cfg.state)
+    if rc != 0 or not os.access(cfg.influxd, os.X_OK):
+        raise StackError(f"`{' '.join(cmd)}` failed (exit {rc}); {build_log}:\n{_tail(build_log)}")
+    out = subprocess.run([str(cfg.influxd), "version"], capture_output=True, text=True).stdout
+    if INFLUXDB_VERSION.lstrip("v") not in out:
+        cfg.influxd.unlink()
+        raise StackError(f"built influxd reports an unexpected version: {out.strip()!r}")
+    return True
+
+
+def write_influx_config(cfg: Config) -> None:
+    d = cfg.influx_dir
+    _write_text(
+        cfg.influx_conf,
+        f"""# generated by deploy/local/stack.py on every start; edit the script, not this file
+reporting-disabled = true
+bind-address = "127.0.0.1:{cfg.influx_rpc_port}"
+
+[meta]
+  dir = "{d / "meta"}"
+
+[data]
+  dir = "{d / "data"}"
+  wal-dir = "{d / "wal"}"
+  query-log-enabled = false
+
+[monitor]
+  store-enabled = false
+
+[subscriber]
+  enabled = false
+
+[continuous_queries]
+  log-enabled = false
+
+[http]
+  enabled = true
+  bind-address = "127.0.0.1:{cfg.influx_port}"
+  auth-enabled = true
+  flux-enabled = true
+  flux-log-enabled = false
+  log-enabled = true
+  suppress-write-log = true
+  pprof-enabled = false
+
+[logging]
+  level = "info"
+""",
+    )
+
+
+def _influx_request(
+    cfg: Config, path: str, *, params: dict[str, str] | None = None,
+    data: bytes | None = None, auth: str | None = None, timeout: float = 10.0,
+) -> tuple[int, bytes]:  # fmt: skip
+    url = cfg.influx_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+    req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    if data is not None:
+        req.add_header("Content-Type", "application/x-www-form-urlencoded")
+    if auth:
+        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def influx_query(cfg: Config, q: str, *, db: str | None = None, auth: str | None = None) -> dict:
+    """Run InfluxQL through POST /query (admin credentials by default); raise on any error."""
+    if auth is None:
+        auth = cfg.influx_token_file.read_text().strip()
+    params = {"epoch": "ns"}
+    if db:
+        params["db"] = db
+    status, body = _influx_request(
+        cfg, "/query", params=params, data=urllib.parse.urlencode({"q": q}).encode(), auth=auth
+    )
+    try:
+        doc = json.loads(body or b"{}")
+    except ValueError:
+        doc = {"error": body.decode("utf-8", "replace")}
+    errors = [doc.get("error")] + [r.get("error") for r in doc.get("results", [])]
+    errors = [e for e in errors if e]
+    if status != 200 or errors:
+        raise StackError(f"InfluxQL {q!r} -> HTTP {status}: {'; '.join(errors) or body[:200]!r}")
+    return doc
+
+
+def influx_healthy(cfg: Config) -> bool:
+    try:
+        status, _ = _influx_request(cfg, "/ping", timeout=2.0)
+    except OSError:
+        return False
+    return status == 204
+
+
+def _influx_probe(cfg: Config) -> None:
+    status, _ = _influx_request(cfg, "/ping", timeout=2.0)
+    if status != 204:
+        raise StackError(f"/ping answered {status}")
+
+
+def _bootstrap_influx(cfg: Config) -> None:
+    """Create the admin user (first start) and the database; both are idempotent."""
+    if not cfg.influx_token_file.exists():
+        _write_private(cfg.influx_token_file, f"{ADMIN_USER}:{secrets.token_urlsafe(24)}\n")
+    token = cfg.influx_token_file.read_text().strip()
+    user, password = token.split(":", 1)
+    try:
+        influx_query(cfg, "SHOW USERS", auth=token)
+    except StackError:
+        # With auth on and no user yet, InfluxDB 1.x accepts exactly one unauthenticated query:
+        # creating the first admin.
+        q = f"CREATE USER \"{user}\" WITH PASSWORD '{password}' WITH ALL PRIVILEGES"
+        status, body = _influx_request(
+            cfg, "/query", data=urllib.parse.urlencode({"q": q}).encode()
+        )
+        if status != 200 or b'"error"' in body:
+            raise StackError(
+                f"cannot authenticate as {user} nor create it (HTTP {status}: {body[:200]!r}); "
+                f"the credentials in {cfg.influx_token_file} do not match {cfg.influx_dir}/meta: "
+                f"stop the stack and delete {cfg.influx_dir}/{{meta,data,wal}} to start afresh"
+            ) from None
+        influx_query(cfg, "SHOW USERS", auth=token)
+    influx_query(cfg, f'CREATE DATABASE "{DATABASE}"')
+    rps = influx_query(cfg, f'SHOW RETENTION POLICIES ON "{DATABASE}"')
+    names = [row[0] for s in rps["results"][0].get("series", []) for row in s["values"]]
+    if RETENTION_POLICY not in names:
+        raise StackError(f"database {DATABASE} has no retention policy {RETENTION_POLICY}: {names}")
+
+
+def start_influx(cfg: Config) -> str:
+    t0 = time.monotonic()
+    notes = []
+    if _running_pid(cfg.influx_pid, INFLUX_MARKER) is None:
+        for port in (cfg.influx_port, cfg.influx_rpc_port):
+            if _port_open(port):
+                raise StackError(
+                    f"port 127.0.0.1:{port} is taken by a process this state dir ({cfg.state}) "
+                    "did not start: stop it, or set DRAINWATCH_INFLUX_PORT / "
+                    "DRAINWATCH_INFLUX_RPC_PORT"
+                )
+        t = time.monotonic()
+        if ensure_influxd(cfg):
+            notes.append(f"influxd built in {time.monotonic() - t:.1f}s")
+        write_influx_config(cfg)
+        # INFLUXDB_* variables override the config file: keep the caller's out of it.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("INFLUXDB_")}
+        pid = _spawn([str(cfg.influxd), "run", "-config", str(cfg.influx_conf)],
+                     cfg.influx_log, cfg.influx_pid, env=env)  # fmt: skip
+        notes.append(f"pid {pid}")
+    else:
+        notes.append("already running")
+    _wait_ready("influxdb", cfg.influx_pid, INFLUX_MARKER, cfg.influx_log,
+                lambda: _influx_probe(cfg), cfg.timeout)  # fmt: skip
+    _bootstrap_influx(cfg)
+    if "already running" not in notes:
+        notes.append(f"up in {time.monotonic() - t0:.1f}s")
+    return ", ".join(notes)
+
+
+def stop_influx(cfg: Config) -> bool:
+    return _terminate(cfg.influx_pid, INFLUX_MARKER, "influxdb", grace=30.0)
+
+
+# --- the stack ------------------------------------------------------------------------------
+
+
+def write_stack_env(cfg: Config) -> dict[str, str]:
+    env = {
+        "DRAINWATCH_KAFKA_BOOTSTRAP": cfg.kafka_bootstrap,
+        "DRAINWATCH_INFLUX_URL": cfg.influx_url,
+        "DRAINWATCH_INFLUX_TOKEN_FILE": str(cfg.influx_token_file),
+        "DRAINWATCH_INFLUX_ORG": "-",
+        "DRAINWATCH_INFLUX_BUCKET": f"{DATABASE}/{RETENTION_POLICY}",
+        "DRAINWATCH_INFLUX_DATABASE": DATABASE,
+        "DRAINWATCH_STACK_LOGS": str(cfg.logs),
+    }
+    text = "# written by deploy/local/stack.py start; the token file holds user:password (0600)\n"
+    _write_text(cfg.stack_env, text + "".join(f"{k}={v}\n" for k, v in env.items()))
+    return env
+
+
+def read_stack_env(cfg: Config | None = None) -> dict[str, str]:
+    cfg = cfg or Config.from_env()
+    env = {}
+    for line in cfg.stack_env.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            env[key.strip()] = value.strip()
+    return env
+
+
+def health(cfg: Config | None = None) -> dict[str, bool]:
+    cfg = cfg or Config.from_env()
+    return {
+        "kafka": _running_pid(cfg.kafka_pid, KAFKA_MARKER) is not None and kafka_healthy(cfg),
+        "influxdb": _running_pid(cfg.influx_pid, INFLUX_MARKER) is not None
+        and influx_healthy(cfg),
+    }
+
+
+def start(cfg: Config | None = None) -> dict[str, str]:
+    """Build what is missing, start both servers (no-op if running), write stack.env."""
+    cfg = cfg or Config.from_env()
+    t0 = time.monotonic()
+    with _locked(cfg):
+        cfg.logs.mkdir(parents=True, exist_ok=True)
+        _say(f"state dir {cfg.state}")
+        was_running = health(cfg)
+        try:
+            # Both at once: the JVM and influxd start (and, the first time, build) in parallel.
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                kafka = pool.submit(start_kafka, cfg)
+                influx = pool.submit(start_influx, cfg)
+                errors = []
+                for name, where, fut in (("kafka", cfg.kafka_bootstrap, kafka),
+                                         ("influxdb", cfg.influx_url, influx)):  # fmt: skip
+                    try:
+                        _say(f"{name} {where}: {fut.result()}")
+                    except StackError as exc:
+                        errors.append(f"{name}: {exc}")
+            if errors:
+                raise StackError("\n".join(errors))
+        except BaseException:
+            # Leave nothing half-started behind: stop what this call started.
+            if not was_running["kafka"]:
+                stop_kafka(cfg)
+            if not was_running["influxdb"]:
+                stop_influx(cfg)
+            raise
+        env = write_stack_env(cfg)
+    _say(f"stack up in {time.monotonic() - t0:.1f}s; clients read {cfg.stack_env}; "
+         f"logs in {cfg.logs}")  # fmt: skip
+    return env
+
+
+def stop(cfg: Config | None = None) -> None:
+    cfg = cfg or Config.from_env()
+    with _locked(cfg):
+        ran = [stop_kafka(cfg), stop_influx(cfg)]
+    if not any(ran):
+        _say("nothing was running")
+
+
+def _report_logs(cfg: Config, rc: int) -> None:
+    err = sys.stderr
+    print(f"[stack] run failed (exit {rc}): server logs are kept in {cfg.logs}", file=err)
+    for log in (cfg.kafka_log, cfg.influx_log):
+        print(f"[stack] ---- last lines of {log} ----", file=err)
+        print(_tail(log, 30), file=err)
+    err.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stack.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("start", help="build what is missing, start Kafka and InfluxDB, wait healthy")
+    p_stop = sub.add_parser("stop", help="stop both servers (SIGTERM, then SIGKILL)")
+    p_stop.add_argument(
+        "--keep-logs-if",
+        type=int,
+        default=0,
+        metavar="RC",
+        help="when RC != 0, say where the logs are and print the tails of the server logs",
+    )
+    sub.add_parser("status", help="exit 0 when both servers are up and answering")
+    sub.add_parser("restart-kafka", help="stop and start the broker only")
+    args = parser.parse_args(argv)
+    cfg = Config.from_env()
+    try:
+        if args.command == "start":
+            start(cfg)
+        elif args.command == "stop":
+            if args.keep_logs_if:
+                _report_logs(cfg, args.keep_logs_if)
+            stop(cfg)
+        elif args.command == "restart-kafka":
+            restart_kafka(cfg)
+        else:
+            ok = health(cfg)
+            print(f"kafka     {cfg.kafka_bootstrap:<28} {'up' if ok['kafka'] else 'DOWN'}")
+            print(f"influxdb  {cfg.influx_url:<28} {'up' if ok['influxdb'] else 'DOWN'}")
+            print(f"state     {cfg.state}")
+            return 0 if all(ok.values()) else 1
+    except StackError as exc:
+        print(f"[stack] ERROR: {exc}", file=sys.stderr)
+        print(f"[stack] logs: {cfg.logs}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
