@@ -1,0 +1,147 @@
+"""Normalised scheduler iterations: one node's state at one instant (seed 000 §III-A).
+
+A Moab node-status line, or its Slurm equivalent, becomes a ``NodeStatus``; a run of them becomes
+a ``NodeStatusBatch`` of numpy columns, with node names, states and job/reservation ids interned
+into small integer codes by a ``Codebook`` that the caller owns (no globals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# The six Moab states of seed 000 §III-B.1, in the paper's order; codes 0..5.
+KNOWN_STATES: tuple[str, ...] = ("Down", "Idle", "Busy", "Running", "Drained", "Draining")
+DOWN, IDLE, BUSY, RUNNING, DRAINED, DRAINING = range(6)
+NO_JOB = -1  # code of the literal 'none' (or an empty list)
+
+
+@dataclass(slots=True, frozen=True)
+class NodeStatus:
+    """One node at one scheduler iteration. ``ts_ms``: POSIX milliseconds (UTC)."""
+
+    ts_ms: int
+    node: str
+    state: str
+    rsvlist: tuple[str, ...] = ()
+    joblist: tuple[str, ...] = ()
+
+
+class Interner:
+    """Strings <-> dense int codes, in order of first sight."""
+
+    __slots__ = ("names", "_index")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def code(self, name: str) -> int:
+        c = self._index.get(name)
+        if c is None:
+            c = len(self.names)
+            self._index[name] = c
+            self.names.append(name)
+        return c
+
+    def codes(self, names: Iterable[str]) -> np.ndarray:
+        return np.fromiter((self.code(n) for n in names), dtype=np.int64)
+
+
+class StateBook:
+    """State names, matched case-insensitively. Known states keep codes 0..5; an unknown state
+    becomes a state of its own (code >= 6), named as first seen, and is reported as unknown."""
+
+    __slots__ = ("names", "_index")
+
+    def __init__(self) -> None:
+        self.names: list[str] = list(KNOWN_STATES)
+        self._index: dict[str, int] = {s.casefold(): i for i, s in enumerate(KNOWN_STATES)}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def code(self, raw: str) -> int:
+        key = raw.strip().casefold()
+        c = self._index.get(key)
+        if c is None:
+            c = len(self.names)
+            self._index[key] = c
+            self.names.append(raw.strip())
+        return c
+
+    def is_known(self, code: int) -> bool:
+        return code < len(KNOWN_STATES)
+
+
+class Codebook:
+    """The interners one replay or one worker shares across all its batches."""
+
+    __slots__ = ("nodes", "states", "jobs")
+
+    def __init__(self) -> None:
+        self.nodes = Interner()
+        self.states = StateBook()
+        self.jobs = Interner()
+
+
+def split_idlist(text: str | None) -> tuple[str, ...]:
+    """'a,b' -> ('a', 'b'); 'none' (any case), '' or None -> (). Order is kept (upcoming first)."""
+    if text is None:
+        return ()
+    t = text.strip()
+    if not t or t.casefold() == "none":
+        return ()
+    return tuple(x.strip() for x in t.split(",") if x.strip())
+
+
+@dataclass(slots=True)
+class NodeStatusBatch:
+    """Columns of node-status records in arrival order.
+
+    ``rsv`` is the code of the FIRST reservation/job in rsvlist (the one a drain is charged to,
+    seed 000 §IV-A) or NO_JOB; ``has_job`` says joblist is non-empty; every job in every joblist
+    is listed as (run_row, run_job) pairs for "seen running" tracking.
+    """
+
+    ts_ms: np.ndarray  # int64
+    node: np.ndarray  # int64 codes
+    state: np.ndarray  # int64 codes
+    rsv: np.ndarray  # int64 codes, NO_JOB for none
+    has_job: np.ndarray  # bool
+    run_row: np.ndarray  # int64 row index into this batch
+    run_job: np.ndarray  # int64 job codes
+
+    def __len__(self) -> int:
+        return int(self.ts_ms.size)
+
+    @classmethod
+    def empty(cls) -> NodeStatusBatch:
+        z = np.empty(0, dtype=np.int64)
+        return cls(z, z, z, z, np.empty(0, dtype=bool), z, z)
+
+    @classmethod
+    def from_records(cls, records: Sequence[NodeStatus], book: Codebook) -> NodeStatusBatch:
+        """Slow path used by shippers of already-parsed records and by tests."""
+        n = len(records)
+        ts = np.fromiter((r.ts_ms for r in records), dtype=np.int64, count=n)
+        node = np.fromiter((book.nodes.code(r.node) for r in records), dtype=np.int64, count=n)
+        state = np.fromiter((book.states.code(r.state) for r in records), dtype=np.int64, count=n)
+        rsv = np.fromiter(
+            (book.jobs.code(r.rsvlist[0]) if r.rsvlist else NO_JOB for r in records),
+            dtype=np.int64, count=n,
+        )
+        has_job = np.fromiter((bool(r.joblist) for r in records), dtype=bool, count=n)
+        rows: list[int] = []
+        jobs: list[int] = []
+        for i, r in enumerate(records):
+            for j in r.joblist:
+                rows.append(i)
+                jobs.append(book.jobs.code(j))
+        return cls(ts, node, state, rsv, has_job,
+                   np.asarray(rows, dtype=np.int64), np.asarray(jobs, dtype=np.int64))
