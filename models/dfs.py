@@ -1,0 +1,190 @@
+"""Distributed file system (DFS) load per minute, hot zones, and the jobs behind them.
+
+Seed 003 (Emeras et al., JSSPP 2013) §5 "File System IO" and §5.2: the write load on the DFS is
+the jobs' written bytes aggregated per minute (Fig. 16) and turned into a speed (Fig. 18). The
+*hot zone* is the area above mean write speed - standard deviation of a bandwidth test (IOR on
+Gofree's NFS: 98 MB/s +- 5 -> 93 MB/s); the seed then looks at which jobs wrote during each
+episode (e.g. July 18: two jobs competing, 10 hot peaks in two hours).
+
+Inputs are :class:`IoRates`, one row per (job, node, minute), built either from cumulative
+/proc counters (:func:`io_from_samples`, bytes -> MB with MB = 10**6 bytes) or from sources that
+already give rates (:func:`io_from_rates`, e.g. LLview's MiB/s: the unit stays the source's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.nodesample import SampleArrays
+from models.procfs import counter_deltas
+
+MINUTE = 60
+
+
+@dataclass(slots=True)
+class IoRates:
+    """Per (job, node, minute): write / read speed over that minute (unit/s) and the amount
+    (unit) written / read. ``minute`` = floor(epoch s / 60)."""
+
+    job: np.ndarray
+    node: np.ndarray
+    minute: np.ndarray
+    write: np.ndarray
+    read: np.ndarray
+    write_amount: np.ndarray
+    read_amount: np.ndarray
+    jobs: list[str]
+    nodes: list[str]
+
+
+def group_codes(*keys: np.ndarray) -> np.ndarray:
+    """Dense group code per row for the tuple of ``keys`` (any dtypes)."""
+    n = keys[0].shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(keys[::-1])
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    codes = np.empty(n, dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes
+
+
+def _per_job_node_minute(job: np.ndarray, node: np.ndarray, minute: np.ndarray,
+                         cols: list[np.ndarray], how: str) -> tuple[np.ndarray, ...]:
+    g = group_codes(job, node, minute)
+    ng = int(g.max()) + 1 if g.size else 0
+    first = np.full(ng, -1, dtype=np.int64)
+    # first row index of each group (any row works: job/node/minute are constant in it)
+    first[g] = np.arange(g.shape[0])
+    out = [job[first], node[first], minute[first]]
+    cnt = np.bincount(g, minlength=ng)
+    for c in cols:
+        s = np.bincount(g, c, ng)
+        out.append(s / np.maximum(cnt, 1) if how == "mean" else s)
+    return tuple(out)
+
+
+def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) -> IoRates:
+    """Write / read byte deltas of every process (cumulative counters, never negative: see
+    :func:`models.procfs.counter_deltas`), summed per (job, node, minute of the sample) and
+    divided by 60 s. A process first seen less than ``period`` after its start counts its
+    whole counter; one already running when first seen is the baseline (no delta)."""
+    proc = group_codes(arr.node, arr.pid, arr.start)
+    new = (arr.start > 0) & (arr.start > arr.ts - period)
+    dw = counter_deltas(proc, arr.ts, arr.write_bytes, new) / unit
+    dr = counter_deltas(proc, arr.ts, arr.read_bytes, new) / unit
+    minute = np.floor(arr.ts / MINUTE).astype(np.int64)
+    job, node, mnt, w, r = _per_job_node_minute(arr.job, arr.node, minute, [dw, dr], "sum")
+    return IoRates(job=job, node=node, minute=mnt, write=w / MINUTE, read=r / MINUTE,
+                   write_amount=w, read_amount=r, jobs=arr.jobs, nodes=arr.nodes)
+
+
+def io_from_rates(job: np.ndarray, node: np.ndarray, ts: np.ndarray, write_rate: np.ndarray,
+                  read_rate: np.ndarray, dt: np.ndarray, jobs: list[str],
+                  nodes: list[str]) -> IoRates:
+    """Sources that give speeds: per (job, node, minute) the mean speed of the samples in that
+    minute; amounts = sum of speed x ``dt`` (the time each sample stands for)."""
+    minute = np.floor(ts / MINUTE).astype(np.int64)
+    j, n, m, w, r = _per_job_node_minute(job, node, minute, [write_rate, read_rate], "mean")
+    _, _, _, wa, ra = _per_job_node_minute(job, node, minute,
+                                           [write_rate * dt, read_rate * dt], "sum")
+    return IoRates(job=j, node=n, minute=m, write=w, read=r, write_amount=wa, read_amount=ra,
+                   jobs=jobs, nodes=nodes)
+
+
+@dataclass(slots=True)
+class DfsMinutely:
+    minute: np.ndarray
+    write: np.ndarray  # unit/s over all jobs and nodes
+    read: np.ndarray
+    jobs_writing: np.ndarray
+
+
+def dfs_minutely(io: IoRates, minutes: np.ndarray | None = None) -> DfsMinutely:
+    """Aggregate DFS load per minute over all jobs. ``minutes`` = the minutes to report (e.g.
+    every minute some job was sampled, so idle minutes show 0); default: minutes in ``io``."""
+    allm = io.minute if minutes is None else np.union1d(minutes, io.minute)
+    um = np.unique(allm)
+    k = np.searchsorted(um, io.minute)
+    w = np.bincount(k, io.write, um.shape[0])
+    r = np.bincount(k, io.read, um.shape[0])
+    jm = group_codes(io.job, io.minute)
+    writing = io.write > 0
+    # one count per (job, minute) with any node writing
+    jm_w = np.zeros(int(jm.max()) + 1 if jm.size else 0, dtype=bool)
+    np.logical_or.at(jm_w, jm, writing)
+    jm_min = np.zeros(jm_w.shape[0], dtype=np.int64)
+    jm_min[jm] = k
+    jobs_writing = np.bincount(jm_min[jm_w], minlength=um.shape[0])
+    return DfsMinutely(minute=um, write=w, read=r, jobs_writing=jobs_writing)
+
+
+def hot_zone_threshold(mean: float, std: float, k: float = 1.0) -> float:
+    """Seed 003 §5.2: the DFS may start to be overloaded above mean write speed - k x sigma of a
+    bandwidth test (IOR 98 +- 5 MB/s -> 93 MB/s with k = 1)."""
+    return float(mean - k * std)
+
+
+@dataclass(slots=True)
+class HotZone:
+    start: int  # first hot minute (epoch minute)
+    end: int  # last hot minute (inclusive)
+    peak: float
+    minutes: int  # minutes above the threshold
+    top_jobs: list[tuple[str, float]] = field(default_factory=list)  # (job, share of writes)
+
+
+def hot_zones(dm: DfsMinutely, io: IoRates, threshold: float, top: int = 3,
+              max_gap: int = 0) -> list[HotZone]:
+    """Episodes of minutes with write speed > ``threshold``. Hot minutes at most ``max_gap``
+    minutes apart belong to one episode. Each episode names its ``top`` jobs by share of the
+    data written during its hot minutes (share = job's writes / all writes in those minutes)."""
+    hot = dm.minute[dm.write > threshold]
+    if hot.size == 0:
+        return []
+    brk = np.flatnonzero(np.diff(hot) > max_gap + 1)
+    starts = np.concatenate([[0], brk + 1])
+    ends = np.concatenate([brk, [hot.size - 1]])
+    peak_by_min = dict(zip(dm.minute.tolist(), dm.write.tolist(), strict=True))
+    # writes per (job, hot minute), via the episode number of each io row
+    ep_of = np.full(io.minute.shape[0], -1, dtype=np.int64)
+    pos = np.searchsorted(hot, io.minute)
+    ok = (pos < hot.size) & (hot[np.minimum(pos, hot.size - 1)] == io.minute)
+    ep_idx = np.searchsorted(ends, pos[ok], side="left")
+    ep_of[ok] = ep_idx
+    out: list[HotZone] = []
+    nj = len(io.jobs)
+    for e, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        mins = hot[a:b + 1]
+        rows = ep_of == e
+        per_job = np.bincount(io.job[rows], io.write[rows], nj)
+        total = per_job.sum()
+        order = np.argsort(-per_job, kind="stable")[:top]
+        tops = [(io.jobs[j], float(per_job[j] / total)) for j in order
+                if total > 0 and per_job[j] > 0]
+        out.append(HotZone(start=int(mins[0]), end=int(mins[-1]),
+                           peak=float(max(peak_by_min[int(x)] for x in mins)),
+                           minutes=int(mins.size), top_jobs=tops))
+    return out
+
+
+def job_write_series(io: IoRates, job: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job write speed per minute (summed over its nodes): (minutes, speed)."""
+    rows = io.job == job
+    um, inv = np.unique(io.minute[rows], return_inverse=True)
+    return um, np.bincount(inv, io.write[rows], um.shape[0])
+
+
+def job_write_stats(io: IoRates) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (code order): the highest write speed of one node in one minute, and the total
+    amount written."""
+    nj = len(io.jobs)
+    mx = np.zeros(nj)
+    np.maximum.at(mx, io.job, io.write)
+    return mx, np.bincount(io.job, io.write_amount, nj)

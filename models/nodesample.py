@@ -1,0 +1,115 @@
+"""Node samples: one measure of one process of one job on one node (seed 003, Tables 1-2).
+
+Emeras et al., "Analysis of the Jobs Resource Utilization on a Production System" (JSSPP 2013),
+§3.1: every node measures every job every minute from /proc; a measure carries the time stamp,
+job id, pid, node and the values of Table 2 (memory in KB, cumulative I/O counters, core %,
+network bytes). :class:`NodeSample` is that record; :class:`SampleArrays` is the same data as
+numpy columns for the vectorised analytics in :mod:`models.utilization` and :mod:`models.dfs`.
+
+Extra optional fields beyond Table 2: ``start`` (process start, epoch seconds: tells a reused pid
+from the old process), ``cores`` (CPUs allocated to the job on this node, 0 = unknown) and
+``job_class`` (e.g. ``normal`` / ``besteffort``). Memory is in KiB as /proc reports it ("kB").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True, frozen=True)
+class NodeSample:
+    ts: float
+    job: str
+    pid: int
+    node: str
+    command: str
+    vm_peak_kb: int
+    vm_size_kb: int
+    vm_rss_kb: int
+    vm_swap_kb: int
+    syscr: int
+    syscw: int
+    read_bytes: int
+    write_bytes: int
+    core: float  # % of one core over the last sampling interval (100 = one core busy)
+    receive: int  # bytes received, cumulative (the network namespace's counters)
+    transmit: int  # bytes transmitted, cumulative
+    start: float = 0.0  # process start time, epoch s (0 = unknown)
+    cores: int = 0  # CPUs allocated to the job on this node (0 = unknown)
+    job_class: str = ""
+
+
+class Interner:
+    """Strings <-> dense int codes (job ids, node names, classes) for numpy group-bys."""
+
+    __slots__ = ("codes", "names")
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, name: str) -> int:
+        c = self.codes.get(name)
+        if c is None:
+            c = len(self.names)
+            self.codes[name] = c
+            self.names.append(name)
+        return c
+
+
+@dataclass(slots=True)
+class SampleArrays:
+    """Column form of many :class:`NodeSample` (same order). Strings are interned: ``job[i]`` is
+    an index into ``jobs`` and so on. Counters are float64 (exact to 2**53 bytes)."""
+
+    ts: np.ndarray
+    job: np.ndarray
+    node: np.ndarray
+    pid: np.ndarray
+    start: np.ndarray
+    vm_rss_kb: np.ndarray
+    vm_swap_kb: np.ndarray
+    read_bytes: np.ndarray
+    write_bytes: np.ndarray
+    core: np.ndarray
+    cores: np.ndarray
+    job_class: np.ndarray
+    jobs: list[str]
+    nodes: list[str]
+    classes: list[str]
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+
+def to_arrays(samples: Iterable[NodeSample]) -> SampleArrays:
+    """Columns from records (one pass)."""
+    jobs, nodes, classes = Interner(), Interner(), Interner()
+    cols: list[list[float]] = [[] for _ in range(11)]
+    (ts, job, node, pid, start, rss, swap, rb, wb, core, cores) = cols
+    cls: list[int] = []
+    for s in samples:
+        ts.append(s.ts)
+        job.append(jobs.code(s.job))
+        node.append(nodes.code(s.node))
+        pid.append(s.pid)
+        start.append(s.start)
+        rss.append(s.vm_rss_kb)
+        swap.append(s.vm_swap_kb)
+        rb.append(s.read_bytes)
+        wb.append(s.write_bytes)
+        core.append(s.core)
+        cores.append(s.cores)
+        cls.append(classes.code(s.job_class or "normal"))
+    f = np.float64
+    return SampleArrays(
+        ts=np.asarray(ts, f), job=np.asarray(job, np.int64), node=np.asarray(node, np.int64),
+        pid=np.asarray(pid, np.int64), start=np.asarray(start, f), vm_rss_kb=np.asarray(rss, f),
+        vm_swap_kb=np.asarray(swap, f), read_bytes=np.asarray(rb, f),
+        write_bytes=np.asarray(wb, f), core=np.asarray(core, f), cores=np.asarray(cores, f),
+        job_class=np.asarray(cls, np.int64), jobs=jobs.names, nodes=nodes.names,
+        classes=classes.names,
+    )

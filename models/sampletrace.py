@@ -1,0 +1,119 @@
+"""The node-sample trace format: JSON lines, one measure of one process per line.
+
+Seed 003 (Emeras et al. 2013) defines the trace's fields (Table 1: Time, JOB ID, PID, Node ID,
+then the measure of Table 2) but not a byte layout; the seed's monitor wrote raw /proc values to a
+log per job. This is drainwatch's layout of the same fields, with the seed's names::
+
+    {"ts": 1709302348.0, "job": "12345", "pid": 4242, "node": "n001", "command": "python",
+     "vmPeak": 123456, "vmSize": 120000, "vmRss": 65536, "vmSwap": 0,
+     "syscr": 10, "syscw": 20, "read_bytes": 4096, "write_bytes": 1048576,
+     "core": 99.5, "receive": 123, "transmit": 456,
+     "start": 1709302300.0, "cores": 4, "class": "normal"}
+
+``ts`` and ``start`` are Unix seconds; memory in KiB; I/O and network are cumulative counters
+(bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores`` and
+``class`` are optional. ``streams.sampler`` writes it; :func:`parse_trace` reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+
+import orjson
+
+from models.nodesample import NodeSample
+from models.reject import Reject
+
+_INT_FIELDS = ("pid", "vmPeak", "vmSize", "vmRss", "vmSwap", "syscr", "syscw", "read_bytes",
+               "write_bytes", "receive", "transmit")
+
+
+class SampleTraceError(ValueError):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+def sample_to_dict(s: NodeSample) -> dict[str, object]:
+    d: dict[str, object] = {
+        "ts": s.ts, "job": s.job, "pid": s.pid, "node": s.node, "command": s.command,
+        "vmPeak": s.vm_peak_kb, "vmSize": s.vm_size_kb, "vmRss": s.vm_rss_kb,
+        "vmSwap": s.vm_swap_kb, "syscr": s.syscr, "syscw": s.syscw,
+        "read_bytes": s.read_bytes, "write_bytes": s.write_bytes, "core": s.core,
+        "receive": s.receive, "transmit": s.transmit,
+    }
+    if s.start:
+        d["start"] = s.start
+    if s.cores:
+        d["cores"] = s.cores
+    if s.job_class:
+        d["class"] = s.job_class
+    return d
+
+
+def dumps(s: NodeSample) -> bytes:
+    """One trace line (no newline)."""
+    return orjson.dumps(sample_to_dict(s))
+
+
+def parse_sample(line: str | bytes) -> NodeSample:
+    """One trace line -> NodeSample, or :class:`SampleTraceError` with a reason."""
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise SampleTraceError("bad_json", str(e)) from None
+    if not isinstance(d, dict):
+        raise SampleTraceError("not_object")
+    for k in ("ts", "job", "pid", "node"):
+        if k not in d:
+            raise SampleTraceError("missing_field", k)
+    ints: dict[str, int] = {}
+    for k in _INT_FIELDS:
+        v = d.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            else:
+                raise SampleTraceError("bad_number", f"{k}={v!r}")
+        if v < 0:
+            raise SampleTraceError("negative", f"{k}={v}")
+        ints[k] = v
+    floats: dict[str, float] = {}
+    for k in ("ts", "core", "start"):
+        v = d.get(k, 0.0)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise SampleTraceError("bad_number", f"{k}={v!r}")
+        floats[k] = float(v)
+    if floats["core"] < 0:
+        raise SampleTraceError("negative", f"core={floats['core']}")
+    cores = d.get("cores", 0)
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
+        raise SampleTraceError("bad_number", f"cores={cores!r}")
+    job, node = d["job"], d["node"]
+    if not isinstance(job, str | int) or isinstance(job, bool) or str(job) == "":
+        raise SampleTraceError("bad_job", repr(job))
+    if not isinstance(node, str) or not node:
+        raise SampleTraceError("bad_node", repr(node))
+    return NodeSample(
+        ts=floats["ts"], job=str(job), pid=ints["pid"], node=node,
+        command=str(d.get("command", "")), vm_peak_kb=ints["vmPeak"], vm_size_kb=ints["vmSize"],
+        vm_rss_kb=ints["vmRss"], vm_swap_kb=ints["vmSwap"], syscr=ints["syscr"],
+        syscw=ints["syscw"], read_bytes=ints["read_bytes"], write_bytes=ints["write_bytes"],
+        core=floats["core"], receive=ints["receive"], transmit=ints["transmit"],
+        start=floats["start"], cores=cores, job_class=str(d.get("class", "")),
+    )
+
+
+def parse_trace(lines: Iterable[str | bytes], source: str = "-",
+                rejects: list[Reject] | None = None) -> Iterator[NodeSample]:
+    """Good samples of a trace; bad lines go to ``rejects`` (if given) and never stop the read."""
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield parse_sample(line)
+        except SampleTraceError as e:
+            if rejects is not None:
+                text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+                rejects.append(Reject(e.reason, source, lineno, text))
