@@ -780,8 +780,7 @@ def health(cfg: Config | None = None) -> dict[str, bool]:
     cfg = cfg or Config.from_env()
     return {
         "kafka": _running_pid(cfg.kafka_pid, KAFKA_MARKER) is not None and kafka_healthy(cfg),
-        "influxdb": _running_pid(cfg.influx_pid, INFLUX_MARKER) is not None
-        and influx_healthy(cfg),
+        "influxdb": _running_pid(cfg.influx_pid, INFLUX_MARKER) is not None and influx_healthy(cfg),
     }
 
 
