@@ -147,7 +147,8 @@ class LublinModel:
         p = self.p
         u = rng.random(n)
         first = rng.random(n) < p.uprob
-        x = np.where(first, rng.uniform(self.ulow, self.umed, n), rng.uniform(self.umed, self.uhi, n))
+        lo = rng.uniform(self.ulow, self.umed, n)
+        x = np.where(first, lo, rng.uniform(self.umed, self.uhi, n))
         pow2 = (u > p.serial_prob) & (u <= p.serial_prob + p.pow2_prob)
         xr = np.floor(x + 0.5)
         xr = np.where(xr > self.uhi, np.floor(self.uhi), xr)

@@ -7,8 +7,10 @@ going down or coming back, a drain starting or ending) the scheduler
 1. starts queued jobs in order while the first one fits on the free nodes (lowest node ids first);
 2. gives the first waiting job (the *head*) a reservation on specific nodes at its *shadow time*:
    every node gets the time it is expected to be free (now if free, the running job's start plus
-   its requested walltime if busy, never if down or drained); the head reserves the ``nodes`` nodes
-   that are free earliest (ties: lowest id) and the shadow time is the latest of those times. With
+   its requested walltime if busy, never if down or drained); the shadow time is the earliest time
+   at which ``nodes`` nodes are free. Of the nodes free by then the head reserves those that become
+   free latest (ties: lowest id), so the surplus ("extra nodes" of EASY) is the nodes free soonest,
+   idle ones first, which long jobs may backfill. With
    ``depth`` > 1 the next jobs get reservations the same way, after the earlier reservations'
    requested end times are taken into account (Moab's RESERVATIONDEPTH);
 3. backfills the other waiting jobs in queue order: a job starts now on free nodes that either
@@ -272,10 +274,13 @@ class EasyScheduler:
             if k >= self.depth:
                 break
             need = int(w.nodes[j])
-            order = np.argsort(expect, kind="stable")[:need]  # ties: lowest node id
-            shadow = float(expect[order[-1]])
+            shadow = float(np.partition(expect, need - 1)[need - 1])
             if shadow == INF:
                 break  # not enough usable nodes: no reservation (and none after it)
+            # of the nodes free by the shadow time, reserve those free latest (ties: lowest id),
+            # leaving the earliest-free ones (idle now) to backfill: classic EASY "extra nodes"
+            cand = np.flatnonzero(expect <= shadow)
+            order = cand[np.lexsort((cand, -expect[cand]))[:need]]
             if k == 0 and new_head:
                 self.records[j].first_shadow = shadow
             reserved.add(j)

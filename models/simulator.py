@@ -3,7 +3,8 @@
 Each scheduler iteration writes one line per node, in node order, in the Moab format of seed 000
 (section III.A):
 
-    2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle' rsvlist='1292428,1292433' joblist='none'
+    2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle' \
+rsvlist='1292428,1292433' joblist='none'      (one line)
 
 Timestamps are local time of an IANA zone with its UTC offset, millisecond precision; an
 iteration's lines start a little after the nominal iteration time (uniform 0-1 s) and advance by a
