@@ -1,0 +1,212 @@
+"""Capability use (seed 004, Ang et al., "Red Storm Capability Computing Queuing Policy", CUG 2005).
+
+- CUP40 = node-hours of large jobs / (node-hours of large jobs + node-hours of small jobs), a
+  large job using 40 % or more of the section ("ASC Policy Directive", "Red Storm System
+  Configurations"). The minimum large size follows the seed's "40% Goal Nodes" column, i.e. the
+  fraction of the section rounded to the nearest node: 1,075 of 2,688, 3,072 of 7,680, 4,147 of
+  10,368.
+- Modified CUP ("Suggest a modified CUP40 Metric"): the node-hours of backfilled jobs are taken
+  out of the denominator. Only small backfilled jobs are taken out (the seed's premise is that
+  backfill jobs are small); a large backfilled job stays in both terms, so the ratio stays <= 1.
+- P_CUP ("Concluding comments"): if CUP40 < goal,
+  P_CUP = (goal - CUP40) * (JobSize / (0.40 * SectionSize))^p * standard fair-share factor.
+- Red/Black allocation shares ("Red Storm Resource Allocation Parameters"): f_R and the
+  per-institution fractions of each section.
+
+Node-hours of a job are split over the days it spans and counted when the job ends (a day's
+figures are final once no job that ran in it is still running).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from models.jobevent import JobEvent
+
+DEFAULT_FRACTION = 0.40
+DEFAULT_GOAL = 0.80
+
+
+def min_large_nodes(section_nodes: int, fraction: float = DEFAULT_FRACTION) -> int:
+    """Smallest node count of a large job: fraction x section rounded to the nearest node (the
+    seed's "40% Goal Nodes")."""
+    return max(1, math.floor(fraction * section_nodes + 0.5))
+
+
+def cup(large_nh: float, small_nh: float) -> float | None:
+    tot = large_nh + small_nh
+    return large_nh / tot if tot > 0 else None
+
+
+def cup_modified(large_nh: float, small_nh: float, backfill_nh: float) -> float | None:
+    tot = large_nh + small_nh - backfill_nh
+    return large_nh / tot if tot > 0 else None
+
+
+def p_cup(cup40: float, job_nodes: int, section_nodes: int, fairshare_factor: float,
+          p: float = 1.0, goal: float = DEFAULT_GOAL,
+          fraction: float = DEFAULT_FRACTION) -> float:
+    """Capability-weighted fair-share priority; the standard factor when CUP40 >= goal."""
+    if cup40 >= goal:
+        return fairshare_factor
+    return (goal - cup40) * (job_nodes / (fraction * section_nodes)) ** p * fairshare_factor
+
+
+@dataclass(slots=True, frozen=True)
+class SectionShares:
+    f_red: float
+    f_black: float
+    red: dict[str, float]  # institution -> fraction of the Red section's node-hours
+    black: dict[str, float]
+
+
+def section_shares(shares: Mapping[str, float], red_fraction: Mapping[str, float]
+                   ) -> SectionShares:
+    """f_R = sum_i R_i * sh_i; f_{i,R} = R_i sh_i / f_R; f_{i,B} = (1 - R_i) sh_i / (1 - f_R)."""
+    f_r = math.fsum(red_fraction.get(k, 0.0) * v for k, v in shares.items())
+    f_b = 1.0 - f_r
+    red = {k: red_fraction.get(k, 0.0) * v / f_r for k, v in shares.items()} if f_r > 0 else {}
+    black = ({k: (1.0 - red_fraction.get(k, 0.0)) * v / f_b for k, v in shares.items()}
+             if f_b > 0 else {})
+    return SectionShares(f_r, f_b, red, black)
+
+
+class DayCalendar:
+    """Calendar days of a time zone: ``span(ts) -> (day, start_ts, end_ts)``, cached."""
+
+    __slots__ = ("tz", "_utc", "_lo", "_hi", "_day")
+
+    def __init__(self, tz: str = "UTC") -> None:
+        self.tz = ZoneInfo(tz)
+        self._utc = tz in ("UTC", "Etc/UTC")
+        self._lo = 1.0
+        self._hi = 0.0
+        self._day: date | None = None
+
+    def span(self, ts: float) -> tuple[date, float, float]:
+        if self._lo <= ts < self._hi:
+            return self._day, self._lo, self._hi  # type: ignore[return-value]
+        if self._utc:
+            k = math.floor(ts / 86400.0)
+            lo, hi = k * 86400.0, (k + 1) * 86400.0
+            d = date(1970, 1, 1) + timedelta(days=k)
+        else:
+            d = datetime.fromtimestamp(ts, self.tz).date()
+            lo = datetime(d.year, d.month, d.day, tzinfo=self.tz).timestamp()
+            n = d + timedelta(days=1)
+            hi = datetime(n.year, n.month, n.day, tzinfo=self.tz).timestamp()
+        self._lo, self._hi, self._day = lo, hi, d
+        return d, lo, hi
+
+    def split(self, start: float, end: float) -> list[tuple[date, float]]:
+        """(day, seconds) pieces of [start, end)."""
+        out = []
+        t = start
+        while t < end:
+            d, _lo, hi = self.span(t)
+            e = hi if hi < end else end
+            out.append((d, e - t))
+            t = e
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class CapabilityDay:
+    day: date
+    large_node_hours: float
+    small_node_hours: float
+    backfill_node_hours: float
+
+    @property
+    def cup40(self) -> float | None:
+        return cup(self.large_node_hours, self.small_node_hours)
+
+    @property
+    def cup40_modified(self) -> float | None:
+        return cup_modified(self.large_node_hours, self.small_node_hours,
+                            self.backfill_node_hours)
+
+
+def cup_over(days: Iterable[CapabilityDay]) -> tuple[float | None, float | None]:
+    """CUP40 and modified CUP over any range of days (ratio of sums, not mean of ratios)."""
+    lg = sm = bf = 0.0
+    for d in days:
+        lg += d.large_node_hours
+        sm += d.small_node_hours
+        bf += d.backfill_node_hours
+    return cup(lg, sm), cup_modified(lg, sm, bf)
+
+
+class CapabilityUse:
+    """Daily large / small / backfill node-hours of ended jobs."""
+
+    __slots__ = ("section_nodes", "fraction", "min_large", "cal", "_start", "_days",
+                 "unmatched_ends")
+
+    def __init__(self, section_nodes: int, fraction: float = DEFAULT_FRACTION,
+                 tz: str = "UTC") -> None:
+        if section_nodes <= 0:
+            raise ValueError("section_nodes must be > 0")
+        self.section_nodes = section_nodes
+        self.fraction = fraction
+        self.min_large = min_large_nodes(section_nodes, fraction)
+        self.cal = DayCalendar(tz)
+        self._start: dict[str, tuple[float, int, bool]] = {}  # job -> (start, nodes, backfill)
+        self._days: dict[date, list[float]] = {}  # day -> [large_s, small_s, backfill_s]
+        self.unmatched_ends = 0
+
+    def update(self, events: Iterable[JobEvent]) -> None:
+        start, days, cal, min_large = self._start, self._days, self.cal, self.min_large
+        for e in events:
+            typ = e.type
+            if typ == "start":
+                start[e.job] = (e.ts, e.nodes or 1, bool(e.backfill))
+            elif typ == "end":
+                s = start.pop(e.job, None)
+                if s is None:
+                    self.unmatched_ends += 1
+                    continue
+                t0, nodes, bf = s
+                if e.backfill is not None:
+                    bf = e.backfill
+                large = nodes >= min_large
+                for d, sec in cal.split(t0, e.ts):
+                    acc = days.get(d)
+                    if acc is None:
+                        acc = days[d] = [0.0, 0.0, 0.0]
+                    ns = nodes * sec
+                    if large:
+                        acc[0] += ns
+                    else:
+                        acc[1] += ns
+                        if bf:
+                            acc[2] += ns
+
+    def flush(self, until_ts: float, final: bool = False) -> list[CapabilityDay]:
+        """Days that are complete: ended by until_ts and with no job that started before their
+        end still running (all days when final)."""
+        if final:
+            limit = math.inf
+        else:
+            limit = until_ts
+            if self._start:
+                limit = min(limit, min(s[0] for s in self._start.values()))
+        out = []
+        for d in sorted(self._days):
+            _d, _lo, hi = self.cal.span(self._day_ts(d))
+            if hi > limit:
+                break
+            acc = self._days.pop(d)
+            out.append(CapabilityDay(d, acc[0] / 3600.0, acc[1] / 3600.0, acc[2] / 3600.0))
+        return out
+
+    def _day_ts(self, d: date) -> float:
+        return datetime(d.year, d.month, d.day, 12, tzinfo=self.cal.tz).timestamp()
+
+    @property
+    def active_jobs(self) -> int:
+        return len(self._start)

@@ -1,0 +1,203 @@
+"""Short-job penalties for the fairshare ADJUST term (seed 002, Dal Pra, "Adjusting the fairshare
+policy to prevent computing power loss", slides "Customize the fairshare formula" and "algorithm").
+
+Every ``interval`` seconds (the seed's 3 minutes) and for each holder (user and group):
+
+- N_s(t): jobs that ended in (t - interval, t] with a wall-clock time below ``threshold``;
+- T_s(t): their penalty, "treat short jobs as if running a minimum fixed time": the missing
+  wall-clock (``min_runtime`` - wall) times the job's slots (cores, else nodes, else 1);
+- A(t) = lam * A(t-1) + (1 - lam) * T_s(t), lam = 0.9 (the seed's dj_stats.py update).
+
+A(t) is the ADJUST value the scheduler's fairshare hook looks up (bsearch on a table sorted by
+holder; "if error or not found, returns 0.0"). A holder whose A(t) decays below ``floor`` is
+dropped from the table (the hook then returns 0.0 for it), which keeps state bounded by the
+holders that were penalised recently plus the running jobs.
+
+Default threshold (600 s, also the charged minimum): the seed calls a job short when its wall
+clock is of the order of the slot turnover w ("mins vs hours") and measures E[w] ~ 22 s,
+sigma_w ~ 25 s, 0 < w < 60 s. At 10 minutes a job spends at most ~22/(600+22) = 3.5 % of its slot
+time in turnover, while a 1-second job of a flood loses ~96 %; so 10 minutes separates
+"minutes" from "hours" with the turnover loss well under 5 %. Both numbers are options.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import orjson
+
+from models.jobevent import JobEvent
+
+DEFAULT_THRESHOLD_S = 600.0
+DEFAULT_INTERVAL_S = 180.0
+DEFAULT_LAMBDA = 0.9
+DEFAULT_FLOOR = 1.0  # slot-seconds: below this A(t) is dropped from the table (hook returns 0)
+
+HOLDER_KINDS = ("user", "group")
+
+
+@dataclass(slots=True, frozen=True)
+class ShortJobRow:
+    """One holder at one tick t: N_s(t), T_s(t) and A(t)."""
+
+    ts: float
+    holder_kind: str
+    holder: str
+    n_short: int
+    penalty_s: float
+    adjust: float
+
+
+def job_slots(cores: int | None, nodes: int | None) -> int:
+    """Slots a job holds: cores when known, else nodes, else 1."""
+    if cores:
+        return cores
+    if nodes:
+        return nodes
+    return 1
+
+
+class ShortJobPenalty:
+    """Streaming N_s / T_s / A per holder. Feed events in time order with :meth:`update`; rows
+    come out as ticks close. :meth:`flush` closes every tick up to a time."""
+
+    __slots__ = ("threshold", "min_runtime", "interval", "lam", "floor", "_start", "_pending",
+                 "_adjust", "_tick", "last_tick_ts", "unmatched_ends", "short_jobs")
+
+    def __init__(self, threshold: float = DEFAULT_THRESHOLD_S, min_runtime: float | None = None,
+                 interval: float = DEFAULT_INTERVAL_S, lam: float = DEFAULT_LAMBDA,
+                 floor: float = DEFAULT_FLOOR) -> None:
+        if interval <= 0:
+            raise ValueError("interval must be > 0")
+        if not 0.0 <= lam < 1.0:
+            raise ValueError("lambda must be in [0, 1)")
+        self.threshold = float(threshold)
+        self.min_runtime = float(threshold if min_runtime is None else min_runtime)
+        if self.min_runtime < self.threshold:
+            raise ValueError("min_runtime must be >= threshold")
+        self.interval = float(interval)
+        self.lam = float(lam)
+        self.floor = float(floor)
+        # running job -> start ts
+        self._start: dict[str, float] = {}
+        # (kind, holder) -> [N_s, T_s] in the open interval
+        self._pending: dict[tuple[str, str], list[float]] = {}
+        # (kind, holder) -> A at the last closed tick
+        self._adjust: dict[tuple[str, str], float] = {}
+        self._tick: int | None = None  # the open interval is ((k-1)I, kI]
+        self.last_tick_ts: float | None = None
+        self.unmatched_ends = 0
+        self.short_jobs = 0
+
+    def _close_before(self, k: int, out: list[ShortJobRow]) -> None:
+        """Close every tick from the open one up to k-1 (tick k stays open)."""
+        tick = self._tick
+        if tick is None:
+            self._tick = k
+            return
+        lam, one_minus, floor, interval = self.lam, 1.0 - self.lam, self.floor, self.interval
+        adjust, pending = self._adjust, self._pending
+        append = out.append
+        while tick < k:
+            if not adjust and not pending:
+                tick = k  # nothing to decay: jump
+                break
+            t = tick * interval
+            for key in sorted(adjust.keys() | pending.keys()):
+                p = pending.get(key)
+                if p is None:
+                    a = lam * adjust[key]
+                    n, pen = 0, 0.0
+                else:
+                    n, pen = int(p[0]), p[1]
+                    a = lam * adjust.get(key, 0.0) + one_minus * pen
+                if a >= floor:
+                    adjust[key] = a
+                else:
+                    adjust.pop(key, None)
+                    if n == 0:
+                        a = 0.0
+                append(ShortJobRow(t, key[0], key[1], n, pen, a))
+            pending.clear()
+            self.last_tick_ts = t
+            tick += 1
+        self._tick = tick
+
+    def update(self, events: Iterable[JobEvent]) -> list[ShortJobRow]:
+        out: list[ShortJobRow] = []
+        start = self._start
+        threshold, min_rt, interval = self.threshold, self.min_runtime, self.interval
+        pending = self._pending
+        for e in events:
+            typ = e.type
+            if typ == "start":
+                start[e.job] = e.ts
+            elif typ == "end":
+                s = start.pop(e.job, None)
+                if s is None:
+                    self.unmatched_ends += 1
+                    continue
+                ts = e.ts
+                k = math.ceil(ts / interval)
+                if self._tick is None or k > self._tick:
+                    self._close_before(k, out)
+                wall = ts - s
+                if wall >= threshold:
+                    continue
+                self.short_jobs += 1
+                pen = (min_rt - (wall if wall > 0.0 else 0.0)) * job_slots(e.cores, e.nodes)
+                for kind, holder in (("user", e.user), ("group", e.group)):
+                    if holder is None:
+                        continue
+                    key = (kind, holder)
+                    p = pending.get(key)
+                    if p is None:
+                        pending[key] = [1, pen]
+                    else:
+                        p[0] += 1
+                        p[1] += pen
+        return out
+
+    def flush(self, until_ts: float) -> list[ShortJobRow]:
+        """Close every tick t <= until_ts (its interval is complete)."""
+        out: list[ShortJobRow] = []
+        k = math.floor(until_ts / self.interval)
+        if self._tick is not None and k >= self._tick:
+            self._close_before(k + 1, out)
+        return out
+
+    def table(self, kind: str = "user") -> dict[str, float]:
+        """The current lookup table holder -> A(t) for one holder kind (closed ticks only)."""
+        return {h: a for (k, h), a in self._adjust.items() if k == kind}
+
+    def value(self, kind: str, holder: str) -> float:
+        """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
+        return self._adjust.get((kind, holder), 0.0)
+
+    @property
+    def active_jobs(self) -> int:
+        return len(self._start)
+
+
+def _bkey(s: str) -> bytes:
+    return s.encode("utf-8")
+
+
+def lookup_table_text(table: dict[str, float], kind: str | None = None) -> str:
+    """The lookup table as text sorted by holder in byte order (what a C bsearch with strcmp
+    expects): ``holder<TAB>value`` per line, or ``kind<TAB>holder<TAB>value`` when kind given."""
+    lines = []
+    for h in sorted(table, key=_bkey):
+        v = f"{table[h]:.3f}"
+        lines.append(f"{kind}\t{h}\t{v}\n" if kind is not None else f"{h}\t{v}\n")
+    return "".join(lines)
+
+
+def lookup_table_json(tables: dict[str, dict[str, float]], ts: float | None) -> bytes:
+    """{"ts": t, "user": {holder: A, ...}, "group": {...}} with holders sorted."""
+    doc: dict[str, object] = {"ts": ts}
+    for kind, table in tables.items():
+        doc[kind] = {h: round(table[h], 6) for h in sorted(table, key=_bkey)}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
