@@ -29,8 +29,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 ENV_PREFIX = "DRAINWATCH_"
 CONFIG_ENV = "DRAINWATCH_CONFIG"
-# DRAINWATCH_* variables that are not settings (read by the Makefile, the local stack, tests).
-NON_SETTING_ENV = frozenset({CONFIG_ENV, "DRAINWATCH_REQUIRE_STACK"})
+# DRAINWATCH_* variables that are not settings (read by the Makefile, the local stack in
+# deploy/local/stack.py, tests); everything else with the prefix must be a setting.
+NON_SETTING_ENV = frozenset({
+    CONFIG_ENV, "DRAINWATCH_REQUIRE_STACK", "DRAINWATCH_GO", "DRAINWATCH_JAVA", "DRAINWATCH_MVN",
+    "DRAINWATCH_KAFKA_PORT", "DRAINWATCH_KAFKA_CONTROLLER_PORT", "DRAINWATCH_INFLUX_PORT",
+    "DRAINWATCH_INFLUX_RPC_PORT",
+})
 NON_SETTING_ENV_PREFIXES = ("DRAINWATCH_STACK_", "DRAINWATCH_TEST_")
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

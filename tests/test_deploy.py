@@ -1,0 +1,335 @@
+"""Production deployment files: compose stack, Grafana provisioning, dashboard, example TOML.
+
+No Docker engine runs here. `docker compose config` is used when the compose plugin exists;
+otherwise (and always, in addition) the files are checked structurally, and the worker's
+environment from compose.yaml + env.example is fed through the real settings loader.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
+
+from streams.cli import build_parser  # noqa: E402
+from streams.config import SPECS, Settings, load_settings  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+GRAFANA = REPO / "grafana"
+COMPOSE = DEPLOY / "compose.yaml"
+ENV_EXAMPLE = DEPLOY / "env.example"
+DS_UID = "drainwatch-influxdb"
+
+# The measurements and fields the pipeline writes (streaming issue's InfluxDB sink).
+SCHEMA: dict[str, dict[str, set[str]]] = {
+    "drain": {
+        "tags": {"window"},
+        "fields": {"drain_node_seconds", "accounted_node_seconds",
+                   "unallocated_idle_node_seconds", "down_node_seconds",
+                   "unaccounted_node_seconds", "drain_pct_static", "drain_pct_dynamic"},
+    },
+    "drain_job": {"tags": {"job"}, "fields": {"drain_node_seconds"}},
+}
+WINDOWS = {"day", "hour", "minute"}
+
+
+def load_yaml(path: Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def env_example() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in ENV_EXAMPLE.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, sep, value = line.partition("=")
+            assert sep, f"env.example: not KEY=VALUE: {line!r}"
+            out[key] = value
+    return out
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}")
+
+
+def referenced_vars(text: str) -> dict[str, str]:
+    """${VAR...} references (ignoring $$ escapes) -> operator ('' , ':-', '-', ':?', '?')."""
+    text = text.replace("$$", "")
+    return {m.group(1): m.group(2) or "" for m in _VAR.finditer(text)}
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose-style interpolation of one value (${VAR}, ${VAR:-d}, ${VAR:?e}, $$)."""
+
+    def sub(m: re.Match[str]) -> str:
+        name, op, arg = m.group(1), m.group(2), m.group(3)
+        val = env.get(name)
+        if op in (":?", "?") and (val is None or (op == ":?" and val == "")):
+            raise AssertionError(f"required variable {name} unset: {arg}")
+        if op == ":-" and not val:
+            return arg
+        if op == "-" and val is None:
+            return arg
+        return val or ""
+
+    return _VAR.sub(sub, value.replace("$$", "\0")).replace("\0", "$")
+
+
+def filled_env(tmp_path: Path) -> dict[str, str]:
+    """env.example with the deliberately empty passwords filled and a real token file."""
+    env = env_example()
+    env["INFLUXDB_ADMIN_PASSWORD"] = "test-only-influx-pw"
+    env["GRAFANA_ADMIN_PASSWORD"] = "test-only-grafana-pw"
+    token = tmp_path / "influxdb_token"
+    token.write_text("test-only-token\n")
+    env["INFLUXDB_TOKEN_FILE"] = str(token)
+    return env
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return load_yaml(COMPOSE)
+
+
+# --- compose.yaml -----------------------------------------------------------------------------
+
+
+def test_compose_services_and_healthchecks(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {"kafka", "influxdb", "grafana", "drainwatch-worker"}
+    for name, svc in services.items():
+        assert "image" in svc or "build" in svc, name
+        hc = svc.get("healthcheck")
+        assert hc and hc.get("test") and hc["test"][0] in ("CMD", "CMD-SHELL"), name
+        assert svc.get("restart") == "unless-stopped", name
+    assert services["kafka"]["image"].startswith("apache/kafka:")
+    assert services["influxdb"]["image"].startswith("influxdb:2.7")
+    assert services["grafana"]["image"].startswith("grafana/grafana:")
+    kafka_env = services["kafka"]["environment"]
+    assert kafka_env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper
+
+
+def test_compose_named_volumes_and_bind_mounts(compose: dict[str, Any]) -> None:
+    declared = set(compose["volumes"])
+    used: set[str] = set()
+    for svc in compose["services"].values():
+        for vol in svc.get("volumes", []):
+            source = vol.split(":")[0]
+            if source.startswith((".", "/")):
+                assert (DEPLOY / source).resolve().exists(), f"bind mount source {source}"
+            else:
+                used.add(source)
+    assert used == declared
+    for svc in ("kafka", "influxdb", "grafana", "drainwatch-worker"):
+        assert any(not v.startswith((".", "/")) for v in compose["services"][svc]["volumes"]), svc
+
+
+def test_compose_variables_defined_and_no_passwords_baked_in(compose: dict[str, Any]) -> None:
+    env = env_example()
+    refs = referenced_vars(COMPOSE.read_text(encoding="utf-8"))
+    assert set(refs) <= set(env), f"undefined in env.example: {set(refs) - set(env)}"
+    secret_like = re.compile(r"PASSWORD|TOKEN|SECRET", re.I)
+    for name, svc in compose["services"].items():
+        for key, value in (svc.get("environment") or {}).items():
+            if secret_like.search(key) and not key.endswith("_FILE"):
+                m = _VAR.fullmatch(str(value))
+                assert m and m.group(2) == ":?", f"{name}.{key} must be ${{VAR:?...}}: {value!r}"
+                assert env[m.group(1)] == "", f"env.example ships a value for {m.group(1)}"
+    for var, op in refs.items():
+        if secret_like.search(var) and not var.endswith("_FILE"):
+            assert op == ":?", var
+
+
+def test_compose_token_is_a_secret_file_read_by_the_worker(compose: dict[str, Any]) -> None:
+    secret = compose["secrets"]["influxdb_token"]
+    assert referenced_vars(secret["file"]) == {"INFLUXDB_TOKEN_FILE": ":?"}
+    for name in ("influxdb", "grafana", "drainwatch-worker"):
+        assert "influxdb_token" in compose["services"][name]["secrets"], name
+    worker_env = compose["services"]["drainwatch-worker"]["environment"]
+    assert worker_env["DRAINWATCH_INFLUX_TOKEN_FILE"] == "/run/secrets/influxdb_token"
+    assert "DRAINWATCH_INFLUX_TOKEN" not in worker_env
+    # InfluxDB's setup token comes from the same file, never from an env value in the file.
+    entry = " ".join(compose["services"]["influxdb"]["entrypoint"])
+    assert "/run/secrets/influxdb_token" in entry
+    assert "DOCKER_INFLUXDB_INIT_ADMIN_TOKEN" not in compose["services"]["influxdb"]["environment"]
+
+
+def test_compose_worker_environment_loads_with_real_settings(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    env = filled_env(tmp_path)
+    worker = compose["services"]["drainwatch-worker"]
+    wenv = {k: interpolate(str(v), env) for k, v in worker["environment"].items()}
+    # The secret is mounted at /run/secrets/...; point at the test file to read it for real.
+    wenv["DRAINWATCH_INFLUX_TOKEN_FILE"] = env["INFLUXDB_TOKEN_FILE"]
+    s = load_settings(env=wenv)
+    assert s.kafka_bootstrap == "kafka:9092"
+    assert s.influx_url == "http://influxdb:8086"
+    assert s.influx_bucket == env["INFLUXDB_BUCKET"] == s.influx_database
+    assert s.influx_token is not None and s.influx_token.reveal() == "test-only-token"
+    assert s.nodes is None  # DRAINWATCH_NODES= (empty) means "no static basis"
+    # The broker's internal listener is what the worker dials.
+    assert "INTERNAL://kafka:9092" in compose["services"]["kafka"]["environment"][
+        "KAFKA_ADVERTISED_LISTENERS"]
+    # Healthcheck probes the port and path the app serves.
+    probe = " ".join(worker["healthcheck"]["test"])
+    assert f"127.0.0.1:{s.web_port}/health/" in probe
+
+
+def test_compose_only_runs_commands_that_exist(compose: dict[str, Any]) -> None:
+    parser = build_parser()
+    for name, svc in compose["services"].items():
+        if "build" in svc:
+            args = parser.parse_args(svc["command"])  # SystemExit if the command is unknown
+            assert args.command == svc["command"][0], name
+            build = svc["build"]
+            assert (DEPLOY / build["context"] / build["dockerfile"]).is_file()
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert 'ENTRYPOINT ["drainwatch"]' in dockerfile and "pip install" in dockerfile
+    assert "ship" not in compose["services"]  # shippers arrive with the streaming issue
+
+
+def test_docker_compose_config_validates(tmp_path: Path) -> None:
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("docker CLI not installed; structural checks above cover compose.yaml")
+    probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("the docker compose plugin is not installed (docker CLI only, no engine); "
+                    "structural checks above cover compose.yaml")
+    env = filled_env(tmp_path)
+    env_file = tmp_path / "env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    r = subprocess.run([docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file),
+                        "config", "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # Missing required password: compose must refuse.
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env_example().items()))
+    r = subprocess.run([docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file),
+                        "config", "-q"], capture_output=True, text=True)
+    assert r.returncode != 0 and "PASSWORD" in r.stderr
+
+
+# --- Grafana provisioning -----------------------------------------------------------------
+
+
+def test_grafana_datasource_provisioning(compose: dict[str, Any]) -> None:
+    doc = load_yaml(GRAFANA / "provisioning" / "datasources" / "influxdb.yaml")
+    assert doc["apiVersion"] == 1
+    (ds,) = doc["datasources"]
+    assert ds["type"] == "influxdb" and ds["uid"] == DS_UID and ds["access"] == "proxy"
+    # InfluxQL (no "version: Flux"), database drainwatch, token from the secret file.
+    assert ds["jsonData"].get("version", "InfluxQL") == "InfluxQL"
+    assert ds["jsonData"]["httpHeaderName1"] == "Authorization"
+    assert ds["secureJsonData"]["httpHeaderValue1"] == \
+        "Token $__file{/run/secrets/influxdb_token}"
+    genv = compose["services"]["grafana"]["environment"]
+    text = (GRAFANA / "provisioning" / "datasources" / "influxdb.yaml").read_text()
+    assert set(referenced_vars(text)) <= set(genv)
+    env = env_example()
+    assert interpolate(genv[ds["jsonData"]["dbName"][2:-1]], env) == Settings().influx_database
+    assert interpolate(genv[ds["url"][2:-1]], env) == "http://influxdb:8086"
+
+
+def test_grafana_dashboard_provider_points_at_mounted_dashboards(compose: dict[str, Any]) -> None:
+    doc = load_yaml(GRAFANA / "provisioning" / "dashboards" / "drainwatch.yaml")
+    assert doc["apiVersion"] == 1
+    (prov,) = doc["providers"]
+    assert prov["type"] == "file"
+    mounts = dict(v.split(":")[:2] for v in compose["services"]["grafana"]["volumes"])
+    assert mounts["../grafana/dashboards"] == prov["options"]["path"]
+    assert mounts["../grafana/provisioning"] == "/etc/grafana/provisioning"
+
+
+_FROM = re.compile(r'\bFROM\s+"([^"]+)"', re.I)
+
+
+def check_influxql(query: str) -> str:
+    """Every identifier in the query belongs to the measurement it reads; returns it."""
+    (measurement,) = _FROM.findall(query)
+    assert measurement in SCHEMA, measurement
+    schema = SCHEMA[measurement]
+    select, _, rest = query.partition(" FROM ")
+    assert select.upper().startswith("SELECT ")
+    aliases = set(re.findall(r'\bAS\s+"([^"]+)"', select, re.I))
+    for ident in re.findall(r'"([^"]+)"', select):
+        assert ident in schema["fields"] or ident in aliases, (ident, query)
+    where, _, group = rest.partition(" GROUP BY ")
+    for ident in re.findall(r'"([^"]+)"', where)[1:]:  # [0] is the measurement
+        assert ident in schema["tags"], (ident, query)
+    for value in re.findall(r'"window"\s*=\s*\'([^\']+)\'', where):
+        assert value in WINDOWS, (value, query)
+    assert "$timeFilter" in where, query
+    for ident in re.findall(r'"([^"]+)"', group):
+        assert ident in schema["tags"], (ident, query)
+    return measurement
+
+
+def test_check_influxql_rejects_unknown_names() -> None:
+    with pytest.raises(AssertionError):
+        check_influxql('SELECT "drain_pct" FROM "drain" WHERE $timeFilter')
+    with pytest.raises(AssertionError):
+        check_influxql('SELECT "drain_node_seconds" FROM "drain_job" WHERE "node" = \'x\' '
+                       'AND $timeFilter')
+    with pytest.raises(AssertionError):
+        check_influxql('SELECT "drain_node_seconds" FROM "drain" WHERE "window" = \'week\' '
+                       'AND $timeFilter')
+
+
+def test_dashboard_panels_queries_and_datasource() -> None:
+    dash = json.loads((GRAFANA / "dashboards" / "drain.json").read_text(encoding="utf-8"))
+    assert dash["uid"] and dash["title"] and dash["schemaVersion"] >= 36
+    panels = dash["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    measured: set[tuple[str, str]] = set()
+    cells: set[tuple[int, int]] = set()
+    for p in panels:
+        assert p["datasource"] == {"type": "influxdb", "uid": DS_UID}, p["title"]
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"])
+                for y in range(g["y"], g["y"] + g["h"])}
+        assert not (mine & cells), f"panel {p['title']!r} overlaps another"
+        cells |= mine
+        assert p["targets"], p["title"]
+        for t in p["targets"]:
+            assert t["datasource"]["uid"] == DS_UID and t["rawQuery"] is True
+            m = check_influxql(t["query"])
+            measured |= {(m, f) for f in re.findall(r'"([^"]+)"', t["query"].split(" FROM ")[0])}
+    fields_used = {f for _, f in measured}
+    for needed in ("drain_pct_static", "drain_pct_dynamic", "unallocated_idle_node_seconds",
+                   "unaccounted_node_seconds"):
+        assert needed in fields_used, needed
+    assert ("drain_job", "drain_node_seconds") in measured  # drain by job
+
+
+# --- example TOML -----------------------------------------------------------------------------
+
+
+def test_example_toml_documents_every_setting_and_loads() -> None:
+    path = DEPLOY / "drainwatch.example.toml"
+    text = path.read_text(encoding="utf-8")
+    doc = tomllib.loads(text)
+    section = ""
+    keys: set[str] = set()
+    for line in text.splitlines():
+        if m := re.fullmatch(r"\[(\w+)\]", line.strip()):
+            section = m.group(1)
+        elif m := re.fullmatch(r"#?\s?(\w+) = .*", line.strip()):
+            keys.add(f"{section}.{m.group(1)}" if section else m.group(1))
+    for spec in SPECS:
+        assert spec.toml_key in keys, f"{spec.toml_key} not documented"
+        assert spec.env in text, f"{spec.env} not documented"
+    # Every value it sets is the default, so it loads to the default settings.
+    assert load_settings(path, env={}) == Settings()
+    assert doc["kafka"]["bootstrap"] == Settings().kafka_bootstrap
