@@ -132,7 +132,8 @@ class LublinModel:
         self.seed = seed
         self.p = params or LublinParams()
         self.uhi = math.log2(nodes)
-        self.umed = max(self.p.ulow, self.uhi - self.p.umed_below_uhi)
+        # tiny machines: keep ulow <= umed <= uhi (sizes stay within [1, nodes])
+        self.umed = min(self.uhi, max(0.0, self.uhi - self.p.umed_below_uhi))
         self.ulow = min(self.p.ulow, self.umed)
         self.overestimate = overestimate
         self.min_walltime = min_walltime
@@ -142,13 +143,17 @@ class LublinModel:
 
     # --- the three distributions -------------------------------------------------------------
 
+    def two_stage_uniform(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """log2 of a parallel job's size: U(ulow, umed) w.p. uprob, else U(umed, uhi)."""
+        first = rng.random(n) < self.p.uprob
+        lo = rng.uniform(self.ulow, self.umed, n)
+        return np.where(first, lo, rng.uniform(self.umed, self.uhi, n))
+
     def sizes(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """Job sizes in nodes (paper sec. 4)."""
         p = self.p
         u = rng.random(n)
-        first = rng.random(n) < p.uprob
-        lo = rng.uniform(self.ulow, self.umed, n)
-        x = np.where(first, lo, rng.uniform(self.umed, self.uhi, n))
+        x = self.two_stage_uniform(rng, n)
         pow2 = (u > p.serial_prob) & (u <= p.serial_prob + p.pow2_prob)
         xr = np.floor(x + 0.5)
         xr = np.where(xr > self.uhi, np.floor(self.uhi), xr)

@@ -1,0 +1,150 @@
+"""`drainwatch simulate`: a modelled or replayed workload through EASY backfilling, written as a
+Moab node-status log (``moab.log`` or ``moab.log.gz``) and job events (``jobs.jsonl``)."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+from zoneinfo import ZoneInfo
+
+from models.lublin import LublinModel
+from models.reject import Reject, count_reasons
+from models.simulator import (
+    SimConfig,
+    random_outages,
+    simulate,
+    workload_from_lublin,
+    workload_from_swf,
+)
+from models.swf import parse_swf
+
+
+def _open_text(path: Path) -> IO[str]:
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def parse_start(text: str, tz: str) -> float:
+    """POSIX seconds from an ISO date/time; without an offset it is local time in ``tz``."""
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=ZoneInfo(tz))
+    return dt.timestamp()
+
+
+def write_simulation(args: argparse.Namespace) -> dict[str, object]:
+    """Run the simulation described by ``args`` and write its files; return the summary."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = SimConfig(
+        nodes=args.nodes, days=args.days, start=parse_start(args.start, args.tz),
+        period=args.period, tz=args.tz, seed=args.seed, warmup=args.warmup * 3600.0,
+        depth=args.depth,
+    )
+    skipped: dict[str, int] = {}
+    rejects: list[Reject] = []
+    if args.swf:
+        with _open_text(Path(args.swf)) as f:
+            _, jobs = parse_swf(f, rejects, source=str(args.swf))
+            workload, sel = workload_from_swf(jobs, cfg, skip_seconds=args.swf_skip_days * 86400)
+        skipped = dict(sel.skipped)
+    else:
+        model = LublinModel(args.nodes, args.seed, target_load=args.load)
+        workload = workload_from_lublin(model, cfg)
+    outages = random_outages(cfg, args.outages, args.drained)
+    log_path = out / ("moab.log.gz" if args.gzip else "moab.log")
+    jobs_path = out / "jobs.jsonl"
+    n_lines = 0
+    n_events = 0
+    first_ts: float | None = None
+    last_ts: float | None = None
+    raw = open(log_path, "wb")
+    log: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3) if args.gzip else raw
+    try:
+        with open(jobs_path, "wb") as jf:
+            for chunk in simulate(workload, cfg, outages):
+                if chunk.n_lines:
+                    log.write(chunk.moab.encode())
+                    n_lines += chunk.n_lines
+                    if first_ts is None:
+                        first_ts = chunk.ts
+                    last_ts = chunk.ts
+                if chunk.events:
+                    jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
+                    n_events += len(chunk.events)
+    finally:
+        if log is not raw:
+            log.close()
+        raw.close()
+    span = 0.0 if first_ts is None or last_ts is None else last_ts - first_ts + cfg.period
+    return {
+        "jobs": len(workload), "events": n_events, "lines": n_lines, "nodes": cfg.nodes,
+        "span_seconds": span, "log": str(log_path), "jobs_file": str(jobs_path),
+        "skipped_jobs": skipped, "rejected_swf_lines": dict(count_reasons(rejects)),
+        "outages": args.outages, "drained": args.drained,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.nodes < 1 or args.days <= 0 or args.period <= 0:
+        print("simulate: --nodes, --days and --period must be positive", file=sys.stderr)
+        return 2
+    try:
+        s = write_simulation(args)
+    except (OSError, ValueError) as e:
+        print(f"simulate: {e}", file=sys.stderr)
+        return 1
+    extra = ""
+    if s["skipped_jobs"]:
+        extra += f", skipped jobs {s['skipped_jobs']}"
+    if s["rejected_swf_lines"]:
+        extra += f", rejected SWF lines {s['rejected_swf_lines']}"
+    print(f"simulated {s['jobs']} jobs ({s['events']} events) on {s['nodes']} nodes: "
+          f"{s['lines']} Moab lines over {float(s['span_seconds']) / 86400:.2f} days "
+          f"-> {s['log']}, {s['jobs_file']}{extra}")
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--swf", metavar="TRACE", help="replay a Standard Workload Format trace")
+    src.add_argument("--model", choices=["lublin"], help="generate a workload from a model")
+    p.add_argument("--nodes", type=int, required=True, help="nodes in the machine")
+    p.add_argument("--days", type=float, required=True, help="days of log to write")
+    p.add_argument("--period", type=float, default=120.0,
+                   help="seconds between scheduler iterations (default 120)")
+    p.add_argument("--out", required=True, help="output directory (created)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--tz", default="America/Chicago",
+                   help="IANA zone of the log timestamps (default America/Chicago)")
+    p.add_argument("--start", default="2014-12-31T00:00:00",
+                   help="first iteration, ISO 8601; local to --tz without an offset")
+    p.add_argument("--outages", type=int, default=0, help="node failures (Down) to inject")
+    p.add_argument("--drained", type=int, default=0, help="admin drains (Drained) to inject")
+    p.add_argument("--gzip", action="store_true", help="write moab.log.gz")
+    p.add_argument("--warmup", type=float, default=24.0,
+                   help="hours of workload run before the first line (default 24)")
+    p.add_argument("--depth", type=int, default=1, help="reservation depth (default 1)")
+    p.add_argument("--load", type=float, default=0.85,
+                   help="offered load the Lublin model is scaled to (default 0.85)")
+    p.add_argument("--swf-skip-days", type=float, default=0.0,
+                   help="start the replay this many days into the trace")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a workload under EASY backfilling and write a Moab log + job events",
+        description="Run a Lublin-Feitelson workload or an SWF trace through an EASY-backfill "
+                    "scheduler and write Moab node-status lines and job events.",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
