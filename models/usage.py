@@ -149,7 +149,8 @@ def usage_by_day(
     length = np.diff(edges)
 
     def split(w: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = np.bincount(i0[same], weights=(w * (ce - cs))[same], minlength=ndays)
+        out = np.zeros(ndays)
+        out += np.bincount(i0[same], weights=(w * (ce - cs))[same], minlength=ndays)
         m = ~same
         if m.any():
             a, b, wm = i0[m], i1[m], w[m]
