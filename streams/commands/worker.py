@@ -7,7 +7,9 @@ see streams/config.py. The effective settings are logged at start with secrets m
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from pathlib import Path
 
 from streams.config import ConfigError, load_settings
 
@@ -39,8 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from streams.app import create_app
 
     app = create_app(settings)
+    Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
+    log = logging.getLogger("drainwatch.worker")
+
+    @app.task
+    async def log_settings() -> None:  # runs once the worker has configured logging
+        log.info("drainwatch settings (secrets masked): %s", settings.describe())
+
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
-    worker.log.info("settings: %s", settings.describe())
     try:
         worker.execute_from_commandline()
     except SystemExit as e:
