@@ -212,11 +212,16 @@ def any_job(cgroup_text: str) -> str | None:
 
 
 def cgroup_unit(cgroup_text: str) -> str | None:
-    """Not a batch job: the cgroup v2 path (``0::`` line) itself, e.g. ``/user.slice/...``.
-    For machines without a batch system; the root cgroup ``/`` gives None."""
-    for hid, _, p in parse_cgroup(cgroup_text):
+    """Not a batch job: the cgroup path itself, for machines without a batch system. The cgroup
+    v2 (``0::``) path if it is not the root, else the first non-root v1 path prefixed with its
+    controllers (``memory:/a/b``); None when every path is ``/``."""
+    rows = parse_cgroup(cgroup_text)
+    for hid, _, p in rows:
         if hid == "0" and p not in ("", "/"):
             return p
+    for hid, ctl, p in rows:
+        if hid != "0" and p not in ("", "/"):
+            return f"{ctl}:{p}"
     return None
 
 

@@ -211,8 +211,8 @@ def class_sa_ratios(u: JobUtilization, below: float = 0.25) -> dict[str, dict[st
 
 
 # Fixed bins so histograms from different runs and nodes add up: 0, 5, ..., 100 % and overflow.
-UTIL_EDGES = np.concatenate([np.linspace(0.0, 1.0, 21), [np.inf]])
-MEM_EDGES = np.concatenate([np.linspace(0.0, 2.0, 41), [np.inf]])
+UTIL_EDGES = np.concatenate([np.round(np.linspace(0.0, 1.0, 21), 10), [np.inf]])
+MEM_EDGES = np.concatenate([np.round(np.linspace(0.0, 2.0, 41), 10), [np.inf]])
 
 
 def histogram(values: np.ndarray, edges: np.ndarray = UTIL_EDGES,

@@ -1,0 +1,153 @@
+"""The node sampler: every period, read /proc for every process of every job on this node.
+
+Seed 003 (Emeras et al., JSSPP 2013) §3.1: a daemon per node measures each job every minute from
+/proc (memory from status, I/O counters from io, CPU from stat, network bytes), tags each measure
+with its time stamp, and writes the raw values out; processing happens later. Job membership
+comes from the job's cpuset / cgroup (see :mod:`models.procfs` resolvers). No root is needed
+beyond what /proc lets a user read: /proc/<pid>/io of other users' processes needs root (or
+CAP_SYS_PTRACE); when it is unreadable the I/O counters are written as 0 and counted in
+``stats['io_denied']``.
+
+Output goes to a *sink*: any callable taking the list of samples of one sweep. The JSON-lines
+sink writes :mod:`models.sampletrace` lines; a Kafka sink can be swapped in.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from models import procfs
+from models.nodesample import NodeSample
+from models.sampletrace import dumps
+
+# (pid, text of /proc/<pid>/cgroup) -> job id, or None for "not a job process"
+PidResolver = Callable[[int, str], "str | None"]
+Sink = Callable[[list[NodeSample]], None]
+
+
+def resolver_by_name(name: str) -> PidResolver:
+    """A cgroup-path resolver of :data:`models.procfs.RESOLVERS` as a :data:`PidResolver`."""
+    f = procfs.RESOLVERS[name]
+    return lambda pid, cgroup: f(cgroup)
+
+
+class Sampler:
+    """Reads /proc (or another mount of it: ``proc``) and keeps, per process (pid + start time),
+    the previous CPU tick count so each sweep gives the CPU % over the last interval."""
+
+    def __init__(self, resolver: PidResolver, node: str | None = None,
+                 proc: str | Path = "/proc", clock: Callable[[], float] = time.time,
+                 job_class: str = "") -> None:
+        self.resolver = resolver
+        self.node = node or socket.gethostname()
+        self.proc = Path(proc)
+        self.clock = clock
+        self.job_class = job_class
+        self.clk_tck = os.sysconf("SC_CLK_TCK")
+        self.btime = procfs.parse_btime(self._read("stat"))
+        self._prev: dict[tuple[int, int], tuple[int, float]] = {}
+        self.stats: Counter[str] = Counter()
+
+    def _read(self, rel: str) -> str:
+        with open(self.proc / rel, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def sweep(self) -> list[NodeSample]:
+        """One measure of every job process now running. Processes that vanish mid-read are
+        skipped (counted in ``stats['vanished']``)."""
+        now = self.clock()
+        up = procfs.parse_uptime(self._read("uptime"))
+        try:
+            rx, tx = procfs.parse_net_dev(self._read("net/dev"))
+        except (OSError, procfs.ProcParseError):
+            rx = tx = 0
+            self.stats["net_unreadable"] += 1
+        out: list[NodeSample] = []
+        seen: dict[tuple[int, int], tuple[int, float]] = {}
+        for name in os.listdir(self.proc):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            try:
+                job = self.resolver(pid, self._read(f"{name}/cgroup"))
+                if job is None:
+                    continue
+                st = procfs.parse_stat(self._read(f"{name}/stat"))
+                status = procfs.parse_status(self._read(f"{name}/status"))
+                try:
+                    io = procfs.parse_io(self._read(f"{name}/io"))
+                except PermissionError:
+                    io = None
+                    self.stats["io_denied"] += 1
+                try:
+                    cores = len(os.sched_getaffinity(pid))
+                except OSError:
+                    cores = 0
+            except (FileNotFoundError, ProcessLookupError):
+                self.stats["vanished"] += 1
+                continue
+            except PermissionError:
+                self.stats["denied"] += 1
+                continue
+            except procfs.ProcParseError as e:
+                self.stats[f"parse_{e.reason}"] += 1
+                continue
+            ticks = st.utime + st.stime
+            key = (pid, st.starttime)
+            prev = self._prev.get(key)
+            start_s = st.starttime / self.clk_tck
+            core = procfs.cpu_percent(prev[0] if prev else None, prev[1] if prev else None,
+                                      ticks, up, start_s, self.clk_tck)
+            seen[key] = (ticks, up)
+            out.append(NodeSample(
+                ts=round(now, 3), job=job, pid=pid, node=self.node, command=status.name,
+                vm_peak_kb=status.vm_peak_kb, vm_size_kb=status.vm_size_kb,
+                vm_rss_kb=status.vm_rss_kb, vm_swap_kb=status.vm_swap_kb,
+                syscr=io.syscr if io else 0, syscw=io.syscw if io else 0,
+                read_bytes=io.read_bytes if io else 0, write_bytes=io.write_bytes if io else 0,
+                core=round(core, 3), receive=rx, transmit=tx,
+                start=round(self.btime + start_s, 2), cores=cores, job_class=self.job_class))
+        self._prev = seen  # processes gone since the last sweep are forgotten
+        self.stats["sweeps"] += 1
+        self.stats["samples"] += len(out)
+        return out
+
+    def run(self, sink: Sink, period: float = 60.0, count: int | None = None,
+            sleep: Callable[[float], None] = time.sleep,
+            monotonic: Callable[[], float] = time.monotonic) -> int:
+        """Sweep every ``period`` seconds (on a fixed grid: a slow sweep does not shift the
+        next ones; missed ticks are skipped) until ``count`` sweeps are done (None: forever).
+        Returns the number of sweeps."""
+        if period <= 0:
+            raise ValueError("period must be > 0")
+        t0 = monotonic()
+        k = 0
+        while count is None or k < count:
+            sink(self.sweep())
+            k += 1
+            if count is not None and k >= count:
+                break
+            now = monotonic()
+            nxt = t0 + period * (int((now - t0) / period) + 1)
+            sleep(max(0.0, nxt - now))
+        return k
+
+
+class JsonLinesSink:
+    """Writes each sweep's samples as trace lines to a binary stream and flushes."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.lines = 0
+
+    def __call__(self, samples: list[NodeSample]) -> None:
+        if samples:
+            self.stream.write(b"".join(dumps(s) + b"\n" for s in samples))
+            self.lines += len(samples)
+        self.stream.flush()
