@@ -23,7 +23,7 @@ TYPE_ORDER = {"submit": 0, "start": 1, "end": 2}
 
 # Options each format accepts (anything else is a programming error -> TypeError).
 _OPTIONS = {
-    "sacct": {"tz", "steps"},
+    "sacct": {"input_tz", "steps"},
     "jobcomp": {"start_records"},
     "swf": {"procs_per_node", "start_time"},
     "jobevents": set(),
@@ -51,9 +51,10 @@ def iter_job_events(
     rejects: list[Reject] | None = None,
     **opts: Any,
 ) -> Iterator[JobEvent]:
-    """JobEvents of ``lines`` in format ``fmt``. Options: sacct ``tz`` (IANA zone the times were
-    printed in, default UTC), ``steps`` (keep job steps); jobcomp ``start_records``; swf
-    ``procs_per_node``, ``start_time``. Unknown ``fmt`` or option -> ValueError / TypeError."""
+    """JobEvents of ``lines`` in format ``fmt``. Options: sacct ``input_tz`` (IANA zone sacct
+    printed its times in, default UTC; not the zone of reporting days), ``steps`` (keep steps);
+    jobcomp ``start_records``; swf ``procs_per_node``, ``start_time``.
+    Unknown ``fmt`` -> ValueError; unknown option -> TypeError."""
     if fmt not in _OPTIONS:
         raise ValueError(f"unknown job-event format {fmt!r}; expected one of {', '.join(FORMATS)}")
     bad = set(opts) - _OPTIONS[fmt]
@@ -61,7 +62,8 @@ def iter_job_events(
         raise TypeError(f"format {fmt!r} takes no option(s) {', '.join(sorted(bad))}")
     opts = {k: v for k, v in opts.items() if v is not None}
     if fmt == "sacct":
-        return iter_sacct_events(lines, rejects, source, **opts)
+        return iter_sacct_events(lines, rejects, source, tz=opts.get("input_tz"),
+                                 steps=bool(opts.get("steps", False)))
     if fmt == "jobcomp":
         return iter_jobcomp_events(lines, rejects, source, **opts)
     if fmt == "swf":

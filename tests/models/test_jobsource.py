@@ -28,7 +28,7 @@ def test_formats() -> None:
 
 
 def test_options_and_errors() -> None:
-    ev = list(iter_job_events("sacct", [SACCT], tz="Europe/Berlin"))
+    ev = list(iter_job_events("sacct", [SACCT], input_tz="Europe/Berlin"))
     assert ev[0].ts == 1704067200.0 - 3600
     assert len(list(iter_job_events("swf", ["1 0 5 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1"],
                                     procs_per_node=None))) == 3
