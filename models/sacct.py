@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from models.hostlist import HostlistError, expand_hostlist
@@ -105,6 +106,7 @@ class SacctJob:
         return self.end > self.start or (self.elapsed or 0) > 0
 
 
+@lru_cache(maxsize=1 << 14)
 def parse_duration(text: str) -> float | None:
     """Slurm duration -> seconds; None for UNLIMITED / Partition_Limit / INVALID / empty.
     Raises SacctError('bad_duration')."""
@@ -138,6 +140,7 @@ def parse_duration(text: str) -> float | None:
     return float(days * 86400 + h * 3600 + m * 60 + sec)
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_time(text: str, tz: ZoneInfo | None = None) -> float | None:
     """sacct time (``2016-12-22T10:11:12``, local to ``tz``; UTC when None) -> POSIX seconds;
     None for Unknown/None. Raises SacctError('bad_time')."""
