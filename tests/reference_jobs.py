@@ -158,7 +158,12 @@ def window_sums(gaps: list[tuple[float, float, int]], window: float) -> dict[int
 def runtime_ref(events: list[JobEvent], history: int, z: float, cap: bool
                 ) -> list[tuple[str, int, float | None, float | None, float]]:
     """(job, runs, predicted, upper, actual) per finished job, predicted from every earlier-ended
-    run of the same (user, name) (the last `history` of them), as seen at the job's start."""
+    run of the same (user, name) (the last `history` of them), as seen at the job's start; a
+    missing name is replaced by the requested wall time."""
+
+    def ident(j: Job) -> tuple:
+        return (j.user, j.name if j.name is not None else (f"req={j.req:g}" if j.req else None))
+
     order = {id(e): i for i, e in enumerate(events)}
     jobs = pair_jobs(events)
     end_pos: dict[str, int] = {}
@@ -170,7 +175,7 @@ def runtime_ref(events: list[JobEvent], history: int, z: float, cap: bool
             start_pos[e.job] = order[id(e)]
     out = []
     for j in jobs:
-        prev = sorted((x for x in jobs if (x.user, x.name) == (j.user, j.name)
+        prev = sorted((x for x in jobs if ident(x) == ident(j)
                        and end_pos[x.job] < start_pos[j.job]), key=lambda x: end_pos[x.job])
         runs = [max(0.0, x.end - x.start) for x in prev][-history:]
         n = len(runs)

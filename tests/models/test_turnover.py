@@ -83,4 +83,5 @@ def test_matches_unit_slot_reference(specs) -> None:
     for k, v in got.items():
         assert v[0] == ref[k][0] and v[1] == pytest.approx(ref[k][1])
     starts = [r.start for r in rows]
-    assert starts == sorted(starts) and all(b - a == H for a, b in zip(starts, starts[1:]))
+    assert starts == sorted(starts)
+    assert all(b - a == H for a, b in zip(starts, starts[1:], strict=False))

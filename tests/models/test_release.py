@@ -1,0 +1,64 @@
+"""Node-release forecast (seed 001, Figure 9: Free / Need / late-by)."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.jobevent import JobEvent
+from models.release import Holder, forecast_release
+from models.runtime import RuntimePredictor
+
+
+def hm(h: int, m: int, s: int = 0) -> float:
+    return h * 3600.0 + m * 60 + s
+
+
+# Figure 9: 116 nodes reserved for 10:09; at 10:13:34, 66 in operational use, 2 free, Need 48.
+RUNNING = [
+    Holder("hpcb2401.1474974.0", 16, hm(10, 13, 34) + 86400, "ehf9_model_fc", checkpointable=True),
+    Holder("hpcb2401.1475089.0", 16, hm(10, 17), "ehht_ifstraj_uptraj_0"),
+    Holder("hpcb2301.1474748.0", 16, hm(10, 21), "ehba_ifstraj_uptraj_0"),
+]
+
+
+def test_figure9_with_checkpoint() -> None:
+    f = forecast_release(need=116, at=hm(10, 9), held=66 + 2, running=RUNNING,
+                         now=hm(10, 13, 34), checkpoint=True)
+    assert f.missing == 48
+    assert [(s.name, s.nodes, s.need_after) for s in f.steps] == [
+        ("ehf9_model_fc", 16, 32), ("ehht_ifstraj_uptraj_0", 16, 16),
+        ("ehba_ifstraj_uptraj_0", 16, 0)]
+    assert f.steps[0].checkpointed and f.steps[0].release_at == hm(10, 13, 34)
+    assert f.ready_at == hm(10, 21)
+    assert f.late_by == 12 * 60  # within the seed's 15-minute flexibility
+    assert f.in_the_way == tuple(r.job for r in RUNNING)
+
+
+def test_figure9_without_checkpoint_waits_for_unknown_job() -> None:
+    f = forecast_release(need=116, at=hm(10, 9), held=68, running=RUNNING, now=hm(10, 13, 34))
+    assert [s.need_after for s in f.steps] == [32, 16, 0]
+    assert f.steps[-1].name == "ehf9_model_fc"
+    assert f.late_by == pytest.approx(hm(10, 13, 34) + 86400 - hm(10, 9))
+
+
+def test_enough_nodes_and_not_enough() -> None:
+    ok = forecast_release(need=10, at=100.0, held=10, running=RUNNING, now=50.0)
+    assert ok.missing == 0 and ok.late_by == 0.0 and ok.steps == ()
+    short = forecast_release(need=200, at=100.0, held=10, running=RUNNING)
+    assert short.ready_at is None and short.late_by is None and len(short.steps) == 3
+    early = forecast_release(need=84, at=hm(10, 30), held=68,
+                             running=RUNNING[1:], now=hm(10, 0))
+    assert early.ready_at == hm(10, 17) and early.late_by == 0.0 and early.in_the_way == ()
+
+
+def test_from_predictor_running_view() -> None:
+    m = RuntimePredictor()
+    evs = []
+    for i in range(2):
+        evs += [JobEvent("start", i * 1000.0, f"h{i}", user="rdx", name="fc", nodes=16),
+                JobEvent("end", i * 1000.0 + 600, f"h{i}", user="rdx", name="fc", nodes=16)]
+    evs += [JobEvent("start", 5000.0, "r1", user="rdx", name="fc", nodes=16)]
+    m.update(evs)
+    holders = [Holder(r.job, r.nodes, r.expected_end, r.name) for r in m.running(5100)]
+    f = forecast_release(need=16, at=5500.0, held=0, running=holders, now=5100.0)
+    assert f.ready_at == 5600.0 and f.late_by == 100.0 and f.in_the_way == ("r1",)
