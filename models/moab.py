@@ -234,8 +234,14 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     node_codes, node_vals = _categorise(c[1])
     node_lut = np.array([book.nodes.code(v) if v else -1 for v in node_vals], dtype=np.int64)
     state_codes, state_vals = _categorise(c[3])
-    state_lut = np.array([book.states.code(v) if v and v.strip() else -1 for v in state_vals],
-                         dtype=np.int64)
+    # intern states in order of first appearance, so an unknown state is named as first seen
+    first_row = np.full(len(state_vals), state_codes.size, dtype=np.int64)
+    np.minimum.at(first_row, state_codes[rows], rows)
+    state_lut = np.full(len(state_vals), -1, dtype=np.int64)
+    for i in np.argsort(first_row, kind="stable").tolist():
+        v = state_vals[i]
+        if v and v.strip() and first_row[i] < state_codes.size:
+            state_lut[i] = book.states.code(v)
     rsv_codes, rsv_vals = _categorise(c[5])
     rsv_lut = np.empty(len(rsv_vals), dtype=np.int64)
     for i, v in enumerate(rsv_vals):

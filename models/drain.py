@@ -1,0 +1,417 @@
+"""Drain-time accounting (seed 000, Fullop, "The Hidden Cost of Large Jobs").
+
+Rules (each pinned by a test):
+
+1. Accrual (§III-B): a node's record at t_i accrues [t_i, t_{i+1}) to the state, rsv/job combination
+   and first reservation seen at t_i, when the node's next record arrives. The last record of a
+   node accrues nothing (yet: a later batch may close it).
+2. Per-node accumulators (§III-B.1): states (the six of Moab + each unknown state as its own)
+   x 4 combinations of (rsvlist non-empty, joblist non-empty), in node-milliseconds (exact int64;
+   reported as decimal seconds).
+3. Drain (§III-B.2, §IV-A): state Idle with a non-empty rsvlist, charged to the FIRST id in the
+   list. Idle with rsvlist 'none' is unallocated idle (§IV-A.3), never drain.
+4. An interval longer than ``max_gap_ms`` accrues to no state: it is unaccounted node-time. A
+   record not strictly later than the node's latest accepted record (a duplicate or an
+   out-of-order line) accrues nothing, is counted, and does not replace the latest record, so
+   node-time is never counted twice.
+5. Intervals are split exactly at local hour edges of an IANA zone (days are unions of hours), so
+   unlike the paper's day files (§III-B.3) no seconds are lost at midnight.
+6. Basis (§III-B.3): accounted node-time per window, mean seconds per node, a data-quality flag
+   when it is short of the window length; drain % over a static basis (nodes x window length;
+   26,846 nodes x 86,400 s = 644,304 node-hours/day on Blue Waters) and over the dynamic basis
+   (all non-Down accounted node-time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
+from .windows import WindowGrid
+
+NONE_TS = np.iinfo(np.int64).min
+N_COMBOS = 4  # (has_rsv, has_job) -> has_rsv * 2 + has_job
+
+
+def combo(has_rsv: np.ndarray, has_job: np.ndarray) -> np.ndarray:
+    return has_rsv.astype(np.int64) * 2 + has_job.astype(np.int64)
+
+
+def static_basis_node_hours(nodes: int, seconds: float) -> float:
+    """Seed 000 §III-B.3: ((basis_seconds) * (basis_nodes)) / 3600."""
+    return seconds * nodes / 3600.0
+
+
+def _grow(a: np.ndarray, n: int, fill: int | float) -> np.ndarray:
+    if a.shape[0] >= n:
+        return a
+    new = np.full((max(n, 2 * a.shape[0], 64),) + a.shape[1:], fill, dtype=a.dtype)
+    new[: a.shape[0]] = a
+    return new
+
+
+def split_at_edges(start: np.ndarray, end: np.ndarray, edges: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split intervals [start, end) at sorted ``edges`` (which must cover them).
+
+    Returns (interval index, window index, piece start, piece length) for every piece."""
+    idx = np.arange(start.size, dtype=np.int64)
+    cur = start
+    win = np.searchsorted(edges, cur, side="right") - 1
+    out_i, out_w, out_s, out_l = [], [], [], []
+    while idx.size:
+        nxt = edges[win + 1]
+        e = np.minimum(end[idx], nxt)
+        out_i.append(idx)
+        out_w.append(win)
+        out_s.append(cur)
+        out_l.append(e - cur)
+        cont = end[idx] > nxt
+        idx, cur, win = idx[cont], nxt[cont], win[cont] + 1
+    if not out_i:
+        z = np.empty(0, dtype=np.int64)
+        return z, z, z, z
+    return (np.concatenate(out_i), np.concatenate(out_w), np.concatenate(out_s),
+            np.concatenate(out_l))
+
+
+class _PairCounter:
+    """Distinct (job, node) pairs per job, holding pairs only for jobs seen recently (data time)
+    so memory is bounded by active jobs, not by history."""
+
+    __slots__ = ("pairs", "count", "retention_ms")
+
+    def __init__(self, retention_ms: int) -> None:
+        self.pairs = np.empty(0, dtype=np.int64)
+        self.count = np.zeros(0, dtype=np.int64)
+        self.retention_ms = retention_ms
+
+    def add(self, job: np.ndarray, node: np.ndarray, n_jobs: int) -> None:
+        self.count = _grow(self.count, n_jobs, 0)
+        if job.size == 0:
+            return
+        keys = np.unique((job << 32) | node)
+        fresh = keys[~np.isin(keys, self.pairs, assume_unique=True)]
+        if fresh.size:
+            self.count += np.bincount(fresh >> 32, minlength=self.count.size)
+            self.pairs = np.union1d(self.pairs, fresh)
+
+    def prune(self, last_seen: np.ndarray, now_ms: int) -> None:
+        if self.pairs.size == 0:
+            return
+        j = self.pairs >> 32
+        keep = last_seen[j] >= now_ms - self.retention_ms
+        if not keep.all():
+            self.pairs = self.pairs[keep]
+
+
+@dataclass(slots=True)
+class WindowRow:
+    start_ms: int
+    length_ms: int
+    nodes: int
+    accounted_ms: int
+    drain_ms: int
+    idle_unallocated_ms: int
+    down_ms: int
+    unaccounted_ms: int
+
+
+@dataclass(slots=True)
+class Counts:
+    records: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
+    intervals: int = 0
+    gaps: int = 0
+
+
+class DrainAccountant:
+    """Streaming accumulator over NodeStatusBatches in arrival order (batch-at-a-time numpy)."""
+
+    def __init__(self, book: Codebook, tz: str = "UTC", max_gap_ms: int = 600_000,
+                 retention_ms: int = 7 * 86_400_000) -> None:
+        if max_gap_ms <= 0:
+            raise ValueError("max_gap must be positive")
+        self.book = book
+        self.max_gap_ms = int(max_gap_ms)
+        self.hours = WindowGrid(tz, "hour")
+        self.days = WindowGrid(tz, "day")
+        self.counts = Counts()
+        # per node: latest accepted record and accumulators
+        self.last_ts = np.full(0, NONE_TS, dtype=np.int64)
+        self.last_state = np.zeros(0, dtype=np.int64)
+        self.last_rsv = np.zeros(0, dtype=np.int64)
+        self.last_combo = np.zeros(0, dtype=np.int64)
+        self.last_hour = np.full(0, NONE_TS, dtype=np.int64)
+        self.last_day = np.full(0, NONE_TS, dtype=np.int64)
+        self.node_ms = np.zeros((0, 8 * N_COMBOS), dtype=np.int64)  # [node, state*4+combo]
+        self.node_gap_ms = np.zeros(0, dtype=np.int64)
+        # per window (keyed by start ms): category sums and distinct nodes
+        self._win: dict[int, np.ndarray] = {}
+        self._win_nodes: dict[int, int] = {}
+        self._day_nodes: dict[int, int] = {}
+        # per job: drain and running
+        self.job_drain_ms = np.zeros(0, dtype=np.int64)
+        self.job_first_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self.job_last_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self.job_run_first_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self.job_run_last_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self._drain_pairs = _PairCounter(retention_ms)
+        self._run_pairs = _PairCounter(retention_ms)
+        self.first_ms: int | None = None
+        self.last_ms: int | None = None
+
+    # ---- sizing -------------------------------------------------------------------------
+    @property
+    def n_cats(self) -> int:
+        return self.node_ms.shape[1] + 1  # + unaccounted
+
+    def _ensure(self) -> None:
+        nn, nj = len(self.book.nodes), len(self.book.jobs)
+        self.last_ts = _grow(self.last_ts, nn, NONE_TS)
+        self.last_state = _grow(self.last_state, nn, 0)
+        self.last_rsv = _grow(self.last_rsv, nn, NO_JOB)
+        self.last_combo = _grow(self.last_combo, nn, 0)
+        self.last_hour = _grow(self.last_hour, nn, NONE_TS)
+        self.last_day = _grow(self.last_day, nn, NONE_TS)
+        self.node_gap_ms = _grow(self.node_gap_ms, nn, 0)
+        ns = len(self.book.states)
+        if ns * N_COMBOS > self.node_ms.shape[1]:
+            wider = np.zeros((self.node_ms.shape[0], 2 * ns * N_COMBOS), dtype=np.int64)
+            wider[:, : self.node_ms.shape[1]] = self.node_ms
+            old = self.node_ms.shape[1]
+            self.node_ms = wider
+            for k, v in self._win.items():  # keep the unaccounted column last
+                nv = np.zeros(self.n_cats, dtype=np.int64)
+                nv[:old] = v[:old]
+                nv[-1] = v[-1]
+                self._win[k] = nv
+        self.node_ms = _grow(self.node_ms, nn, 0)
+        for name in ("job_drain_ms",):
+            setattr(self, name, _grow(getattr(self, name), nj, 0))
+        for name in ("job_first_ms", "job_last_ms", "job_run_first_ms", "job_run_last_ms"):
+            setattr(self, name, _grow(getattr(self, name), nj, NONE_TS))
+
+    # ---- the work -------------------------------------------------------------------------
+    def add(self, b: NodeStatusBatch) -> None:
+        n = len(b)
+        if n == 0:
+            return
+        self._ensure()
+        self.counts.records += n
+        lo, hi = int(b.ts_ms.min()), int(b.ts_ms.max())
+        self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
+        self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
+        self._running(b)
+
+        order = np.argsort(b.node, kind="stable")
+        nd = b.node[order]
+        ts = b.ts_ms[order]
+        first = np.empty(n, dtype=bool)
+        first[0] = True
+        first[1:] = nd[1:] != nd[:-1]
+        carried = self.last_ts[nd]
+
+        # running maximum of earlier timestamps per node (segmented cummax), incl. the carried one
+        base = lo - 1
+        span = hi - base + 1
+        g = np.cumsum(first) - 1
+        if int(g[-1]) * span < 2**62:
+            key = g * span + (ts - base)
+            cm = np.maximum.accumulate(key) - g * span + base
+            prev = np.empty(n, dtype=np.int64)
+            prev[0] = NONE_TS
+            prev[1:] = cm[:-1]
+            prev[first] = NONE_TS
+        else:  # enormous span x nodes: plain loop over groups
+            prev = np.full(n, NONE_TS, dtype=np.int64)
+            starts = np.flatnonzero(first)
+            for s0, s1 in zip(starts, np.r_[starts[1:], n], strict=True):
+                seg = np.maximum.accumulate(ts[s0:s1])
+                prev[s0 + 1 : s1] = seg[:-1]
+        prev = np.maximum(prev, carried)
+        accepted = ts > prev
+        self.counts.duplicates += int(np.count_nonzero(ts == prev))
+        self.counts.out_of_order += int(np.count_nonzero(ts < prev))
+        self.counts.accepted += int(np.count_nonzero(accepted))
+
+        ai = order[accepted]  # rows of b, grouped by node, in arrival order
+        a_node = b.node[ai]
+        a_ts = b.ts_ms[ai]
+        a_state = b.state[ai]
+        a_rsv = b.rsv[ai]
+        a_combo = combo(b.rsv[ai] != NO_JOB, b.has_job[ai])
+        m = ai.size
+        same = np.zeros(m, dtype=bool)
+        same[1:] = a_node[1:] == a_node[:-1]
+        sh = np.maximum(np.arange(m) - 1, 0)  # index of the previous accepted row
+        p_ts = np.where(same, a_ts[sh], self.last_ts[a_node])
+        p_state = np.where(same, a_state[sh], self.last_state[a_node])
+        p_rsv = np.where(same, a_rsv[sh], self.last_rsv[a_node])
+        p_combo = np.where(same, a_combo[sh], self.last_combo[a_node])
+        has = p_ts != NONE_TS
+
+        # the latest accepted record of each node becomes its carried record
+        last = np.ones(m, dtype=bool)
+        last[:-1] = a_node[1:] != a_node[:-1]
+        ln = a_node[last]
+        self.last_ts[ln] = a_ts[last]
+        self.last_state[ln] = a_state[last]
+        self.last_rsv[ln] = a_rsv[last]
+        self.last_combo[ln] = a_combo[last]
+
+        s, e = p_ts[has], a_ts[has]
+        self._accrue(a_node[has], s, e, p_state[has], p_combo[has], p_rsv[has])
+
+    def _running(self, b: NodeStatusBatch) -> None:
+        if b.run_row.size == 0:
+            return
+        j = b.run_job
+        t = b.ts_ms[b.run_row]
+        o = np.argsort(j, kind="stable")
+        js, ts = j[o], t[o]
+        u, st = np.unique(js, return_index=True)
+        mn = np.minimum.reduceat(ts, st)
+        mx = np.maximum.reduceat(ts, st)
+        cur = self.job_run_first_ms[u]
+        self.job_run_first_ms[u] = np.where(cur == NONE_TS, mn, np.minimum(cur, mn))
+        self.job_run_last_ms[u] = np.maximum(self.job_run_last_ms[u], mx)
+        self._run_pairs.add(j, b.node[b.run_row], len(self.book.jobs))
+        self._run_pairs.prune(self.job_run_last_ms, int(b.ts_ms.max()))
+
+    def _accrue(self, node: np.ndarray, s: np.ndarray, e: np.ndarray, state: np.ndarray,
+                cmb: np.ndarray, rsv: np.ndarray) -> None:
+        if s.size == 0:
+            return
+        self.counts.intervals += int(s.size)
+        gap = (e - s) > self.max_gap_ms
+        self.counts.gaps += int(np.count_nonzero(gap))
+        ncat = self.n_cats
+        cat = np.where(gap, ncat - 1, state * N_COMBOS + cmb)
+        lo, hi = int(s.min()), int(e.max())
+        self.hours.ensure(lo, hi)
+        self.days.ensure(lo, hi)
+        pi, pw, ps, pl = split_at_edges(s, e, self.hours.edges)
+        hstart = self.hours.edges[pw]
+        pcat = cat[pi]
+        pnode = node[pi]
+
+        # per node accumulators
+        nn = self.node_ms.shape[0]
+        acc = ~gap[pi]
+        flat = np.bincount(pnode[acc] * (ncat - 1) + pcat[acc], weights=pl[acc],
+                           minlength=nn * (ncat - 1))
+        self.node_ms += np.rint(flat).astype(np.int64).reshape(nn, ncat - 1)
+        self.node_gap_ms += np.rint(np.bincount(pnode[~acc], weights=pl[~acc], minlength=nn)
+                                    ).astype(np.int64)
+
+        # per window category sums
+        hu, hinv = np.unique(pw, return_inverse=True)
+        sums = np.bincount(hinv * ncat + pcat, weights=pl, minlength=hu.size * ncat)
+        sums = np.rint(sums).astype(np.int64).reshape(hu.size, ncat)
+        for k, h in enumerate(hu.tolist()):
+            key = int(self.hours.edges[h])
+            row = self._win.get(key)
+            if row is None:
+                self._win[key] = sums[k].copy()
+            else:
+                row += sums[k]
+        # distinct nodes per hour and per day (per node, windows only move forward)
+        self._distinct(pnode, hstart, self.last_hour, self._win_nodes)
+        dstart = self.days.edges[self.days.locate(ps)]
+        self._distinct(pnode, dstart, self.last_day, self._day_nodes)
+
+        # per job drain: Idle with a reservation, charged to the first reservation
+        dm = (~gap[pi]) & (state[pi] == IDLE) & (rsv[pi] != NO_JOB)
+        if dm.any():
+            j = rsv[pi][dm]
+            lens = pl[dm]
+            starts = ps[dm]
+            self.job_drain_ms += np.rint(np.bincount(j, weights=lens,
+                                                     minlength=self.job_drain_ms.size)
+                                         ).astype(np.int64)
+            o = np.argsort(j, kind="stable")
+            u, st = np.unique(j[o], return_index=True)
+            mn = np.minimum.reduceat(starts[o], st)
+            mx = np.maximum.reduceat((starts + lens)[o], st)
+            cur = self.job_first_ms[u]
+            self.job_first_ms[u] = np.where(cur == NONE_TS, mn, np.minimum(cur, mn))
+            self.job_last_ms[u] = np.maximum(self.job_last_ms[u], mx)
+            self._drain_pairs.add(j, pnode[dm], len(self.book.jobs))
+            self._drain_pairs.prune(self.job_last_ms, hi)
+
+    @staticmethod
+    def _distinct(node: np.ndarray, wstart: np.ndarray, last: np.ndarray,
+                  out: dict[int, int]) -> None:
+        o = np.lexsort((wstart, node))
+        n_, w_ = node[o], wstart[o]
+        keep = np.ones(n_.size, dtype=bool)
+        keep[1:] = (n_[1:] != n_[:-1]) | (w_[1:] != w_[:-1])
+        n_, w_ = n_[keep], w_[keep]
+        fresh = w_ != last[n_]
+        for w, c in zip(*np.unique(w_[fresh], return_counts=True), strict=True):
+            out[int(w)] = out.get(int(w), 0) + int(c)
+        # latest window per node (keys are sorted by node then window)
+        lastpos = np.ones(n_.size, dtype=bool)
+        lastpos[:-1] = n_[1:] != n_[:-1]
+        last[n_[lastpos]] = np.maximum(last[n_[lastpos]], w_[lastpos])
+
+    # ---- results ----------------------------------------------------------------------
+    def _cats(self, v: np.ndarray) -> tuple[int, int, int, int, int]:
+        body = v[:-1].reshape(-1, N_COMBOS)
+        acc = int(body.sum())
+        drain = int(body[IDLE, 2] + body[IDLE, 3])
+        idle_u = int(body[IDLE, 0] + body[IDLE, 1])
+        down = int(body[DOWN].sum())
+        return acc, drain, idle_u, down, int(v[-1])
+
+    def hourly(self) -> list[WindowRow]:
+        rows = []
+        for k in sorted(self._win):
+            acc, drain, idle_u, down, gap = self._cats(self._win[k])
+            rows.append(WindowRow(k, self.hours.length_ms(k), self._win_nodes.get(k, 0), acc,
+                                  drain, idle_u, down, gap))
+        return rows
+
+    def daily(self) -> list[WindowRow]:
+        sums: dict[int, np.ndarray] = {}
+        if not self._win:
+            return []
+        keys = np.array(sorted(self._win), dtype=np.int64)
+        self.days.ensure(int(keys.min()), int(keys.max()))
+        dstarts = self.days.edges[self.days.locate(keys)]
+        for k, d in zip(keys.tolist(), dstarts.tolist(), strict=True):
+            v = self._win[k]
+            if d in sums:
+                sums[d] = sums[d] + v
+            else:
+                sums[d] = v.copy()
+        rows = []
+        for d in sorted(sums):
+            acc, drain, idle_u, down, gap = self._cats(sums[d])
+            rows.append(WindowRow(d, self.days.length_ms(d), self._day_nodes.get(d, 0), acc,
+                                  drain, idle_u, down, gap))
+        return rows
+
+    def node_state_ms(self) -> np.ndarray:
+        """[node, state, combo] node-milliseconds."""
+        self._ensure()
+        nn, ns = len(self.book.nodes), len(self.book.states)
+        return self.node_ms[:nn, : ns * N_COMBOS].reshape(nn, ns, N_COMBOS)
+
+    def jobs_charged(self) -> np.ndarray:
+        """Codes of jobs with drain charged, in code order."""
+        nj = len(self.book.jobs)
+        return np.flatnonzero(self.job_drain_ms[:nj] > 0)
+
+    def nodes_charged(self) -> np.ndarray:
+        nj = len(self.book.jobs)
+        return _grow(self._drain_pairs.count, nj, 0)[:nj]
+
+    def nodes_running(self) -> np.ndarray:
+        nj = len(self.book.jobs)
+        return _grow(self._run_pairs.count, nj, 0)[:nj]
