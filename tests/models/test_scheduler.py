@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +20,7 @@ from models.scheduler import (
     NodeInterval,
     Workload,
 )
+from models.swf import parse_swf
 
 
 def wl(rows: list[tuple[float, int, float, float]]) -> Workload:
@@ -223,3 +227,46 @@ def test_invariants(rows, depth):
             head = min(waiting, key=lambda j: (w.submit[j], j))
             n_rsv = sum(1 for x in snap.rsvlist if w.job_id[head] in x.split(","))
             assert n_rsv == w.nodes[head]
+
+
+KTH = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "swf"
+       / "KTH-SP2-1996-2.1-cln.swf.gz")
+
+
+@pytest.mark.data
+def test_invariants_on_the_kth_trace():
+    """Ten days of the real KTH SP2 trace (100 nodes, EASY in production) through the scheduler."""
+    if not KTH.exists():
+        pytest.skip(f"real SWF trace not available at {KTH} (../shared/data absent)")
+    with gzip.open(KTH, "rt") as f:
+        _, jobs = parse_swf(f)
+        rows = [(float(j.submit), j.procs_req or j.procs_alloc, float(j.run),
+                 float(j.time_req or j.run)) for j in jobs
+                if j.submit < 10 * 86400 + 599850 and j.run is not None]
+    w = wl(rows)
+    s, steps = run(100, w, period=600.0, end=40 * 86400.0)
+    recs = s.records
+    assert all(r.start == r.start for r in recs)  # everything ran
+    starts = np.array([r.start for r in recs])
+    assert np.all(starts >= w.submit)
+    shadows = np.array([r.first_shadow for r in recs])
+    has = ~np.isnan(shadows)
+    assert has.sum() > 100 and np.all(starts[has] <= shadows[has])
+    n_bf = sum(r.backfill for r in recs)
+    assert 0.1 * len(recs) < n_bf < len(recs)
+    assert any(r.state == "TIMEOUT" for r in recs)  # KTH has jobs that overran their request
+    # no node runs two jobs at once
+    iv = sorted((i, r.start, r.end) for r in recs for i in r.node_ids if r.end > r.start)
+    for (n0, _, e0), (n1, s1, _) in zip(iv, iv[1:], strict=False):
+        assert n0 != n1 or s1 >= e0
+    # snapshots: every Idle node with a reservation is reserved for a job waiting at that time
+    waiting_drain = 0
+    for _, snap in steps:
+        if snap is None:
+            continue
+        for i in np.flatnonzero(snap.state == IDLE).tolist():
+            if snap.rsvlist[i] != "none":
+                j = int(snap.rsvlist[i].split(",")[0][1:])
+                assert w.submit[j] <= snap.ts < recs[j].start
+                waiting_drain += 1
+    assert waiting_drain > 0
