@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.nodesample import SampleArrays
+from models.nodesample import SampleArrays, group_codes
 from models.procfs import counter_deltas
 
 MINUTE = 60
@@ -37,22 +37,6 @@ class IoRates:
     read_amount: np.ndarray
     jobs: list[str]
     nodes: list[str]
-
-
-def group_codes(*keys: np.ndarray) -> np.ndarray:
-    """Dense group code per row for the tuple of ``keys`` (any dtypes)."""
-    n = keys[0].shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort(keys[::-1])
-    new = np.zeros(n, dtype=bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
-    codes = np.empty(n, dtype=np.int64)
-    codes[order] = np.cumsum(new) - 1
-    return codes
 
 
 def _per_job_node_minute(job: np.ndarray, node: np.ndarray, minute: np.ndarray,
@@ -77,8 +61,9 @@ def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) 
     whole counter; one already running when first seen is the baseline (no delta)."""
     proc = group_codes(arr.node, arr.pid, arr.start)
     new = (arr.start > 0) & (arr.start > arr.ts - period)
-    dw = counter_deltas(proc, arr.ts, arr.write_bytes, new) / unit
-    dr = counter_deltas(proc, arr.ts, arr.read_bytes, new) / unit
+    d = counter_deltas(proc, arr.ts, np.stack([arr.write_bytes, arr.read_bytes], axis=1),
+                       new) / unit
+    dw, dr = d[:, 0], d[:, 1]
     minute = np.floor(arr.ts / MINUTE).astype(np.int64)
     job, node, mnt, w, r = _per_job_node_minute(arr.job, arr.node, minute, [dw, dr], "sum")
     return IoRates(job=job, node=node, minute=mnt, write=w / MINUTE, read=r / MINUTE,

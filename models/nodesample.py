@@ -113,3 +113,59 @@ def to_arrays(samples: Iterable[NodeSample]) -> SampleArrays:
         job_class=np.asarray(cls, np.int64), jobs=jobs.names, nodes=nodes.names,
         classes=classes.names,
     )
+
+
+# ------------------------------------------------------------- vectorised group-by helpers
+
+_LIMIT = 1 << 62
+
+
+def _as_int_key(k: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """A key as small non-negative int64 codes (equal values <-> equal codes, order kept) and
+    its range. Integer-valued keys with a range <= 4n are shifted; others are ranked."""
+    if k.dtype.kind in "iub" or (k.size and np.array_equal(k, np.floor(k))):
+        ki = k.astype(np.int64, copy=False)
+        lo = int(ki.min()) if ki.size else 0
+        r = (int(ki.max()) - lo + 1) if ki.size else 1
+        if r <= max(4 * n, 1 << 16):
+            return ki - lo, r
+    u, inv = np.unique(k, return_inverse=True)
+    return inv.astype(np.int64, copy=False), max(int(u.shape[0]), 1)
+
+
+def composite_key(*keys: np.ndarray) -> np.ndarray:
+    """One int64 per row that sorts like the tuple of ``keys`` (first key most significant)."""
+    n = keys[0].shape[0]
+    code = np.zeros(n, dtype=np.int64)
+    span = 1
+    for k in keys:
+        kc, r = _as_int_key(k, n)
+        if span * r >= _LIMIT:  # compact what we have so far, then go on
+            u, inv = np.unique(code, return_inverse=True)
+            code, span = inv.astype(np.int64), max(int(u.shape[0]), 1)
+            if span * r >= _LIMIT:
+                raise OverflowError("too many distinct keys for one int64")
+        code = code * r + kc
+        span *= r
+    return code
+
+
+def sort_order(*keys: np.ndarray) -> np.ndarray:
+    """Stable order of rows by the tuple of ``keys`` (first key most significant)."""
+    return np.argsort(composite_key(*keys), kind="stable")
+
+
+def group_codes(*keys: np.ndarray) -> np.ndarray:
+    """Dense group code (0..g-1, in key order) per row for the tuple of ``keys``."""
+    n = keys[0].shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    c = composite_key(*keys)
+    order = np.argsort(c, kind="stable")
+    cs = c[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(cs[1:], cs[:-1], out=new[1:])
+    codes = np.empty(n, dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes

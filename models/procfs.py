@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.nodesample import sort_order
+
 
 class ProcParseError(ValueError):
     """/proc text that cannot be used; ``reason`` is a short stable key for counting."""
@@ -260,27 +262,31 @@ def counter_deltas(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
     """Vectorised :func:`counter_delta` over many series at once.
 
     ``group`` identifies a counter series (e.g. one code per (node, pid, process start)); rows
-    may come in any order. Returns the delta of each row w.r.t. the previous row of its series in
-    time order. The first row of a series gives ``value`` where ``first_from_zero`` is True (the
-    process started inside the sampling window) else 0 (the baseline); a decrease gives ``value``.
+    may come in any order. ``value`` is (n,) or (n, k) for k counters of the same rows. Returns
+    the delta of each row w.r.t. the previous row of its series in time order. The first row of
+    a series gives ``value`` where ``first_from_zero`` is True (the process started inside the
+    sampling window) else 0 (the baseline); a decrease gives ``value`` (restart from zero).
     """
     n = value.shape[0]
-    out = np.zeros(n, dtype=np.float64)
+    out = np.zeros(value.shape, dtype=np.float64)
     if n == 0:
         return out
-    order = np.lexsort((ts, group))
+    order = sort_order(group, ts)
     g = group[order]
     v = value[order].astype(np.float64, copy=False)
-    d = np.empty(n, dtype=np.float64)
+    d = np.empty_like(v)
     d[0] = 0.0
     d[1:] = v[1:] - v[:-1]
     first = np.empty(n, dtype=bool)
     first[0] = True
-    first[1:] = g[1:] != g[:-1]
+    np.not_equal(g[1:], g[:-1], out=first[1:])
     d = np.where(d < 0, v, d)
     if first_from_zero is None:
         d[first] = 0.0
     else:
-        d[first] = np.where(first_from_zero[order][first], v[first], 0.0)
+        keep = first_from_zero[order][first]
+        if v.ndim == 2:
+            keep = keep[:, None]
+        d[first] = np.where(keep, v[first], 0.0)
     out[order] = d
     return out

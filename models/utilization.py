@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.nodesample import SampleArrays
+from models.nodesample import SampleArrays, group_codes, sort_order
 
 
 @dataclass(slots=True)
@@ -52,17 +52,6 @@ class NodeMeasures:
     period: float
 
 
-def _boundaries(*keys: np.ndarray) -> np.ndarray:
-    """For rows already sorted by ``keys``: True where a new group starts."""
-    n = keys[0].shape[0]
-    new = np.zeros(n, dtype=bool)
-    if n:
-        new[0] = True
-        for k in keys:
-            new[1:] |= k[1:] != k[:-1]
-    return new
-
-
 def measures_from_samples(arr: SampleArrays, period: float = 60.0) -> NodeMeasures:
     """Process samples -> per (job, node, measure) rows. A measure is the sampling-period bucket
     floor(ts / period); when a process was sampled twice in one bucket its last sample counts
@@ -70,21 +59,22 @@ def measures_from_samples(arr: SampleArrays, period: float = 60.0) -> NodeMeasur
     if period <= 0:
         raise ValueError("period must be > 0")
     bucket = np.floor(arr.ts / period).astype(np.int64)
-    order = np.lexsort((arr.ts, arr.start, arr.pid, bucket, arr.node, arr.job))
-    job, node, b = arr.job[order], arr.node[order], bucket[order]
-    pid, start = arr.pid[order], arr.start[order]
-    # last sample of each (job, node, bucket, pid, start)
-    newp = _boundaries(job, node, b, pid, start)
-    lastp = np.empty_like(newp)
-    if newp.size:
-        lastp[:-1] = newp[1:]
-        lastp[-1] = True
-    idx = order[lastp]
-    job, node, b = arr.job[idx], arr.node[idx], bucket[idx]
-    grp_start = _boundaries(job, node, b)
-    gid = np.cumsum(grp_start) - 1
-    ng = int(gid[-1]) + 1 if gid.size else 0
-    first = np.flatnonzero(grp_start)
+    n = len(arr)
+    jnb = group_codes(arr.job, arr.node, bucket)  # dense, in (job, node, bucket) order
+    proc = group_codes(arr.node, arr.pid, arr.start)
+    # last sample of each (job, node, bucket, process)
+    order = sort_order(jnb, proc, arr.ts)
+    key = jnb[order] * (int(proc.max()) + 1 if n else 1) + proc[order]
+    last = np.empty(n, dtype=bool)
+    if n:
+        last[-1] = True
+        np.not_equal(key[1:], key[:-1], out=last[:-1])
+    idx = order[last]
+    gid = jnb[idx]
+    ng = int(jnb.max()) + 1 if n else 0
+    first = np.full(ng, 0, dtype=np.int64)
+    first[gid[::-1]] = idx[::-1]  # any row of the group: job/node/bucket are constant in it
+    job, node, b = arr.job[first], arr.node[first], bucket[first]
     core_used = np.bincount(gid, arr.core[idx] / 100.0, ng)
     mem = np.bincount(gid, arr.vm_rss_kb[idx], ng)
     swap = np.bincount(gid, arr.vm_swap_kb[idx], ng)
@@ -94,7 +84,7 @@ def measures_from_samples(arr: SampleArrays, period: float = 60.0) -> NodeMeasur
     np.maximum.at(ts, gid, arr.ts[idx])
     job_class = np.zeros(len(arr.jobs), dtype=np.int64)
     job_class[arr.job] = arr.job_class
-    return NodeMeasures(job=job[first], node=node[first], measure=b[first], ts=ts, cores=cores,
+    return NodeMeasures(job=job, node=node, measure=b, ts=ts, cores=cores,
                         core_used=core_used, mem_kb=mem, swap_kb=swap, jobs=arr.jobs,
                         nodes=arr.nodes, job_class=job_class, classes=arr.classes,
                         period=period)
