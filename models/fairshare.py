@@ -36,7 +36,7 @@ def decayed_charge(nodes: float, start: float, end: float, half_life: float) -> 
     return nodes / 3600.0 * (half_life / LN2) * -math.expm1(-LN2 * d / half_life)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class UsageRow:
     ts: float
     holder_kind: str  # "user" | "account"
@@ -83,7 +83,8 @@ class FairShareUsage:
                     continue
                 t0, nodes = s
                 ts = e.ts
-                raw = nodes * max(0.0, ts - t0) / 3600.0
+                d = ts - t0
+                raw = nodes * d / 3600.0 if d > 0.0 else 0.0
                 refund = self._refund(e.state)
                 if refund:
                     self.refunded_jobs += 1

@@ -60,17 +60,21 @@ def predict_from_history(runs: Sequence[float], min_runs: int = DEFAULT_MIN_RUNS
     if n >= trim_from and n >= 3:
         xs = xs[1:-1]
     m = len(xs)
-    mean = math.fsum(xs) / m
+    mean = sum(xs) / m
     if m >= 2:
-        var = math.fsum((x - mean) ** 2 for x in xs) / (m - 1)
-        s = math.sqrt(var)
+        ss = 0.0
+        for x in xs:
+            ss += (x - mean) * (x - mean)
+        s = math.sqrt(ss / (m - 1))
     else:
         s = 0.0
-    upper = max(mean + z * s, xs[-1])
+    upper = mean + z * s
+    if xs[-1] > upper:
+        upper = xs[-1]
     return Prediction(n, mean, upper)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class PredictionRow:
     """One finished job: what was predicted when it started, and what it did."""
 
@@ -115,13 +119,15 @@ class RuntimePredictor:
         self.overrun_margin = overrun_margin
         self.cap_by_request = cap_by_request
         self.request_as_name = request_as_name
-        self._hist: dict[tuple[str | None, str | None], deque[float]] = {}
-        self._cache: dict[tuple[str | None, str | None], Prediction] = {}
+        self._hist: dict[tuple[str | None, str | float | None], deque[float]] = {}
+        self._cache: dict[tuple[str | None, str | float | None], Prediction] = {}
         # job -> (start, user, name, nodes, req, runs, predicted, upper, history key name)
         self._running: dict[str, tuple] = {}
         self.unmatched_ends = 0
 
-    def predict(self, user: str | None, name: str | None) -> Prediction:
+    def predict(self, user: str | None, name: str | float | None) -> Prediction:
+        """Prediction for (user, name); ``name`` may be the requested wall time (a float) when
+        ``request_as_name`` stands it in for a missing name."""
         key = (user, name)
         p = self._cache.get(key)
         if p is None:
@@ -139,9 +145,9 @@ class RuntimePredictor:
             if typ == "start":
                 user, name = e.user, e.name
                 req = e.req_walltime
-                sig = name
+                sig: str | float | None = name
                 if sig is None and req and self.request_as_name:
-                    sig = f"req={req:g}"
+                    sig = req  # a float never equals a name (str)
                 key = (user, sig)
                 p = cache.get(key)
                 if p is None:

@@ -22,6 +22,7 @@ time in turnover, while a 1-second job of a flood loses ~96 %; so 10 minutes sep
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ DEFAULT_FLOOR = 1.0  # slot-seconds: below this A(t) is dropped from the table (
 HOLDER_KINDS = ("user", "group")
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ShortJobRow:
     """One holder at one tick t: N_s(t), T_s(t) and A(t)."""
 
@@ -61,42 +62,99 @@ def job_slots(cores: int | None, nodes: int | None) -> int:
 
 class ShortJobPenalty:
     """Streaming N_s / T_s / A per holder. Feed events in time order with :meth:`update`; rows
-    come out as ticks close. :meth:`flush` closes every tick up to a time."""
+    come out as ticks close. :meth:`flush` closes every tick up to a time.
 
-    __slots__ = ("threshold", "min_runtime", "interval", "lam", "floor", "_start", "_pending",
-                 "_adjust", "_tick", "last_tick_ts", "unmatched_ends", "short_jobs")
+    ``history="changes"`` (default) emits a holder's row only at ticks where it had new short
+    jobs, and one row with adjust 0.0 at the tick its A(t) decays below ``floor`` (dropped from
+    the table); in between A(t) = A(t0) * lam^((t - t0) / interval) exactly, and :meth:`value` /
+    :meth:`table` give it. Cost is per short job, not per holder per tick.
+    ``history="ticks"`` emits every holder at every tick while it is in the table (for plots;
+    on KTH that is ~17 rows per job)."""
+
+    __slots__ = ("threshold", "min_runtime", "interval", "lam", "floor", "history", "_start",
+                 "_pending", "_adjust", "_drops", "_tick", "last_tick_ts", "unmatched_ends",
+                 "short_jobs", "_log_lam")
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD_S, min_runtime: float | None = None,
                  interval: float = DEFAULT_INTERVAL_S, lam: float = DEFAULT_LAMBDA,
-                 floor: float = DEFAULT_FLOOR) -> None:
+                 floor: float = DEFAULT_FLOOR, history: str = "changes") -> None:
         if interval <= 0:
             raise ValueError("interval must be > 0")
-        if not 0.0 <= lam < 1.0:
-            raise ValueError("lambda must be in [0, 1)")
+        if not 0.0 < lam < 1.0:
+            raise ValueError("lambda must be in (0, 1)")
+        if history not in ("changes", "ticks"):
+            raise ValueError("history must be 'changes' or 'ticks'")
+        if floor <= 0:
+            raise ValueError("floor must be > 0")
         self.threshold = float(threshold)
         self.min_runtime = float(threshold if min_runtime is None else min_runtime)
         if self.min_runtime < self.threshold:
             raise ValueError("min_runtime must be >= threshold")
         self.interval = float(interval)
         self.lam = float(lam)
+        self._log_lam = math.log(self.lam)
         self.floor = float(floor)
+        self.history = history
         # running job -> start ts
         self._start: dict[str, float] = {}
         # (kind, holder) -> [N_s, T_s] in the open interval
         self._pending: dict[tuple[str, str], list[float]] = {}
-        # (kind, holder) -> A at the last closed tick
-        self._adjust: dict[tuple[str, str], float] = {}
+        # (kind, holder) -> [A, k]: A(t) at tick k (ticks mode: k is always the last tick)
+        self._adjust: dict[tuple[str, str], list[float]] = {}
+        # changes mode: heap of (tick when A falls below floor, kind, holder, k of that A)
+        self._drops: list[tuple[int, str, str, int]] = []
         self._tick: int | None = None  # the open interval is ((k-1)I, kI]
         self.last_tick_ts: float | None = None
         self.unmatched_ends = 0
         self.short_jobs = 0
 
-    def _close_before(self, k: int, out: list[ShortJobRow]) -> None:
-        """Close every tick from the open one up to k-1 (tick k stays open)."""
+    def _drop_tick(self, a: float, k: int) -> int:
+        """First tick j > k with a * lam^(j - k) < floor."""
+        m = max(1, math.floor(math.log(self.floor / a) / self._log_lam) + 1)
+        lam, floor = self.lam, self.floor
+        while m > 1 and a * lam ** (m - 1) < floor:
+            m -= 1
+        while a * lam**m >= floor:
+            m += 1
+        return k + m
+
+    def _close_changes(self, k: int, out: list[ShortJobRow]) -> None:
         tick = self._tick
-        if tick is None:
-            self._tick = k
-            return
+        assert tick is not None
+        lam, one_minus, floor, interval = self.lam, 1.0 - self.lam, self.floor, self.interval
+        adjust, pending, drops = self._adjust, self._pending, self._drops
+        rows: list[ShortJobRow] = []
+        if pending:
+            t = tick * interval
+            for key, (n, pen) in pending.items():
+                old = adjust.get(key)
+                # lam * A(tick - 1), A decayed from its last update
+                a_prev = old[0] * lam ** (tick - old[1]) if old is not None else 0.0
+                a = a_prev + one_minus * pen
+                if a >= floor:
+                    adjust[key] = [a, tick]
+                    heapq.heappush(drops, (self._drop_tick(a, tick), key[0], key[1], tick))
+                else:
+                    adjust.pop(key, None)
+                rows.append(ShortJobRow(t, key[0], key[1], int(n), pen, a))
+            pending.clear()
+        last = k - 1
+        while drops and drops[0][0] <= last:
+            j, kind, holder, k_a = heapq.heappop(drops)
+            cur = adjust.get((kind, holder))
+            if cur is None or cur[1] != k_a:
+                continue  # superseded by newer short jobs
+            del adjust[(kind, holder)]
+            rows.append(ShortJobRow(j * interval, kind, holder, 0, 0.0, 0.0))
+        if rows:
+            rows.sort(key=lambda r: (r.ts, r.holder_kind, r.holder))
+            out.extend(rows)
+        self._tick = k
+        self.last_tick_ts = last * interval
+
+    def _close_ticks(self, k: int, out: list[ShortJobRow]) -> None:
+        tick = self._tick
+        assert tick is not None
         lam, one_minus, floor, interval = self.lam, 1.0 - self.lam, self.floor, self.interval
         adjust, pending = self._adjust, self._pending
         append = out.append
@@ -108,22 +166,33 @@ class ShortJobPenalty:
             for key in sorted(adjust.keys() | pending.keys()):
                 p = pending.get(key)
                 if p is None:
-                    a = lam * adjust[key]
+                    a = lam * adjust[key][0]
                     n, pen = 0, 0.0
                 else:
                     n, pen = int(p[0]), p[1]
-                    a = lam * adjust.get(key, 0.0) + one_minus * pen
+                    old = adjust.get(key)
+                    a = lam * (old[0] if old is not None else 0.0) + one_minus * pen
                 if a >= floor:
-                    adjust[key] = a
+                    adjust[key] = [a, tick]
                 else:
                     adjust.pop(key, None)
                     if n == 0:
                         a = 0.0
                 append(ShortJobRow(t, key[0], key[1], n, pen, a))
             pending.clear()
-            self.last_tick_ts = t
             tick += 1
         self._tick = tick
+        self.last_tick_ts = (k - 1) * interval
+
+    def _close_before(self, k: int, out: list[ShortJobRow]) -> None:
+        """Close every tick from the open one up to k-1 (tick k stays open)."""
+        if self._tick is None:
+            self._tick = k
+            return
+        if self.history == "ticks":
+            self._close_ticks(k, out)
+        else:
+            self._close_changes(k, out)
 
     def update(self, events: Iterable[JobEvent]) -> list[ShortJobRow]:
         out: list[ShortJobRow] = []
@@ -140,24 +209,32 @@ class ShortJobPenalty:
                     self.unmatched_ends += 1
                     continue
                 ts = e.ts
-                k = math.ceil(ts / interval)
-                if self._tick is None or k > self._tick:
-                    self._close_before(k, out)
                 wall = ts - s
                 if wall >= threshold:
                     continue
+                k = math.ceil(ts / interval)
+                if self._tick is None or k > self._tick:
+                    self._close_before(k, out)
                 self.short_jobs += 1
                 pen = (min_rt - (wall if wall > 0.0 else 0.0)) * job_slots(e.cores, e.nodes)
-                for kind, holder in (("user", e.user), ("group", e.group)):
-                    if holder is None:
+                for key in (("user", e.user), ("group", e.group)):
+                    if key[1] is None:
                         continue
-                    key = (kind, holder)
-                    p = pending.get(key)
+                    p = pending.get(key)  # type: ignore[arg-type]
                     if p is None:
-                        pending[key] = [1, pen]
+                        pending[key] = [1, pen]  # type: ignore[index]
                     else:
                         p[0] += 1
                         p[1] += pen
+        return out
+
+    def advance(self, ts: float) -> list[ShortJobRow]:
+        """Close the ticks strictly before ts (an end at ts may still fall in the tick that
+        ends at ts); call after each batch so drop rows come out on time."""
+        out: list[ShortJobRow] = []
+        k = math.ceil(ts / self.interval)
+        if self._tick is not None and k > self._tick:
+            self._close_before(k, out)
         return out
 
     def flush(self, until_ts: float) -> list[ShortJobRow]:
@@ -168,13 +245,27 @@ class ShortJobPenalty:
             self._close_before(k + 1, out)
         return out
 
+    def _value(self, entry: list[float]) -> float:
+        if self.last_tick_ts is None:
+            return 0.0
+        last = round(self.last_tick_ts / self.interval)
+        a = entry[0] * self.lam ** (last - entry[1]) if last > entry[1] else entry[0]
+        return a if a >= self.floor else 0.0
+
     def table(self, kind: str = "user") -> dict[str, float]:
-        """The current lookup table holder -> A(t) for one holder kind (closed ticks only)."""
-        return {h: a for (k, h), a in self._adjust.items() if k == kind}
+        """The lookup table holder -> A(t) at the last closed tick, for one holder kind."""
+        out = {}
+        for (k, h), entry in self._adjust.items():
+            if k == kind:
+                v = self._value(entry)
+                if v > 0.0:
+                    out[h] = v
+        return out
 
     def value(self, kind: str, holder: str) -> float:
         """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
-        return self._adjust.get((kind, holder), 0.0)
+        entry = self._adjust.get((kind, holder))
+        return 0.0 if entry is None else self._value(entry)
 
     @property
     def active_jobs(self) -> int:

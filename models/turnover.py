@@ -16,6 +16,7 @@ clipped into the windows it spans.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ HIST_EDGES: tuple[float, ...] = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.
 MACHINE_POOL = "*"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class TurnoverRow:
     """One window [start, end): gaps that ended (slot refilled) in it, turnover seconds clipped
     to it, and U = sum_w / (end - start)."""
@@ -83,18 +84,15 @@ class SlotTurnover:
         self.n += count
         self.sum_w += w * count
         self.sum_w2 += w * w * count
-        edges = self.edges
-        i = len(edges) - 1
-        while i > 0 and w < edges[i]:
-            i -= 1
-        self.counts[i] += count
+        i = bisect_right(self.edges, w) - 1
+        self.counts[i if i > 0 else 0] += count
         win, W = self._win, self.window
-        k_end = math.floor(ts / W)
+        k_end = int(ts // W)
         slot = win.get(k_end)
         if slot is None:
             slot = win[k_end] = [0, 0.0]
         slot[0] += count
-        k = math.floor(release / W)
+        k = int(release // W)
         if k == k_end:
             slot[1] += w * count
             return
@@ -227,10 +225,15 @@ class SlotTurnover:
         return math.sqrt(var) if var > 0 else 0.0
 
     def histogram(self) -> list[tuple[float, float, int]]:
-        """(lo, hi, count) per bin; the last bin runs to max_gap."""
+        """(lo, hi, count) per bin below max_gap; the last bin runs to max_gap."""
         e = self.edges
-        his = [*e[1:], max(self.max_gap, e[-1])]
-        return [(e[i], his[i], self.counts[i]) for i in range(len(e))]
+        out = []
+        for i, lo in enumerate(e):
+            if lo >= self.max_gap and i > 0:
+                break
+            hi = e[i + 1] if i + 1 < len(e) else math.inf
+            out.append((lo, min(hi, self.max_gap) if self.max_gap > lo else hi, self.counts[i]))
+        return out
 
     @property
     def active_jobs(self) -> int:

@@ -33,7 +33,7 @@ def test_seed_defaults() -> None:
 
 def test_flood_rises_then_decays_exact() -> None:
     """A user submits 1-second jobs, 10 per 3-minute tick for 3 ticks, then stops."""
-    m = ShortJobPenalty(threshold=600, interval=180, lam=0.9, floor=1.0)
+    m = ShortJobPenalty(threshold=600, interval=180, lam=0.9, floor=1.0, history="ticks")
     base = 180.0 * 9_444_445  # tick boundary
     evs = []
     i = 0
@@ -66,7 +66,7 @@ def test_flood_rises_then_decays_exact() -> None:
 
 
 def test_long_jobs_not_penalised_and_slots_count() -> None:
-    m = ShortJobPenalty(threshold=600, interval=180)
+    m = ShortJobPenalty(threshold=600, interval=180, history="ticks")
     evs = job(1, T0, 600.0) + job(2, T0, 599.0, user="u2", cores=16)
     evs.sort(key=lambda e: e.ts)
     rows = m.update(evs) + m.flush(T0 + 2000)
@@ -77,20 +77,40 @@ def test_long_jobs_not_penalised_and_slots_count() -> None:
 
 
 def test_min_runtime_above_threshold() -> None:
-    m = ShortJobPenalty(threshold=60, min_runtime=300, interval=180, floor=0)
+    m = ShortJobPenalty(threshold=60, min_runtime=300, interval=180, floor=1e-9)
     rows = m.update(job(1, 180 * 1000 + 5, 10.0)) + m.flush(180 * 1001)
     r = [x for x in rows if x.holder_kind == "user"][0]
     assert r.penalty_s == 290.0 and r.adjust == pytest.approx(29.0)
 
 
 def test_decay_drops_holder_below_floor() -> None:
-    m = ShortJobPenalty(threshold=600, interval=180, floor=50.0)
+    m = ShortJobPenalty(threshold=600, interval=180, floor=50.0, history="ticks")
     m.update(job(1, 180 * 1000 + 5, 1.0, cores=1))
     rows = m.flush(180 * 1010)
     user = [r for r in rows if r.holder_kind == "user"]
     # 59.9 -> 53.91 -> 48.519 < 50: dropped, hook returns 0.0
     assert [round(r.adjust, 3) for r in user] == [59.9, 53.91, 0.0]
     assert m.value("user", "flood") == 0.0 and m.table() == {}
+
+
+def test_flood_changes_mode_rows_and_lazy_values() -> None:
+    """Default history: rows at flood ticks and at the drop tick; A(t) in between by formula."""
+    m = ShortJobPenalty(threshold=600, interval=180, lam=0.9, floor=1.0)
+    base = 180.0 * 9_444_445
+    evs = []
+    for tick in range(3):
+        for k in range(10):
+            evs += job(tick * 10 + k, base + tick * 180 + 10 + k * 15, 1.0)
+    evs.sort(key=lambda e: e.ts)
+    rows = [r for r in m.update(evs) + m.flush(base + 180 * 4) if r.holder_kind == "user"]
+    assert [r.adjust for r in rows] == pytest.approx([599.0, 1138.1, 1623.29])
+    assert m.value("user", "flood") == pytest.approx(1623.29 * 0.9)  # tick 4, no jobs
+    assert m.table("user") == {"flood": pytest.approx(1623.29 * 0.9)}
+    rows = [r for r in m.flush(base + 180 * 200) if r.holder_kind == "user"]
+    # 1623.29 * 0.9^m < 1 first for m = 71: one drop row at tick 3 + 71
+    assert [(r.ts, r.n_short, r.adjust) for r in rows] == [(base + 180 * 74, 0, 0.0)]
+    assert 1623.29 * 0.9**70 >= 1.0 > 1623.29 * 0.9**71
+    assert m.value("user", "flood") == 0.0 and m.table("user") == {}
 
 
 def test_lookup_table_sorted_bytes_and_json() -> None:
@@ -106,24 +126,28 @@ def test_batches_equal_one_pass() -> None:
     for i in range(50):
         evs += job(i, T0 + i * 37.0, float(i % 7) * 100, user=f"u{i % 3}")
     evs.sort(key=lambda e: e.ts)
-    one = ShortJobPenalty()
+    one = ShortJobPenalty(floor=0.5)
     rows1 = one.update(evs) + one.flush(T0 + 10_000)
-    two = ShortJobPenalty()
+    two = ShortJobPenalty(floor=0.5)
     rows2 = []
     for k in range(0, len(evs), 7):
         rows2 += two.update(evs[k:k + 7])
+        rows2 += two.advance(evs[k:k + 7][-1].ts)
     rows2 += two.flush(T0 + 10_000)
     assert rows1 == rows2
 
 
+@pytest.mark.parametrize("history", ["ticks", "changes"])
 @settings(max_examples=60, deadline=None)
-@given(job_specs())
-def test_matches_reference(specs) -> None:
+@given(specs=job_specs())
+def test_matches_reference(history, specs) -> None:
     evs = build_events(specs)
     until = (evs[-1].ts if evs else 0.0) + 7200
-    m = ShortJobPenalty(threshold=600, interval=180, lam=0.9, floor=1.0)
+    m = ShortJobPenalty(threshold=600, interval=180, lam=0.9, floor=1.0, history=history)
     got = m.update(evs) + m.flush(until)
     ref = shortjobs_ref(evs, 600, 600, 180, 0.9, 1.0, until)
+    if history == "changes":
+        ref = [r for r in ref if r[3] > 0 or r[5] == 0.0]
     got_t = [(r.ts, r.holder_kind, r.holder, r.n_short, r.penalty_s, r.adjust) for r in got]
     assert len(got_t) == len(ref)
     for g, r in zip(got_t, ref, strict=True):
