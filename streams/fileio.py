@@ -1,0 +1,83 @@
+"""File reading shared by the replay engines: gzip detected by its magic bytes, whole-line chunks
+for streaming parsers (memory flat in the file size), and a plain progress line on stderr."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, BinaryIO
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    """Open a file for binary reading, decompressing gzip transparently."""
+    f = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    if f.read(2) == GZIP_MAGIC:
+        f.seek(0)
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    f.seek(0)
+    return f
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open a possibly gzip-compressed file as UTF-8 text (bad bytes replaced, never fatal)."""
+    import io
+
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace", newline="")
+
+
+def raw_position(f: BinaryIO) -> int:
+    """Bytes consumed from the file on disk (compressed position for gzip), for progress."""
+    inner = getattr(f, "fileobj", None)
+    return inner.tell() if inner is not None else f.tell()
+
+
+def line_chunks(f: BinaryIO, chunk_bytes: int = 32 << 20) -> Iterator[bytes]:
+    """Chunks of whole lines (each ends with a newline except possibly the very last)."""
+    rest = b""
+    while True:
+        block = f.read(chunk_bytes)
+        if not block:
+            if rest:
+                yield rest
+            return
+        block = rest + block
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            rest = block
+            continue
+        rest = block[cut + 1 :]
+        yield block[: cut + 1]
+
+
+class Progress:
+    """'replay: 123.4/567.8 MB  1.23 M lines/s' on stderr, at most every half second."""
+
+    def __init__(self, total_bytes: int, label: str = "replay", enabled: bool = True) -> None:
+        self.total = max(total_bytes, 1)
+        self.label = label
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, done_bytes: int, lines: int, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last < 0.5:
+            return
+        self._last = now
+        rate = lines / max(now - self.t0, 1e-9)
+        pct = 100.0 * min(done_bytes, self.total) / self.total
+        sys.stderr.write(f"\r{self.label}: {done_bytes / 1e6:,.1f}/{self.total / 1e6:,.1f} MB "
+                         f"({pct:5.1f}%)  {lines:,} lines  {rate / 1e6:.2f} M lines/s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
