@@ -572,7 +572,7 @@ def ensure_influxd(cfg: Config) -> bool:
     go = _go()
     cfg.logs.mkdir(parents=True, exist_ok=True)
     build_log = cfg.logs / "build-influxd.log"
-    _say(f"building influxd {INFLUXDB_VERSION} with {go} (first start only, 1-3 min; "
+    _say(f"building influxd {INFLUXDB_VERSION} with {go} (first start only, 1-5 min; "
          f"log: {build_log})")  # fmt: skip
     env = dict(os.environ)
     env["GOBIN"] = str(cfg.influxd.parent)
