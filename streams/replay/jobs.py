@@ -178,8 +178,10 @@ class JobAnalytics:
         self.fairshare_rows += self.fairshare.snapshot(ts)
         self.capability_days += self.capability.flush(ts)
 
-    def finish(self, until: float) -> None:
-        self.short_rows += self.short.flush(until)
+    def finish(self, last_ts: float, until: float) -> None:
+        """End of the input: the ADJUST table is left as of the last tick <= last_ts (what a
+        scheduler would hold when the log ends); other windows are closed through until."""
+        self.short_rows += self.short.flush(last_ts)
         self.turnover_rows += self.turnover.flush(until)
         self.capability_days += self.capability.flush(until, final=True)
 
@@ -202,7 +204,7 @@ class JobAnalytics:
         last = events[-1].ts
         _d, _lo, hi = self.cal.span(last)
         self.day_end(hi)
-        self.finish(hi)
+        self.finish(last, hi)
 
 
 def make_analytics(section_nodes: int, tz: str = "UTC", short_threshold: float =
