@@ -117,11 +117,17 @@ class FairShareUsage:
             return 0.0
         return u[0] * math.exp(-self._k * (ts - u[1])) if ts > u[1] else u[0]
 
-    def snapshot(self, ts: float, min_node_hours: float = 0.005) -> list[UsageRow]:
+    def snapshot(self, ts: float, min_node_hours: float = 0.005,
+                 changed_only: bool = False) -> list[UsageRow]:
         """Every holder's decayed usage at ts (sorted); holders whose usage decayed below
-        min_node_hours and with nothing charged since the last snapshot are dropped."""
+        min_node_hours and with nothing charged since the last snapshot are dropped. With
+        changed_only, only holders charged or refunded since the last snapshot (cost per job,
+        not per holder per snapshot)."""
         out = []
-        keys = sorted(self._usage.keys() | self._period.keys())
+        if changed_only:
+            keys = sorted(self._period.keys())
+        else:
+            keys = sorted(self._usage.keys() | self._period.keys())
         for key in keys:
             v = self.value(key[0], key[1], ts)
             pr = self._period.get(key, (0.0, 0.0))

@@ -17,7 +17,9 @@ through every job analytic. Writes to --out (times ISO 8601 UTC, days in --tz):
 * capability_daily.csv: day,large_node_hours,small_node_hours,backfill_node_hours,cup40,
   cup40_modified (seed 004);
 * fairshare_usage.csv: ts,holder_kind,holder,usage_node_hours,charged_node_hours,
-  refunded_node_hours at each day's end (seed 004, continuous half-life decay);
+  refunded_node_hours at each day's end for the holders charged or refunded that day, and for
+  every holder at the end of the last day (seed 004, continuous half-life decay; in between,
+  usage(t) = usage(t0) * 2^(-(t - t0) / half-life));
 * summary_jobs.json: events read, rejects by reason, timings, analytics summaries.
 
 Capability section size: --nodes, else the SWF header's MaxNodes, else the number of distinct
@@ -173,9 +175,10 @@ class JobAnalytics:
         self.capability.update(batch)
         self.fairshare.update(batch)
 
-    def day_end(self, ts: float) -> None:
-        """A day boundary passed in event time: fair-share snapshot, complete capability days."""
-        self.fairshare_rows += self.fairshare.snapshot(ts)
+    def day_end(self, ts: float, final: bool = False) -> None:
+        """A day boundary passed in event time: fair-share rows of the holders charged that day
+        (every holder at the final one), complete capability days."""
+        self.fairshare_rows += self.fairshare.snapshot(ts, changed_only=not final)
         self.capability_days += self.capability.flush(ts)
 
     def finish(self, last_ts: float, until: float) -> None:
@@ -203,7 +206,7 @@ class JobAnalytics:
                 _d, _lo, hi = self.cal.span(events[i].ts)
         last = events[-1].ts
         _d, _lo, hi = self.cal.span(last)
-        self.day_end(hi)
+        self.day_end(hi, final=True)
         self.finish(last, hi)
 
 

@@ -1,0 +1,220 @@
+"""Benchmark: job events/s through all job analytics (issue 4), and the run-time prediction table.
+
+    .venv/bin/python bench/bench_jobs.py [--jobs 1000000] [--batch 8192]
+    .venv/bin/python bench/bench_jobs.py --mae
+
+The stream is built from the SWF traces in ../shared/data/swf (KTH SP2 and NASA iPSC): copy c of
+a trace is shifted by c hours and gets its own job ids, users and groups ("c<c>:"), and the
+copies are merged in time order, until the stream holds --jobs jobs (3 events each: submit,
+start, end). Reported: events/s through all analytics together (one core), each analytic alone,
+fast vs the slow references of tests/reference_jobs.py on a small prefix, and peak memory
+(ru_maxrss) before and after the analytics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dataclasses import replace  # noqa: E402
+
+from models.jobevent import JobEvent  # noqa: E402
+from models.jobsource import iter_job_events, sort_events  # noqa: E402
+from models.runtime import RuntimePredictor, score_predictions  # noqa: E402
+from models.swf import parse_swf  # noqa: E402
+from models.swfevents import header_procs_per_node, swf_job_events  # noqa: E402
+from streams.replay.jobs import BATCH, make_analytics  # noqa: E402
+
+DATA = ROOT / ".." / "shared" / "data"
+TRACES = ["swf/KTH-SP2-1996-2.1-cln.swf.gz", "swf/NASA-iPSC-1993-3.1-cln.swf.gz"]
+
+
+def maxrss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def load(path: Path, fmt: str = "swf") -> list[JobEvent]:
+    """Events of a trace. NASA iPSC's header says "There is no information on wait times - the
+    given submit times are actually start times": its jobs get wait 0 (the SWF adapter leaves
+    jobs with an unknown wait without start/end)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:  # type: ignore[operator]
+        if fmt == "swf" and "NASA-iPSC" in path.name:
+            header, jobs = parse_swf(f)
+            t0 = float(header.unix_start_time or 0)
+            ppn = header_procs_per_node(header)
+            evs = [e for j in jobs
+                   for e in swf_job_events(replace(j, wait=0) if j.wait is None else j, t0, ppn)]
+            return sort_events(evs)
+        return sort_events(iter_job_events(fmt, f))
+
+
+def build_stream(n_jobs: int) -> list[JobEvent]:
+    bases = []
+    for t in TRACES:
+        evs = load(DATA / t)
+        t0 = min(e.ts for e in evs)
+        bases.append([(e, e.ts - t0) for e in evs])  # both traces start at 0
+    out: list[JobEvent] = []
+    jobs = 0
+    c = 0
+    while jobs < n_jobs:
+        for base in bases:
+            if jobs >= n_jobs:
+                break
+            p = f"c{c}:"
+            shift = 820_454_400.0 + c * 3600.0  # 1996-01-01 + c hours
+            names: dict[str, tuple[str, str | None, str | None]] = {}
+            for e, rel in base:
+                ids = names.get(e.job)
+                if ids is None:
+                    if jobs >= n_jobs:
+                        continue  # the stream is full: no new jobs, finish the started ones
+                    ids = names[e.job] = (p + e.job, e.user and p + e.user,
+                                          e.group and p + e.group)
+                    jobs += 1
+                out.append(JobEvent(e.type, rel + shift, ids[0], ids[1], ids[2], ids[2],
+                                    e.partition, e.name, e.nodes, e.cores, e.req_walltime,
+                                    e.node_list, e.state, e.exit_code, e.backfill))
+            c += 1
+    return sort_events(out)
+
+
+def run_all(events: list[JobEvent], batch: int) -> tuple[float, object]:
+    import streams.replay.jobs as rj
+
+    rj.BATCH = batch
+    a = make_analytics(228)
+    t = time.perf_counter()
+    a.run(events)
+    return time.perf_counter() - t, a
+
+
+def each_alone(events: list[JobEvent], batch: int) -> dict[str, float]:
+    a = make_analytics(228)
+    rates = {}
+    for name in ("short", "turnover", "runtime", "capability", "fairshare"):
+        m = getattr(a, name)
+        t = time.perf_counter()
+        for i in range(0, len(events), batch):
+            m.update(events[i:i + batch])
+        rates[name] = len(events) / (time.perf_counter() - t)
+    return rates
+
+
+def vs_reference(n_jobs: int) -> list[tuple[str, float, float]]:
+    sys.path.insert(0, str(ROOT))
+    from models.capability import CapabilityUse, min_large_nodes
+    from models.fairshare import FairShareUsage
+    from models.shortjobs import ShortJobPenalty
+    from models.turnover import SlotTurnover
+    from tests import reference_jobs as ref
+
+    evs = load(DATA / TRACES[0])
+    evs = [e for e in evs if int(e.job) <= n_jobs]
+    until = evs[-1].ts + 3600
+    cases = [
+        ("shortjobs", lambda: ShortJobPenalty(history="ticks").update(evs),
+         lambda: ref.shortjobs_ref(evs, 600, 600, 180, 0.9, 1.0, until)),
+        ("turnover", lambda: SlotTurnover(max_stack=10**9).update(evs),
+         lambda: ref.turnover_ref(evs, 3600)),
+        ("runtime", lambda: RuntimePredictor().update(evs),
+         lambda: ref.runtime_ref(evs, 5, 1.96, True)),
+        ("capability", lambda: CapabilityUse(100).update(evs),
+         lambda: ref.capability_ref(evs, min_large_nodes(100))),
+        ("fairshare", lambda: FairShareUsage().update(evs),
+         lambda: ref.fairshare_ref(evs, 7 * 86400, until, {"NODE_FAIL"})),
+    ]
+    out = []
+    for name, fast, slow in cases:
+        t = time.perf_counter()
+        fast()
+        tf = time.perf_counter() - t
+        t = time.perf_counter()
+        slow()
+        ts = time.perf_counter() - t
+        out.append((name, tf, ts))
+    return out
+
+
+def mae_table() -> None:
+    srcs = [("KTH SP2 (swf)", DATA / TRACES[0], "swf"),
+            ("NASA iPSC (swf, wait 0)", DATA / TRACES[1], "swf"),
+            ("phillips (sacct)", DATA / "sacct" / "phillips.log", "sacct")]
+    variants = [
+        ("default: (user, name|request), last 5, trim, cap", {}),
+        ("per user only (no request as name)", {"request_as_name": False}),
+        ("last 2 runs, no trim (Tsafrir-style)", {"history": 2, "trim_from": 10**9}),
+        ("last 20 runs, trim", {"history": 20}),
+    ]
+    print("| trace | predictor | jobs | covered | MAE pred (covered) | MAE request (same jobs) "
+          "| MAE hybrid (all w/ request) | MAE request (all) | overran upper+60 s "
+          "| ran past request+60 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, path, fmt in srcs:
+        if not path.exists():
+            print(f"| {label} | (absent) |")
+            continue
+        evs = load(path, fmt)
+        for vlabel, kw in variants:
+            s = score_predictions(RuntimePredictor(**kw).update(evs))
+
+            def f(x: float | None, pct: bool = False) -> str:
+                if x is None:
+                    return "-"
+                return f"{100 * x:.1f} %" if pct else f"{x:,.0f} s"
+
+            print(f"| {label} | {vlabel} | {s.jobs:,} | {s.covered:,} | {f(s.mae_predicted)} | "
+                  f"{f(s.mae_request_covered)} | {f(s.mae_hybrid)} | {f(s.mae_request)} | "
+                  f"{f(s.overran_upper, True)} | {f(s.over_request, True)} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--mae", action="store_true", help="print the run-time prediction table")
+    ap.add_argument("--ref-jobs", type=int, default=1500,
+                    help="KTH prefix (jobs) for the fast vs reference ratios")
+    args = ap.parse_args()
+    if not (DATA / TRACES[0]).exists():
+        print(f"needs {DATA / 'swf'}", file=sys.stderr)
+        return 2
+    if args.mae:
+        mae_table()
+        return 0
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python "
+          f"{platform.python_version()}")
+    t = time.perf_counter()
+    events = build_stream(args.jobs)
+    n_jobs = sum(1 for e in events if e.type == "submit")
+    print(f"stream: {len(events):,} events, {n_jobs:,} jobs, built in "
+          f"{time.perf_counter() - t:.1f} s; maxrss {maxrss_mib():,.0f} MiB")
+    rss0 = maxrss_mib()
+    dt, a = run_all(events, args.batch)
+    rss1 = maxrss_mib()
+    print(f"all analytics: {dt:.2f} s = {len(events) / dt:,.0f} events/s "
+          f"({n_jobs / dt:,.0f} jobs/s) on one core; maxrss {rss0:,.0f} -> {rss1:,.0f} MiB")
+    print(f"  rows: short {len(a.short_rows):,}, turnover {len(a.turnover_rows):,}, "  # type: ignore[attr-defined]
+          f"predictions {len(a.predictions):,}, capability days {len(a.capability_days):,}, "  # type: ignore[attr-defined]
+          f"fairshare {len(a.fairshare_rows):,}")  # type: ignore[attr-defined]
+    del a
+    for name, rate in each_alone(events, args.batch).items():
+        print(f"  {name:<11} alone: {rate:,.0f} events/s")
+    print(f"fast vs reference (first {args.ref_jobs} KTH jobs):")
+    for name, tf, ts in vs_reference(args.ref_jobs):
+        print(f"  {name:<11} fast {tf * 1e3:8.1f} ms  reference {ts * 1e3:9.1f} ms  "
+              f"x{ts / tf:,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
