@@ -39,7 +39,10 @@ stack-status: venv
 	$(STACK) status
 
 bench: venv
-	$(PY) bench/run.py
+	$(PY) bench/bench_replay.py
+	$(PY) bench/bench_simulate.py --out bench/out/simulate
+	for b in bench/bench_jobs.py bench/bench_jobevents_parse.py bench/bench_samples.py; do \
+	  [ -f $$b ] && $(PY) $$b; done
 
 clean:
 	rm -rf $(VENV) .drainwatch build *.egg-info

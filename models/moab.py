@@ -14,7 +14,6 @@ refuses and serves as the executable definition of the format.
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +30,7 @@ LINE_RE = re.compile(
 )
 _TS_HEAD_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _TS_TAIL_RE = re.compile(r"^(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$")
-_SENTINEL = b"'''''''''\n"  # 10 empty fields: fixes the column count of the tokenizer
+_SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is malformed
 
 
 class TimestampError(ValueError):
@@ -178,42 +177,38 @@ def _categorise(s: pl.Series) -> tuple[np.ndarray, list[str | None]]:
 
 def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
                      first_lineno: int = 1) -> ParsedChunk:
-    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch."""
+    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
+
+    The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset); any
+    other line goes through ``classify_line``, which keeps valid variants and rejects the rest.
+    """
     n_lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
     if n_lines == 0:
         return ParsedChunk(NodeStatusBatch.empty())
     try:
-        df = pl.read_csv(io.BytesIO(_SENTINEL + data), has_header=False, separator="'",
-                         quote_char=None, infer_schema=False, truncate_ragged_lines=True,
+        df = pl.read_csv(data, has_header=False, separator="'", quote_char=None,
+                         schema=_SCHEMA, missing_columns="insert", truncate_ragged_lines=True,
                          encoding="utf8-lossy", raise_if_empty=False)
     except pl.exceptions.PolarsError:
         return parse_lines_slow(data, book, source, first_lineno)
-    if df.width != 10 or df.height != n_lines + 1:
+    if df.height != n_lines:
         return parse_lines_slow(data, book, source, first_lineno)
-    df = df.slice(1)
-    c = [df.get_column(f"column_{i}") for i in range(10)]
-    head = c[0].str.strip_chars_end()
-    looks = c[0].str.contains(" ", literal=True) & head.str.ends_with("Node") & (
-        c[2].str.starts_with(" status: ")
-    )
+    c = [df.get_column(f"c{i}") for i in range(10)]
     ok = (
-        looks
-        & c[0].str.ends_with(" Node ")
+        c[0].str.ends_with(" Node ")
+        & (c[0].str.slice(28, 1) == " ")
         & (c[2] == " status: state=")
         & (c[4] == " rsvlist=")
         & (c[6] == " joblist=")
-        & (c[8].is_null() | (c[8].str.strip_chars() == ""))
+        & (c[8].is_null() | (c[8] == "\r"))
         & c[9].is_null()
         & c[1].is_not_null()
         & c[3].is_not_null()
-        & (c[3].str.strip_chars() != "")
-    ).fill_null(False)
-    ok_np = ok.to_numpy()
+    ).fill_null(False).to_numpy()
 
     # timestamps: wall-clock second + (fraction, offset), each parsed once per distinct value
-    tok_end = c[0].str.find(" ", literal=True).fill_null(0)
     sec_codes, sec_vals = _categorise(c[0].str.slice(0, 19))
-    tail_codes, tail_vals = _categorise(c[0].str.slice(19, tok_end - 19))
+    tail_codes, tail_vals = _categorise(c[0].str.slice(19, 9))
     sec_lut = local_seconds([v if v is not None else "" for v in sec_vals])
     tail_lut = np.zeros(len(tail_vals), dtype=np.int64)
     tail_ok = np.zeros(len(tail_vals), dtype=bool)
@@ -225,23 +220,30 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
             except TimestampError:
                 pass
     sec = sec_lut[sec_codes]
-    ts_ok = (sec != -(2**62)) & tail_ok[tail_codes]
+    ok &= (sec != -(2**62)) & tail_ok[tail_codes]
     ts_ms = sec * 1000 + tail_lut[tail_codes]
 
-    good = ok_np & ts_ok
+    node_codes, node_vals = _categorise(c[1])
+    node_ok = np.array([bool(v) for v in node_vals], dtype=bool)
+    state_codes, state_vals = _categorise(c[3])
+    state_ok = np.array([bool(v and v.strip()) for v in state_vals], dtype=bool)
+    ok &= node_ok[node_codes] & state_ok[state_codes]
+    good = ok
     rows = np.flatnonzero(good)
 
-    node_codes, node_vals = _categorise(c[1])
-    node_lut = np.array([book.nodes.code(v) if v else -1 for v in node_vals], dtype=np.int64)
-    state_codes, state_vals = _categorise(c[3])
-    # intern states in order of first appearance, so an unknown state is named as first seen
-    first_row = np.full(len(state_vals), state_codes.size, dtype=np.int64)
-    np.minimum.at(first_row, state_codes[rows], rows)
+    node_lut = np.full(len(node_vals), -1, dtype=np.int64)
+    sc = state_codes[rows]
+    # intern in order of first appearance (an unknown state is named as first seen)
+    for codes, vals, lut, interner in ((node_codes[rows], node_vals, node_lut, book.nodes),):
+        present = np.flatnonzero(np.bincount(codes, minlength=len(vals)))
+        for i in present.tolist():
+            lut[i] = interner.code(vals[i])  # type: ignore[arg-type]
     state_lut = np.full(len(state_vals), -1, dtype=np.int64)
-    for i in np.argsort(first_row, kind="stable").tolist():
-        v = state_vals[i]
-        if v and v.strip() and first_row[i] < state_codes.size:
-            state_lut[i] = book.states.code(v)
+    present = np.flatnonzero(np.bincount(sc, minlength=len(state_vals)))
+    first = sorted((int(np.argmax(sc == k)), k) for k in present.tolist())
+    for _, k in first:
+        state_lut[k] = book.states.code(state_vals[k])  # type: ignore[arg-type]
+
     rsv_codes, rsv_vals = _categorise(c[5])
     rsv_lut = np.empty(len(rsv_vals), dtype=np.int64)
     for i, v in enumerate(rsv_vals):
@@ -262,7 +264,7 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     batch = NodeStatusBatch(
         ts_ms=ts_ms[rows],
         node=node_lut[node_codes[rows]],
-        state=state_lut[state_codes[rows]],
+        state=state_lut[sc],
         rsv=rsv_lut[rsv_codes[rows]],
         has_job=counts > 0,
         run_row=run_row,

@@ -42,12 +42,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=fmts, help="input format")
     p.add_argument("paths", nargs="+", metavar="PATH", help="input files (gzip is detected)")
     p.add_argument("--out", required=True, help="output directory (created)")
-    p.add_argument("--tz", default="UTC", help="IANA time zone of day/hour windows (default UTC)")
-    p.add_argument("--nodes", type=int, default=None, help="static basis: schedulable nodes")
+    p.add_argument("--tz", default=None,
+                   help="IANA time zone of day/hour windows (default: settings, else UTC)")
+    p.add_argument("--nodes", type=int, default=None,
+                   help="static basis: schedulable nodes (default: settings, else nodes seen)")
     p.add_argument("--rejects", default=None, help="write rejected records with reasons here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     for m in mods.values():
         add = getattr(m, "add_arguments", None)
         if add is not None:
             add(p)
-    p.set_defaults(func=lambda args: mods[FORMATS[args.format]].run(args))
+    p.set_defaults(func=lambda args: mods[FORMATS[args.format]].run(_with_settings(args)))
+
+
+def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
+    """Options not given on the command line come from the settings (TOML file, DRAINWATCH_*)."""
+    from streams.config import load_settings
+
+    settings = load_settings(getattr(args, "config", None))
+    for name in ("tz", "nodes", "max_gap"):
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, getattr(settings, name))
+    return args

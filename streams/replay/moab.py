@@ -39,8 +39,9 @@ QUALITY_MIN = 0.95  # a window whose mean seconds per node is below 95 % of its 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("moab (drain accounting, seed 000)")
-    g.add_argument("--max-gap", type=float, default=600.0, metavar="S",
-                   help="longest interval accrued to a state; longer is unaccounted (default 600)")
+    g.add_argument("--max-gap", type=float, default=None, metavar="S",
+                   help="longest interval accrued to a state; longer is unaccounted "
+                        "(default: settings, else 600)")
     g.add_argument("--jobs", action="append", default=[], metavar="FILE",
                    help="job events for job-aware analytics (repeatable)")
     g.add_argument("--jobs-format", choices=JOB_FORMATS, default="jobevents",
