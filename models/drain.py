@@ -31,7 +31,8 @@ import numpy as np
 from .nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
 from .windows import WindowGrid
 
-NONE_TS = np.iinfo(np.int64).min
+NONE_TS = np.iinfo(np.int64).min  # "no record yet" for maxima and carried timestamps
+NOT_YET = np.iinfo(np.int64).max  # "no record yet" for minima
 N_COMBOS = 4  # (has_rsv, has_job) -> has_rsv * 2 + has_job
 
 
@@ -50,6 +51,13 @@ def _grow(a: np.ndarray, n: int, fill: int | float) -> np.ndarray:
     new = np.full((max(n, 2 * a.shape[0], 64),) + a.shape[1:], fill, dtype=a.dtype)
     new[: a.shape[0]] = a
     return new
+
+
+def _stable_order(codes: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative int codes; radix sort when they fit in 16 bits."""
+    if codes.size and int(codes.max()) < 65536:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    return np.argsort(codes, kind="stable")
 
 
 def split_at_edges(start: np.ndarray, end: np.ndarray, edges: np.ndarray
@@ -156,9 +164,9 @@ class DrainAccountant:
         self._day_nodes: dict[int, int] = {}
         # per job: drain and running
         self.job_drain_ms = np.zeros(0, dtype=np.int64)
-        self.job_first_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self.job_first_ms = np.full(0, NOT_YET, dtype=np.int64)
         self.job_last_ms = np.full(0, NONE_TS, dtype=np.int64)
-        self.job_run_first_ms = np.full(0, NONE_TS, dtype=np.int64)
+        self.job_run_first_ms = np.full(0, NOT_YET, dtype=np.int64)
         self.job_run_last_ms = np.full(0, NONE_TS, dtype=np.int64)
         self._drain_pairs = _PairCounter(retention_ms)
         self._run_pairs = _PairCounter(retention_ms)
@@ -193,7 +201,9 @@ class DrainAccountant:
         self.node_ms = _grow(self.node_ms, nn, 0)
         for name in ("job_drain_ms",):
             setattr(self, name, _grow(getattr(self, name), nj, 0))
-        for name in ("job_first_ms", "job_last_ms", "job_run_first_ms", "job_run_last_ms"):
+        for name in ("job_first_ms", "job_run_first_ms"):
+            setattr(self, name, _grow(getattr(self, name), nj, NOT_YET))
+        for name in ("job_last_ms", "job_run_last_ms"):
             setattr(self, name, _grow(getattr(self, name), nj, NONE_TS))
 
     # ---- the work -------------------------------------------------------------------------
@@ -208,7 +218,7 @@ class DrainAccountant:
         self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
         self._running(b)
 
-        order = np.argsort(b.node, kind="stable")
+        order = _stable_order(b.node)
         nd = b.node[order]
         ts = b.ts_ms[order]
         first = np.empty(n, dtype=bool)
@@ -272,14 +282,8 @@ class DrainAccountant:
             return
         j = b.run_job
         t = b.ts_ms[b.run_row]
-        o = np.argsort(j, kind="stable")
-        js, ts = j[o], t[o]
-        u, st = np.unique(js, return_index=True)
-        mn = np.minimum.reduceat(ts, st)
-        mx = np.maximum.reduceat(ts, st)
-        cur = self.job_run_first_ms[u]
-        self.job_run_first_ms[u] = np.where(cur == NONE_TS, mn, np.minimum(cur, mn))
-        self.job_run_last_ms[u] = np.maximum(self.job_run_last_ms[u], mx)
+        np.minimum.at(self.job_run_first_ms, j, t)
+        np.maximum.at(self.job_run_last_ms, j, t)
         self._run_pairs.add(j, b.node[b.run_row], len(self.book.jobs))
         self._run_pairs.prune(self.job_run_last_ms, int(b.ts_ms.max()))
 
@@ -296,7 +300,6 @@ class DrainAccountant:
         self.hours.ensure(lo, hi)
         self.days.ensure(lo, hi)
         pi, pw, ps, pl = split_at_edges(s, e, self.hours.edges)
-        hstart = self.hours.edges[pw]
         pcat = cat[pi]
         pnode = node[pi]
 
@@ -321,9 +324,9 @@ class DrainAccountant:
             else:
                 row += sums[k]
         # distinct nodes per hour and per day (per node, windows only move forward)
-        self._distinct(pnode, hstart, self.last_hour, self._win_nodes)
-        dstart = self.days.edges[self.days.locate(ps)]
-        self._distinct(pnode, dstart, self.last_day, self._day_nodes)
+        self._distinct(pnode, pw, self.hours.edges, self.last_hour, self._win_nodes)
+        self._distinct(pnode, self.days.locate(ps), self.days.edges, self.last_day,
+                       self._day_nodes)
 
         # per job drain: Idle with a reservation, charged to the first reservation
         dm = (~gap[pi]) & (state[pi] == IDLE) & (rsv[pi] != NO_JOB)
@@ -334,28 +337,25 @@ class DrainAccountant:
             self.job_drain_ms += np.rint(np.bincount(j, weights=lens,
                                                      minlength=self.job_drain_ms.size)
                                          ).astype(np.int64)
-            o = np.argsort(j, kind="stable")
-            u, st = np.unique(j[o], return_index=True)
-            mn = np.minimum.reduceat(starts[o], st)
-            mx = np.maximum.reduceat((starts + lens)[o], st)
-            cur = self.job_first_ms[u]
-            self.job_first_ms[u] = np.where(cur == NONE_TS, mn, np.minimum(cur, mn))
-            self.job_last_ms[u] = np.maximum(self.job_last_ms[u], mx)
+            np.minimum.at(self.job_first_ms, j, starts)
+            np.maximum.at(self.job_last_ms, j, starts + lens)
             self._drain_pairs.add(j, pnode[dm], len(self.book.jobs))
             self._drain_pairs.prune(self.job_last_ms, hi)
 
     @staticmethod
-    def _distinct(node: np.ndarray, wstart: np.ndarray, last: np.ndarray,
+    def _distinct(node: np.ndarray, win: np.ndarray, edges: np.ndarray, last: np.ndarray,
                   out: dict[int, int]) -> None:
-        o = np.lexsort((wstart, node))
-        n_, w_ = node[o], wstart[o]
-        keep = np.ones(n_.size, dtype=bool)
-        keep[1:] = (n_[1:] != n_[:-1]) | (w_[1:] != w_[:-1])
-        n_, w_ = n_[keep], w_[keep]
+        """Count nodes new to each window (per node, windows only move forward in time)."""
+        if node.size == 0:
+            return
+        w0 = int(win.min())
+        span = int(win.max()) - w0 + 1
+        keys = np.unique(node * span + (win - w0))  # sorted by node, then window
+        n_ = keys // span
+        w_ = edges[keys % span + w0]
         fresh = w_ != last[n_]
         for w, c in zip(*np.unique(w_[fresh], return_counts=True), strict=True):
             out[int(w)] = out.get(int(w), 0) + int(c)
-        # latest window per node (keys are sorted by node then window)
         lastpos = np.ones(n_.size, dtype=bool)
         lastpos[:-1] = n_[1:] != n_[:-1]
         last[n_[lastpos]] = np.maximum(last[n_[lastpos]], w_[lastpos])
@@ -411,6 +411,10 @@ class DrainAccountant:
     def nodes_charged(self) -> np.ndarray:
         nj = len(self.book.jobs)
         return _grow(self._drain_pairs.count, nj, 0)[:nj]
+
+    def seen_running(self) -> np.ndarray:
+        """Per job code: was it ever in a joblist."""
+        return self.job_run_first_ms[: len(self.book.jobs)] != NOT_YET
 
     def nodes_running(self) -> np.ndarray:
         nj = len(self.book.jobs)

@@ -197,7 +197,7 @@ def _job_records(acc: DrainAccountant, book: Codebook, info: dict[str, JobTimes]
                  ) -> list[JobDrain]:
     charged = acc.nodes_charged()
     running = acc.nodes_running()
-    seen = acc.job_run_first_ms
+    seen = acc.seen_running()
     out = []
     for j in acc.jobs_charged().tolist():
         name = book.jobs.names[j]
@@ -206,8 +206,7 @@ def _job_records(acc: DrainAccountant, book: Codebook, info: dict[str, JobTimes]
         out.append(JobDrain(name, int(acc.job_drain_ms[j]) / 1000, int(charged[j]),
                             int(acc.job_first_ms[j]), int(acc.job_last_ms[j]), size,
                             jt.runtime if jt else None,
-                            bool(seen[j] != acc.job_run_first_ms.dtype.type(-(2**63)))
-                            or bool(jt and jt.start is not None)))
+                            bool(seen[j]) or bool(jt and jt.start is not None)))
     return out
 
 
