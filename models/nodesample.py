@@ -8,7 +8,8 @@ numpy columns for the vectorised analytics in :mod:`models.utilization` and :mod
 
 Extra optional fields beyond Table 2: ``start`` (process start, epoch seconds: tells a reused pid
 from the old process), ``cores`` (CPUs allocated to the job on this node, 0 = unknown) and
-``job_class`` (e.g. ``normal`` / ``besteffort``). Memory is in KiB as /proc reports it ("kB").
+``job_class`` (e.g. ``normal`` / ``besteffort``), and ``fs_rates`` (per file-system write/read
+speeds when a source gives rates instead of counters). Memory is in KiB as /proc reports it ("kB").
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class NodeSample:
     start: float = 0.0  # process start time, epoch s (0 = unknown)
     cores: int = 0  # CPUs allocated to the job on this node (0 = unknown)
     job_class: str = ""
+    # per file system (name, write, read) speeds, for sources that give rates instead of
+    # counters (e.g. LLview MiB/s); empty for /proc samples
+    fs_rates: tuple[tuple[str, float, float], ...] = ()
 
 
 class Interner:

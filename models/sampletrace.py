@@ -11,8 +11,10 @@ log per job. This is drainwatch's layout of the same fields, with the seed's nam
      "start": 1709302300.0, "cores": 4, "class": "normal"}
 
 ``ts`` and ``start`` are Unix seconds; memory in KiB; I/O and network are cumulative counters
-(bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores`` and
-``class`` are optional. ``streams.sampler`` writes it; :func:`parse_trace` reads it.
+(bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores``, ``class``
+and ``fs`` (per file system ``[write, read]`` speeds, for sources that give rates, e.g.
+``{"scratch": [666.5, 0.0]}`` in MiB/s) are optional. ``streams.sampler`` writes this format;
+:func:`parse_trace` reads it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def sample_to_dict(s: NodeSample) -> dict[str, object]:
         d["cores"] = s.cores
     if s.job_class:
         d["class"] = s.job_class
+    if s.fs_rates:
+        d["fs"] = {name: [w, r] for name, w, r in s.fs_rates}
     return d
 
 
@@ -90,6 +94,16 @@ def parse_sample(line: str | bytes) -> NodeSample:
     cores = d.get("cores", 0)
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
         raise SampleTraceError("bad_number", f"cores={cores!r}")
+    fs_rates: list[tuple[str, float, float]] = []
+    fs = d.get("fs", {})
+    if not isinstance(fs, dict):
+        raise SampleTraceError("bad_fs", repr(fs))
+    for name, wr in fs.items():
+        if (not isinstance(wr, list) or len(wr) != 2
+                or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                           and math.isfinite(x) and x >= 0 for x in wr)):
+            raise SampleTraceError("bad_fs", f"{name}={wr!r}")
+        fs_rates.append((str(name), float(wr[0]), float(wr[1])))
     job, node = d["job"], d["node"]
     if not isinstance(job, str | int) or isinstance(job, bool) or str(job) == "":
         raise SampleTraceError("bad_job", repr(job))
@@ -102,6 +116,7 @@ def parse_sample(line: str | bytes) -> NodeSample:
         syscw=ints["syscw"], read_bytes=ints["read_bytes"], write_bytes=ints["write_bytes"],
         core=floats["core"], receive=ints["receive"], transmit=ints["transmit"],
         start=floats["start"], cores=cores, job_class=str(d.get("class", "")),
+        fs_rates=tuple(fs_rates),
     )
 
 

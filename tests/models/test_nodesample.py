@@ -33,6 +33,16 @@ def test_round_trip(samples):
     assert [parse_sample(dumps(s)) for s in samples] == samples
 
 
+def test_per_file_system_rates_round_trip():
+    s = parse_sample(LINE.replace('"cores": 4,', '"cores": 4, "fs": {"scratch": [666.5, 0.1],'
+                                  ' "home": [0, 2]},'))
+    assert s.fs_rates == (("scratch", 666.5, 0.1), ("home", 0.0, 2.0))
+    assert parse_sample(dumps(s)) == s
+    with pytest.raises(SampleTraceError) as e:
+        parse_sample(LINE.replace('"cores": 4,', '"cores": 4, "fs": {"home": [-1, 0]},'))
+    assert e.value.reason == "bad_fs"
+
+
 @pytest.mark.parametrize("line,reason", [
     ("{not json", "bad_json"),
     ("[1, 2]", "not_object"),
