@@ -141,19 +141,26 @@ class DrainAccountant:
     """Streaming accumulator over NodeStatusBatches in arrival order (batch-at-a-time numpy)."""
 
     def __init__(self, book: Codebook, tz: str = "UTC", max_gap_ms: int = 600_000,
-                 retention_ms: int = 7 * 86_400_000) -> None:
+                 retention_ms: int = 7 * 86_400_000, unit: str = "hour") -> None:
+        """``unit``: the finest window, 'hour' (offline reports) or 'minute' (streaming)."""
+        if unit not in ("hour", "minute"):
+            raise ValueError(f"finest window must be 'hour' or 'minute', not {unit!r}")
         if max_gap_ms <= 0:
             raise ValueError("max_gap must be positive")
         self.book = book
         self.max_gap_ms = int(max_gap_ms)
-        self.hours = WindowGrid(tz, "hour")
+        self.unit = unit
+        self.fine = WindowGrid(tz, unit)
+        self.hours = self.fine if unit == "hour" else WindowGrid(tz, "hour")
         self.days = WindowGrid(tz, "day")
+        self.state_records = np.zeros(0, dtype=np.int64)  # records seen per state code
         self.counts = Counts()
         # per node: latest accepted record and accumulators
         self.last_ts = np.full(0, NONE_TS, dtype=np.int64)
         self.last_state = np.zeros(0, dtype=np.int64)
         self.last_rsv = np.zeros(0, dtype=np.int64)
         self.last_combo = np.zeros(0, dtype=np.int64)
+        self.last_fine = np.full(0, NONE_TS, dtype=np.int64)
         self.last_hour = np.full(0, NONE_TS, dtype=np.int64)
         self.last_day = np.full(0, NONE_TS, dtype=np.int64)
         self.node_ms = np.zeros((0, 8 * N_COMBOS), dtype=np.int64)  # [node, state*4+combo]
@@ -161,6 +168,7 @@ class DrainAccountant:
         # per window (keyed by start ms): category sums and distinct nodes
         self._win: dict[int, np.ndarray] = {}
         self._win_nodes: dict[int, int] = {}
+        self._hour_nodes: dict[int, int] = self._win_nodes if unit == "hour" else {}
         self._day_nodes: dict[int, int] = {}
         # per job: drain and running
         self.job_drain_ms = np.zeros(0, dtype=np.int64)
@@ -184,6 +192,7 @@ class DrainAccountant:
         self.last_state = _grow(self.last_state, nn, 0)
         self.last_rsv = _grow(self.last_rsv, nn, NO_JOB)
         self.last_combo = _grow(self.last_combo, nn, 0)
+        self.last_fine = _grow(self.last_fine, nn, NONE_TS)
         self.last_hour = _grow(self.last_hour, nn, NONE_TS)
         self.last_day = _grow(self.last_day, nn, NONE_TS)
         self.node_gap_ms = _grow(self.node_gap_ms, nn, 0)
@@ -213,6 +222,9 @@ class DrainAccountant:
             return
         self._ensure()
         self.counts.records += n
+        ns = len(self.book.states)
+        self.state_records = _grow(self.state_records, ns, 0)
+        self.state_records[:ns] += np.bincount(b.state, minlength=ns)
         lo, hi = int(b.ts_ms.min()), int(b.ts_ms.max())
         self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
         self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
@@ -297,9 +309,10 @@ class DrainAccountant:
         ncat = self.n_cats
         cat = np.where(gap, ncat - 1, state * N_COMBOS + cmb)
         lo, hi = int(s.min()), int(e.max())
+        self.fine.ensure(lo, hi)
         self.hours.ensure(lo, hi)
         self.days.ensure(lo, hi)
-        pi, pw, ps, pl = split_at_edges(s, e, self.hours.edges)
+        pi, pw, ps, pl = split_at_edges(s, e, self.fine.edges)
         pcat = cat[pi]
         pnode = node[pi]
 
@@ -317,14 +330,17 @@ class DrainAccountant:
         sums = np.bincount(hinv * ncat + pcat, weights=pl, minlength=hu.size * ncat)
         sums = np.rint(sums).astype(np.int64).reshape(hu.size, ncat)
         for k, h in enumerate(hu.tolist()):
-            key = int(self.hours.edges[h])
+            key = int(self.fine.edges[h])
             row = self._win.get(key)
             if row is None:
                 self._win[key] = sums[k].copy()
             else:
                 row += sums[k]
         # distinct nodes per hour and per day (per node, windows only move forward)
-        self._distinct(pnode, pw, self.hours.edges, self.last_hour, self._win_nodes)
+        self._distinct(pnode, pw, self.fine.edges, self.last_fine, self._win_nodes)
+        if self.unit != "hour":
+            self._distinct(pnode, self.hours.locate(ps), self.hours.edges, self.last_hour,
+                           self._hour_nodes)
         self._distinct(pnode, self.days.locate(ps), self.days.edges, self.last_day,
                        self._day_nodes)
 
@@ -369,33 +385,39 @@ class DrainAccountant:
         down = int(body[DOWN].sum())
         return acc, drain, idle_u, down, int(v[-1])
 
-    def hourly(self) -> list[WindowRow]:
+    def windows(self) -> list[WindowRow]:
+        """Rows of the finest window (hours, or minutes for a streaming accountant)."""
         rows = []
         for k in sorted(self._win):
             acc, drain, idle_u, down, gap = self._cats(self._win[k])
-            rows.append(WindowRow(k, self.hours.length_ms(k), self._win_nodes.get(k, 0), acc,
+            rows.append(WindowRow(k, self.fine.length_ms(k), self._win_nodes.get(k, 0), acc,
                                   drain, idle_u, down, gap))
         return rows
 
-    def daily(self) -> list[WindowRow]:
-        sums: dict[int, np.ndarray] = {}
+    def _aggregate(self, grid: WindowGrid, nodes: dict[int, int]) -> list[WindowRow]:
+        """Sum the finest windows into the coarser windows of ``grid`` (exact: edges nest)."""
         if not self._win:
             return []
         keys = np.array(sorted(self._win), dtype=np.int64)
-        self.days.ensure(int(keys.min()), int(keys.max()))
-        dstarts = self.days.edges[self.days.locate(keys)]
-        for k, d in zip(keys.tolist(), dstarts.tolist(), strict=True):
+        grid.ensure(int(keys.min()), int(keys.max()))
+        starts = grid.edges[grid.locate(keys)]
+        sums: dict[int, np.ndarray] = {}
+        for k, d in zip(keys.tolist(), starts.tolist(), strict=True):
             v = self._win[k]
-            if d in sums:
-                sums[d] = sums[d] + v
-            else:
-                sums[d] = v.copy()
+            sums[d] = sums[d] + v if d in sums else v.copy()
         rows = []
         for d in sorted(sums):
             acc, drain, idle_u, down, gap = self._cats(sums[d])
-            rows.append(WindowRow(d, self.days.length_ms(d), self._day_nodes.get(d, 0), acc,
-                                  drain, idle_u, down, gap))
+            rows.append(WindowRow(d, grid.length_ms(d), nodes.get(d, 0), acc, drain, idle_u,
+                                  down, gap))
         return rows
+
+    def hourly(self) -> list[WindowRow]:
+        return self.windows() if self.unit == "hour" else self._aggregate(self.hours,
+                                                                          self._hour_nodes)
+
+    def daily(self) -> list[WindowRow]:
+        return self._aggregate(self.days, self._day_nodes)
 
     def node_state_ms(self) -> np.ndarray:
         """[node, state, combo] node-milliseconds."""

@@ -176,8 +176,11 @@ def run(args: argparse.Namespace) -> int:
         "basis_nodes": args.nodes or nodes_seen,
         "jobs_and_reservations": len(book.jobs),
         "jobs_charged_drain": int(acc.jobs_charged().size),
-        "states": list(book.states.names),
-        "unknown_states": list(book.states.names[len(KNOWN_STATES):]),
+        "records_by_state": {name: int(n) for name, n in zip(
+            book.states.names, acc.state_records.tolist(), strict=False)},
+        "unknown_states": {name: int(n) for name, n in zip(
+            book.states.names[len(KNOWN_STATES):],
+            acc.state_records[len(KNOWN_STATES):].tolist(), strict=False)},
         "window": {"first": iso_ms(acc.first_ms) if acc.first_ms is not None else None,
                    "last": iso_ms(acc.last_ms) if acc.last_ms is not None else None,
                    "tz": args.tz},

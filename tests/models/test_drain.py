@@ -212,3 +212,27 @@ def test_chunking_does_not_change_results(chunks: int) -> None:
     many, _, _ = run(lines, chunks=chunks)
     assert [w.drain_ms for w in one.hourly()] == [w.drain_ms for w in many.hourly()]
     assert np.array_equal(one.node_state_ms(), many.node_state_ms())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(event, min_size=1, max_size=80), tz=st.sampled_from(ZONES),
+       start_min=st.integers(0, 3 * 24 * 60))
+def test_minute_windows_nest_exactly_in_hours_and_days(events, tz, start_min) -> None:
+    lines = _gen_lines(events, datetime(2014, 11, 1, 22, tzinfo=UTC) + timedelta(minutes=start_min))
+    by_hour, _, _ = run(lines, tz=tz)
+    book = Codebook()
+    by_min = DrainAccountant(book, tz=tz, unit="minute")
+    by_min.add(parse_moab_chunk("".join(x + "\n" for x in lines).encode(), book).batch)
+    for w in by_min.windows():
+        assert w.length_ms == 60_000
+    assert by_min.hourly() == by_hour.hourly()
+    assert by_min.daily() == by_hour.daily()
+    assert sum(w.drain_ms for w in by_min.windows()) == sum(w.drain_ms for w in by_hour.daily())
+
+
+def test_state_records_count_unknown_states() -> None:
+    lines = [line(T0, "1", "Idle"), line(T0 + timedelta(seconds=1), "1", "Flaky"),
+             line(T0 + timedelta(seconds=2), "2", "FLAKY")]
+    acc, book, _ = run(lines)
+    counts = dict(zip(book.states.names, acc.state_records.tolist(), strict=False))
+    assert counts["Flaky"] == 2 and counts["Idle"] == 1

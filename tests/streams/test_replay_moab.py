@@ -96,6 +96,7 @@ def test_replay_contract(tmp_path: Path, gz: bool) -> None:
     assert summary["ignored_other_lines"] == 1
     assert summary["rejected_by_reason"] == {"bad_timestamp": 1}
     assert summary["nodes"] == 2
+    assert summary["records_by_state"]["Idle"] == 3 and summary["unknown_states"] == {}
     assert summary["window"]["first"] == "2015-01-01T05:58:00.000Z"
     assert summary["job_events"]["rejected"] == 1
     lines = rej.read_text().splitlines()
