@@ -41,8 +41,10 @@ stack-status: venv
 bench: venv
 	$(PY) bench/bench_replay.py
 	$(PY) bench/bench_simulate.py --out bench/out/simulate
-	for b in bench/bench_jobs.py bench/bench_jobevents_parse.py bench/bench_samples.py; do \
-	  [ -f $$b ] && $(PY) $$b; done
+	$(PY) bench/bench_samples.py
+	$(PY) bench/bench_sampler_overhead.py --pairs 0
+	$(PY) bench/bench_jobevents_parse.py
+	if [ -f bench/bench_jobs.py ]; then $(PY) bench/bench_jobs.py; fi
 
 clean:
 	rm -rf $(VENV) .drainwatch build *.egg-info
