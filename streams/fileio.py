@@ -3,10 +3,11 @@ for streaming parsers (memory flat in the file size), and a plain progress line 
 
 from __future__ import annotations
 
+import csv
 import gzip
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -28,6 +29,24 @@ def open_text(path: str | Path) -> IO[str]:
     import io
 
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace", newline="")
+
+
+def read_text(path: str | Path) -> str:
+    """The whole (possibly gzip-compressed) file as text, bad bytes replaced."""
+    with open_binary(path) as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    """Write a CSV report (header first, '\n' line ends); return the number of data rows."""
+    n = 0
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow(r)
+            n += 1
+    return n
 
 
 def raw_position(f: BinaryIO) -> int:

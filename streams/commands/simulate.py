@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -22,14 +21,7 @@ from models.simulator import (
     workload_from_swf,
 )
 from models.swf import parse_swf
-
-
-def _open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+from streams.fileio import open_text
 
 
 def parse_start(text: str, tz: str) -> float:
@@ -52,7 +44,7 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
     skipped: dict[str, int] = {}
     rejects: list[Reject] = []
     if args.swf:
-        with _open_text(Path(args.swf)) as f:
+        with open_text(Path(args.swf)) as f:
             _, jobs = parse_swf(f, rejects, source=str(args.swf))
             workload, sel = workload_from_swf(jobs, cfg, skip_seconds=args.swf_skip_days * 86400)
         skipped = dict(sel.skipped)

@@ -8,7 +8,6 @@ a contract: dashboards and other tools read them).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 from collections import Counter
@@ -32,7 +31,14 @@ from models.jobsource import iter_job_events
 from models.moab import parse_moab_chunk
 from models.nodestatus import KNOWN_STATES, Codebook
 from models.reject import Reject
-from streams.fileio import Progress, line_chunks, open_binary, open_text, raw_position
+from streams.fileio import (
+    Progress,
+    line_chunks,
+    open_binary,
+    open_text,
+    raw_position,
+    write_csv,
+)
 
 QUALITY_MIN = 0.95  # a window whose mean seconds per node is below 95 % of its length is short
 
@@ -91,17 +97,6 @@ def _window_rows(rows: list[WindowRow], label, basis_nodes: int, quality_min: fl
 WINDOW_COLS = ["accounted_node_seconds", "drain_node_seconds", "unallocated_idle_node_seconds",
                "down_node_seconds", "unaccounted_node_seconds", "drain_pct_static",
                "drain_pct_dynamic", "basis_seconds_per_node", "data_quality"]
-
-
-def _write_csv(path: Path, header: list[str], rows) -> int:
-    n = 0
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for r in rows:
-            w.writerow(r)
-            n += 1
-    return n
 
 
 def _load_jobs(paths: list[str], fmt_: str, rejects: list[Reject]) -> dict[str, JobTimes]:
@@ -218,16 +213,16 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
     written = []
     basis_nodes = args.nodes or len(book.nodes)
     header = ["day", *WINDOW_COLS]
-    _write_csv(out / "drain_daily.csv", header,
+    write_csv(out / "drain_daily.csv", header,
                _window_rows(acc.daily(), acc.days.local_label, basis_nodes, args.quality_min))
-    _write_csv(out / "drain_hourly.csv", ["hour", *WINDOW_COLS],
+    write_csv(out / "drain_hourly.csv", ["hour", *WINDOW_COLS],
                _window_rows(acc.hourly(), acc.hours.label, basis_nodes, args.quality_min))
     written += ["drain_daily.csv", "drain_hourly.csv"]
 
     ns = acc.node_state_ms()
     rows = ([book.nodes.names[n], book.states.names[s], int(c >> 1), int(c & 1), ms_s(ns[n, s, c])]
             for n, s, c in zip(*ns.nonzero(), strict=True))
-    _write_csv(out / "node_states.csv", ["node", "state", "has_rsv", "has_job", "seconds"], rows)
+    write_csv(out / "node_states.csv", ["node", "state", "has_rsv", "has_job", "seconds"], rows)
     written.append("node_states.csv")
 
     jobs = _job_records(acc, book, info)
@@ -245,12 +240,12 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
         return r
 
     ranked = sorted(jobs, key=lambda j: (-j.drain_s, j.job))
-    _write_csv(out / "drain_jobs.csv", cols, (job_row(j) for j in ranked))
+    write_csv(out / "drain_jobs.csv", cols, (job_row(j) for j in ranked))
     written.append("drain_jobs.csv")
 
     groups = by_size_group(jobs)
     if groups:
-        _write_csv(out / "size_groups.csv",
+        write_csv(out / "size_groups.csv",
                    ["group", "jobs", "drain_node_seconds", "mean_drain_node_seconds",
                     "mean_drain_per_node"],
                    ([g.group, g.jobs, f"{g.drain_s:.3f}", f"{g.mean_drain_s:.3f}",
@@ -258,7 +253,7 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
         written.append("size_groups.csv")
     sliding = sliding_jobs(jobs)
     if sliding:
-        _write_csv(out / "sliding_jobs.csv",
+        write_csv(out / "sliding_jobs.csv",
                    ["rank", "job", "drain_node_seconds", "size", "drain_per_node",
                     "nodes_charged", "first_charged", "last_charged"],
                    ([i + 1, j.job, f"{j.drain_s:.3f}", j.size or "",
@@ -268,7 +263,7 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
         written.append("sliding_jobs.csv")
     if with_events:
         ftl = failure_to_launch(jobs, args.ftl_threshold)
-        _write_csv(out / "failure_to_launch.csv",
+        write_csv(out / "failure_to_launch.csv",
                    ["job", "drain_node_seconds", "size", "runtime", "drain_runtime_ratio"],
                    ([j.job, f"{j.drain_s:.3f}", j.size or "", fmt(j.runtime_s, 3),
                      fmt(j.drain_runtime_ratio)] for j in ftl))

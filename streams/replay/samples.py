@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import math
 import sys
 from datetime import datetime
@@ -48,6 +47,7 @@ from models.utilization import (
     job_utilization,
     measures_from_samples,
 )
+from streams.fileio import read_text
 
 JOB_COLUMNS = ["job", "nodes", "cores", "measures", "core_util_mean", "mem_mean_ratio",
                "mem_max_core_ratio", "swap_kb_max", "sa_core_seconds", "write_max_node_mb_s",
@@ -80,13 +80,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SA ratio reported for jobs under this core utilisation (0.25)")
 
 
-def _open_text(path: Path) -> str:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8", "replace")
-
-
 def _threshold(args: argparse.Namespace) -> float:
     if args.hot_zone_bw:
         mean, std = (float(x) for x in args.hot_zone_bw.split(","))
@@ -100,7 +93,7 @@ def _load_samples(args: argparse.Namespace, rejects: list[Reject]
 
     samples = []
     for p in args.paths:
-        samples.extend(parse_trace(_open_text(Path(p)).splitlines(), p, rejects))
+        samples.extend(parse_trace(read_text(Path(p)).splitlines(), p, rejects))
     arr = to_arrays(samples)
     if len(arr) == 0:
         raise SystemExit("replay samples: no usable samples")
@@ -140,10 +133,10 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
     if not groups:
         raise SystemExit("replay llview: no LoadMem_<job>_node.dat among the inputs")
     for g in groups:
-        lm = llview.parse_series(_open_text(g["loadmem"]), str(g["loadmem"]), rejects)
+        lm = llview.parse_series(read_text(g["loadmem"]), str(g["loadmem"]), rejects)
         cpn = args.cores_per_node
         if cpn is None and "pcore" in g:
-            per = llview.cores_from_pcore(llview.parse_series(_open_text(g["pcore"]),
+            per = llview.cores_from_pcore(llview.parse_series(read_text(g["pcore"]),
                                                               str(g["pcore"]), rejects))
             cpn = max(per.values()) if per else None
         if cpn is None:
@@ -155,7 +148,7 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         parts_m.append(llview.measures_from_loadmem(lm, cpn, jobs, nodes, cls, classes))
         minutes.append(np.unique(np.floor(lm.num["ts"] / 60).astype(np.int64)))
         if "fs" in g:
-            fs = llview.parse_series(_open_text(g["fs"]), str(g["fs"]), rejects)
+            fs = llview.parse_series(read_text(g["fs"]), str(g["fs"]), rejects)
             parts_io.append(llview.io_from_fsusage(fs, lm.num["ts"], jobs, nodes))
     cat = np.concatenate
     nj = len(jobs.names)
