@@ -134,7 +134,7 @@ def measures_from_loadmem(lm: LlviewSeries, cores_per_node: float, jobs: Interne
     cores_per_node (usage is % of the node's cores), memory = used_mem GiB -> KiB (node-level:
     it includes the OS), swap unknown (NaN). Each distinct time stamp is one measure; the period
     is the median spacing of the time stamps."""
-    classes = classes or Interner()
+    classes = classes if classes is not None else Interner()
     ts = lm.num["ts"]
     g, _ = np.unique(ts, return_inverse=True)
     measure = np.searchsorted(g, ts)

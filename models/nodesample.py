@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .nodestatus import Interner
+
 
 @dataclass(slots=True, frozen=True)
 class NodeSample:
@@ -44,24 +46,6 @@ class NodeSample:
     # per file system (name, write, read) speeds, for sources that give rates instead of
     # counters (e.g. LLview MiB/s); empty for /proc samples
     fs_rates: tuple[tuple[str, float, float], ...] = ()
-
-
-class Interner:
-    """Strings <-> dense int codes (job ids, node names, classes) for numpy group-bys."""
-
-    __slots__ = ("codes", "names")
-
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.names: list[str] = []
-
-    def code(self, name: str) -> int:
-        c = self.codes.get(name)
-        if c is None:
-            c = len(self.names)
-            self.codes[name] = c
-            self.names.append(name)
-        return c
 
 
 @dataclass(slots=True)
