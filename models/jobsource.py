@@ -25,7 +25,7 @@ TYPE_ORDER = {"submit": 0, "start": 1, "end": 2}
 _OPTIONS = {
     "sacct": {"input_tz", "steps"},
     "jobcomp": {"start_records"},
-    "swf": {"procs_per_node", "start_time"},
+    "swf": {"procs_per_node", "start_time", "unknown_wait"},
     "jobevents": set(),
 }
 
@@ -53,7 +53,7 @@ def iter_job_events(
 ) -> Iterator[JobEvent]:
     """JobEvents of ``lines`` in format ``fmt``. Options: sacct ``input_tz`` (IANA zone sacct
     printed its times in, default UTC; not the zone of reporting days), ``steps`` (keep steps);
-    jobcomp ``start_records``; swf ``procs_per_node``, ``start_time``.
+    jobcomp ``start_records``; swf ``procs_per_node``, ``start_time``, ``unknown_wait``.
     Unknown ``fmt`` -> ValueError; unknown option -> TypeError."""
     if fmt not in _OPTIONS:
         raise ValueError(f"unknown job-event format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -14,6 +14,9 @@ https://www.cs.huji.ac.il/labs/parallel/workload/swf.html):
   ``procs_per_node`` overrides the header;
 - status: 1 completed, 0 failed, 5 cancelled; with checkpointing 2 = partial execution to be
   continued, 3 = last partial execution, completed, 4 = last partial execution, failed;
+- a trace without waits (every wait -1) can say its submit times are start times (the NASA
+  iPSC trace's header Note does); ``unknown_wait`` then gives the wait to assume (0), and
+  ``iter_swf_events`` sets it to 0 by itself when the header says so;
 - requested wall time = field 9 (requested time); user / group / queue / partition / application
   numbers become strings (``name`` = application number, for per-(user, name) history).
 """
@@ -44,7 +47,8 @@ def _s(v: int | None, prefix: str = "") -> str | None:
 
 
 def swf_job_events(
-    job: SwfJob, start_time: float = 0.0, ppn: Fraction | float | None = None
+    job: SwfJob, start_time: float = 0.0, ppn: Fraction | float | None = None,
+    unknown_wait: float | None = None,
 ) -> list[JobEvent]:
     """submit / start / end events of one SWF job; ``start_time`` = header UnixStartTime."""
     cores = job.procs_alloc if job.procs_alloc else job.procs_req
@@ -64,9 +68,10 @@ def swf_job_events(
     submit = start_time + job.submit
     ev = [JobEvent(type="submit", ts=float(submit), **common)]  # type: ignore[arg-type]
     never_ran = job.status == 5 and not job.procs_alloc and not job.run
-    if job.wait is None:
+    wait = job.wait if job.wait is not None else unknown_wait
+    if wait is None:
         return ev
-    start = submit + job.wait
+    start = submit + wait
     if never_ran:
         ev.append(JobEvent(type="end", ts=float(start), state=state, **common))  # type: ignore
         return ev
@@ -84,11 +89,22 @@ def iter_swf_events(
     source: str = "",
     procs_per_node: float | None = None,
     start_time: float | None = None,
+    unknown_wait: float | None = None,
 ) -> Iterator[JobEvent]:
     """Events of every job of an SWF trace (header read first). ``start_time`` overrides the
-    header's UnixStartTime; ``procs_per_node`` overrides MaxProcs / MaxNodes."""
+    header's UnixStartTime; ``procs_per_node`` overrides MaxProcs / MaxNodes; ``unknown_wait``
+    is the wait assumed where it is -1 (0 by default when the header says submit times are
+    start times)."""
     header, jobs = parse_swf(lines, rejects=rejects, source=source)
+    if unknown_wait is None and submit_is_start(header):
+        unknown_wait = 0.0
     t0 = float(start_time if start_time is not None else (header.unix_start_time or 0))
     ppn = Fraction(procs_per_node) if procs_per_node else header_procs_per_node(header)
     for job in jobs:
-        yield from swf_job_events(job, t0, ppn)
+        yield from swf_job_events(job, t0, ppn, unknown_wait)
+
+
+def submit_is_start(header: SwfHeader) -> bool:
+    """The header's notes say submit times are really start times (no wait information)."""
+    notes = " ".join(v for k, v in header.raw.items() if k.lower().startswith("note"))
+    return "submit times are actually start times" in " ".join(notes.lower().split())

@@ -15,6 +15,7 @@ FORMATS: dict[str, str] = {
     "sacct": "jobs",
     "swf": "jobs",
     "jobevents": "jobs",
+    "jobcomp": "jobs",
     "samples": "samples",
     "llview": "samples",
 }

@@ -108,3 +108,17 @@ def test_real_traces(name: str, jobs: int, t0: int | None) -> None:
     starts = {e.job: e.ts for e in ev if e.type == "start"}
     assert all(e.ts >= starts[e.job] for e in ev if e.type == "end" and e.job in starts)
     assert max(e.nodes or 0 for e in ev) <= 128
+
+
+def test_nasa_header_says_submit_is_start_so_jobs_run_at_submit() -> None:
+    from models.swfevents import iter_swf_events
+
+    lines = ["; UnixStartTime: 749458803",
+             "; Note: There is no information on wait times - the given submit",
+             ";       times are actually start times",
+             "1 0 -1 1451 128 -1 -1 128 -1 -1 1 1 1 1 1 -1 -1 -1"]
+    ev = list(iter_swf_events(lines))
+    assert [(e.type, e.ts) for e in ev] == [
+        ("submit", 749458803.0), ("start", 749458803.0), ("end", 749458803.0 + 1451)]
+    # without the note an unknown wait leaves the job without a start
+    assert [e.type for e in iter_swf_events([lines[0], lines[3]])] == ["submit"]
