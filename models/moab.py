@@ -163,18 +163,6 @@ def parse_lines_slow(data: bytes, book: Codebook, source: str = "",
     return ParsedChunk(NodeStatusBatch.from_records(records, book), rejects, len(lines), ignored)
 
 
-def _categorise(s: pl.Series) -> tuple[np.ndarray, list[str | None]]:
-    """Per-chunk codes of a string column and the distinct values they index (nulls -> last)."""
-    c = s.cast(pl.Categorical(pl.Categories.random()))
-    u = c.unique().drop_nulls()
-    up = u.to_physical().to_numpy().astype(np.int64)
-    k = int(up.max()) + 1 if up.size else 0
-    table: list[str | None] = [None] * (k + 1)
-    for p, v in zip(up.tolist(), u.cast(pl.String).to_list(), strict=True):
-        table[p] = v
-    return c.to_physical().fill_null(k).to_numpy().astype(np.int64), table
-
-
 def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
                      first_lineno: int = 1) -> ParsedChunk:
     """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
@@ -193,22 +181,34 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
         return parse_lines_slow(data, book, source, first_lineno)
     if df.height != n_lines:
         return parse_lines_slow(data, book, source, first_lineno)
-    c = [df.get_column(f"c{i}") for i in range(10)]
-    ok = (
-        c[0].str.ends_with(" Node ")
-        & (c[0].str.slice(28, 1) == " ")
-        & (c[2] == " status: state=")
-        & (c[4] == " rsvlist=")
-        & (c[6] == " joblist=")
-        & (c[8].is_null() | (c[8] == "\r"))
-        & c[9].is_null()
-        & c[1].is_not_null()
-        & c[3].is_not_null()
-    ).fill_null(False).to_numpy()
+    cats = {k: pl.Categories.random() for k in ("sec", "tail", "node", "state", "rsv", "job")}
+
+    def code(expr: pl.Expr, k: str) -> pl.Expr:
+        return expr.cast(pl.Categorical(cats[k])).alias(k)
+
+    c0 = pl.col("c0")
+    cols = df.select(
+        (c0.str.ends_with(" Node ") & (c0.str.slice(28, 1) == " ")
+         & (pl.col("c2") == " status: state=") & (pl.col("c4") == " rsvlist=")
+         & (pl.col("c6") == " joblist=") & (pl.col("c8").is_null() | (pl.col("c8") == "\r"))
+         & pl.col("c9").is_null() & pl.col("c1").is_not_null() & pl.col("c3").is_not_null()
+         ).fill_null(False).alias("ok"),
+        code(c0.str.slice(0, 19), "sec"), code(c0.str.slice(19, 9), "tail"),
+        code(pl.col("c1"), "node"), code(pl.col("c3"), "state"), code(pl.col("c5"), "rsv"),
+        code(pl.col("c7"), "job"),
+    )
+    ok = cols.get_column("ok").to_numpy()
+
+    def coded(k: str) -> tuple[np.ndarray, list[str | None]]:
+        """Per-chunk codes of one column and the distinct values they index (null -> last)."""
+        col = cols.get_column(k)  # keeps the category mapping alive while it is read
+        values: list[str | None] = cats[k].to_series().to_list()
+        codes = col.to_physical().fill_null(len(values)).to_numpy().astype(np.int64)
+        return codes, [*values, None]
 
     # timestamps: wall-clock second + (fraction, offset), each parsed once per distinct value
-    sec_codes, sec_vals = _categorise(c[0].str.slice(0, 19))
-    tail_codes, tail_vals = _categorise(c[0].str.slice(19, 9))
+    sec_codes, sec_vals = coded("sec")
+    tail_codes, tail_vals = coded("tail")
     sec_lut = local_seconds([v if v is not None else "" for v in sec_vals])
     tail_lut = np.zeros(len(tail_vals), dtype=np.int64)
     tail_ok = np.zeros(len(tail_vals), dtype=bool)
@@ -223,9 +223,9 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     ok &= (sec != -(2**62)) & tail_ok[tail_codes]
     ts_ms = sec * 1000 + tail_lut[tail_codes]
 
-    node_codes, node_vals = _categorise(c[1])
+    node_codes, node_vals = coded("node")
     node_ok = np.array([bool(v) for v in node_vals], dtype=bool)
-    state_codes, state_vals = _categorise(c[3])
+    state_codes, state_vals = coded("state")
     state_ok = np.array([bool(v and v.strip()) for v in state_vals], dtype=bool)
     ok &= node_ok[node_codes] & state_ok[state_codes]
     good = ok
@@ -244,12 +244,12 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     for _, k in first:
         state_lut[k] = book.states.code(state_vals[k])  # type: ignore[arg-type]
 
-    rsv_codes, rsv_vals = _categorise(c[5])
+    rsv_codes, rsv_vals = coded("rsv")
     rsv_lut = np.empty(len(rsv_vals), dtype=np.int64)
     for i, v in enumerate(rsv_vals):
         ids = split_idlist(v)
         rsv_lut[i] = book.jobs.code(ids[0]) if ids else NO_JOB
-    job_codes, job_vals = _categorise(c[7])
+    job_codes, job_vals = coded("job")
     job_lists = [[book.jobs.code(j) for j in split_idlist(v)] for v in job_vals]
     job_len = np.array([len(x) for x in job_lists], dtype=np.int64)
     job_flat = np.array([j for x in job_lists for j in x], dtype=np.int64)

@@ -56,21 +56,15 @@ def raw_position(f: BinaryIO) -> int:
 
 
 def line_chunks(f: BinaryIO, chunk_bytes: int = 32 << 20) -> Iterator[bytes]:
-    """Chunks of whole lines (each ends with a newline except possibly the very last)."""
-    rest = b""
+    """Chunks of whole lines: a block, completed up to the end of its last line (each chunk
+    ends with a newline except possibly the very last)."""
     while True:
         block = f.read(chunk_bytes)
         if not block:
-            if rest:
-                yield rest
             return
-        block = rest + block
-        cut = block.rfind(b"\n")
-        if cut < 0:
-            rest = block
-            continue
-        rest = block[cut + 1 :]
-        yield block[: cut + 1]
+        if not block.endswith(b"\n"):
+            block += f.readline()
+        yield block
 
 
 class Progress:
