@@ -24,13 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dataclasses import replace  # noqa: E402
 
 from models.jobevent import JobEvent  # noqa: E402
 from models.jobsource import iter_job_events, sort_events  # noqa: E402
 from models.runtime import RuntimePredictor, score_predictions  # noqa: E402
-from models.swf import parse_swf  # noqa: E402
-from models.swfevents import header_procs_per_node, swf_job_events  # noqa: E402
 from streams.replay.jobs import BATCH, make_analytics  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
@@ -42,18 +39,10 @@ def maxrss_mib() -> float:
 
 
 def load(path: Path, fmt: str = "swf") -> list[JobEvent]:
-    """Events of a trace. NASA iPSC's header says "There is no information on wait times - the
-    given submit times are actually start times": its jobs get wait 0 (the SWF adapter leaves
-    jobs with an unknown wait without start/end)."""
+    """Events of a trace (NASA iPSC's jobs start at submit: its header says submit times are
+    start times, and the SWF adapter reads that)."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:  # type: ignore[operator]
-        if fmt == "swf" and "NASA-iPSC" in path.name:
-            header, jobs = parse_swf(f)
-            t0 = float(header.unix_start_time or 0)
-            ppn = header_procs_per_node(header)
-            evs = [e for j in jobs
-                   for e in swf_job_events(replace(j, wait=0) if j.wait is None else j, t0, ppn)]
-            return sort_events(evs)
         return sort_events(iter_job_events(fmt, f))
 
 
