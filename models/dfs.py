@@ -166,6 +166,17 @@ def job_write_series(io: IoRates, job: int) -> tuple[np.ndarray, np.ndarray]:
     return um, np.bincount(inv, io.write[rows], um.shape[0])
 
 
+def job_minutely(io: IoRates) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every job's I/O speed per minute, summed over its nodes (seed 003 §5.3, per-job write
+    series): (job code, minute, write unit/s, read unit/s), ordered by job then minute."""
+    g = group_codes(io.job, io.minute)
+    ng = int(g.max()) + 1 if g.size else 0
+    first = np.zeros(ng, dtype=np.int64)
+    first[g] = np.arange(g.shape[0])
+    return (io.job[first], io.minute[first], np.bincount(g, io.write, ng),
+            np.bincount(g, io.read, ng))
+
+
 def job_write_stats(io: IoRates) -> tuple[np.ndarray, np.ndarray]:
     """Per job (code order): the highest write speed of one node in one minute, and the total
     amount written."""

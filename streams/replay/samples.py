@@ -10,6 +10,10 @@ files), I/O in LLview's MiB and MiB/s. Writes to --out:
 * dfs_minutely.csv: minute,write_mb_s,read_mb_s,jobs_writing (minute = its start, --tz);
 * hot_zones.csv: start,end,peak_mb_s,minutes,top_jobs (end = end of the last hot minute;
   top_jobs = ``job:share`` of the data written in the hot minutes, ``;``-separated);
+* job_write_series.csv: job,minute,write_mb_s,read_mb_s (each job's speed summed over nodes);
+* dfs_minutely_fs.csv / hot_zones_fs.csv: the same two reports per file system (fs column
+  first) when the source has per-file-system series (LLview FSusage_<job>_<fs>, sample
+  fs_rates); thresholds per file system with --hot-zone-fs FS=MBps;
 * summary.json: units, thresholds, per-class SA ratios and histograms.
 """
 
@@ -32,6 +36,8 @@ from models.dfs import (
     dfs_minutely,
     hot_zone_threshold,
     hot_zones,
+    io_from_rates,
+    job_minutely,
     job_write_stats,
 )
 from models.nodesample import Interner, to_arrays
@@ -47,7 +53,7 @@ from models.utilization import (
     job_utilization,
     measures_from_samples,
 )
-from streams.fileio import read_text
+from streams.fileio import read_text, write_csv
 
 JOB_COLUMNS = ["job", "nodes", "cores", "measures", "core_util_mean", "mem_mean_ratio",
                "mem_max_core_ratio", "swap_kb_max", "sa_core_seconds", "write_max_node_mb_s",
@@ -67,6 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "Gofree NFS: IOR 98 +- 5 MB/s)")
     g.add_argument("--hot-zone-bw", default=None, metavar="MEAN,STD",
                    help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)")
+    g.add_argument("--hot-zone-fs", action="append", default=[], metavar="FS=MBps",
+                   help="hot-zone threshold of one file system (repeatable; others use "
+                   "--hot-zone)")
     g.add_argument("--hot-zone-gap", type=int, default=0, metavar="MIN",
                    help="hot minutes at most this many minutes apart form one episode (0)")
     g.add_argument("--hot-zone-top", type=int, default=3, metavar="N",
@@ -100,7 +109,23 @@ def _load_samples(args: argparse.Namespace, rejects: list[Reject]
     m = measures_from_samples(arr, args.sample_period)
     io = io_from_samples(arr, args.sample_period)
     minutes = np.unique(np.floor(arr.ts / 60).astype(np.int64))
-    return m, io, minutes, "MB"
+    return m, io, minutes, "MB", _fs_from_rates(samples, arr, args.sample_period)
+
+
+def _fs_from_rates(samples: list, arr, period: float) -> dict[str, IoRates]:
+    """Per file system, from sources that give per-file-system speeds (NodeSample.fs_rates)."""
+    rows: dict[str, list[tuple[int, int, float, float, float]]] = {}
+    jix = {n: i for i, n in enumerate(arr.jobs)}
+    nix = {n: i for i, n in enumerate(arr.nodes)}
+    for smp in samples:
+        for fs, w, r in smp.fs_rates:
+            rows.setdefault(fs, []).append((jix[smp.job], nix[smp.node], smp.ts, w, r))
+    out = {}
+    for fs, rs in rows.items():
+        a = np.array(rs, dtype=float)
+        out[fs] = io_from_rates(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2],
+                                a[:, 3], a[:, 4], np.full(len(rs), period), arr.jobs, arr.nodes)
+    return out
 
 
 def _llview_files(paths: list[str]) -> list[dict[str, Path]]:
@@ -116,6 +141,9 @@ def _llview_files(paths: list[str]) -> list[dict[str, Path]]:
             g["loadmem"] = f
         elif n.startswith("FSusage_") and n.endswith("_all_node.dat"):
             g["fs"] = f
+        elif n.startswith("FSusage_") and n.endswith("_node.dat"):
+            # FSusage_<job>_<file system>_node.dat
+            g["fs:" + n[len("FSusage_"):-len("_node.dat")].split("_", 1)[-1]] = f
         elif n.startswith("PCOREusage_"):
             g["pcore"] = f
         elif n.startswith("jobreport_") and n.endswith(".json"):
@@ -128,6 +156,7 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
     jobs, nodes, classes = Interner(), Interner(), Interner()
     parts_m: list[NodeMeasures] = []
     parts_io: list[IoRates] = []
+    fs_parts: dict[str, list[IoRates]] = {}
     minutes: list[np.ndarray] = []
     groups = _llview_files(args.paths)
     if not groups:
@@ -150,6 +179,10 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         if "fs" in g:
             fs = llview.parse_series(read_text(g["fs"]), str(g["fs"]), rejects)
             parts_io.append(llview.io_from_fsusage(fs, lm.num["ts"], jobs, nodes))
+        for key in sorted(k for k in g if k.startswith("fs:")):
+            fs = llview.parse_series(read_text(g[key]), str(g[key]), rejects)
+            fs_parts.setdefault(key[3:], []).append(
+                llview.io_from_fsusage(fs, lm.num["ts"], jobs, nodes))
     cat = np.concatenate
     nj = len(jobs.names)
     jc = np.zeros(nj, dtype=np.int64)
@@ -165,16 +198,32 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         swap_kb=cat([x.swap_kb for x in parts_m]), jobs=jobs.names, nodes=nodes.names,
         job_class=jc, classes=classes.names,
         period=float(np.median([x.period for x in parts_m])))
+    io = _concat_io(parts_io, jobs.names, nodes.names)
+    per_fs = {fs: _concat_io(parts, jobs.names, nodes.names) for fs, parts in fs_parts.items()}
+    return m, io, np.unique(cat(minutes)), "MiB", per_fs
+
+
+def _concat_io(parts: list[IoRates], jobs: list[str], nodes: list[str]) -> IoRates:
     z = np.zeros(0)
     zi = np.zeros(0, dtype=np.int64)
-    io = IoRates(
-        job=cat([x.job for x in parts_io] or [zi]), node=cat([x.node for x in parts_io] or [zi]),
-        minute=cat([x.minute for x in parts_io] or [zi]),
-        write=cat([x.write for x in parts_io] or [z]), read=cat([x.read for x in parts_io] or [z]),
-        write_amount=cat([x.write_amount for x in parts_io] or [z]),
-        read_amount=cat([x.read_amount for x in parts_io] or [z]),
-        jobs=jobs.names, nodes=nodes.names)
-    return m, io, np.unique(cat(minutes)), "MiB"
+    cat = np.concatenate
+    return IoRates(
+        job=cat([x.job for x in parts] or [zi]), node=cat([x.node for x in parts] or [zi]),
+        minute=cat([x.minute for x in parts] or [zi]),
+        write=cat([x.write for x in parts] or [z]), read=cat([x.read for x in parts] or [z]),
+        write_amount=cat([x.write_amount for x in parts] or [z]),
+        read_amount=cat([x.read_amount for x in parts] or [z]), jobs=jobs, nodes=nodes)
+
+
+def _fs_thresholds(args: argparse.Namespace) -> dict[str, float]:
+    out = {}
+    for item in args.hot_zone_fs:
+        fs, _, value = item.partition("=")
+        try:
+            out[fs.strip()] = float(value)
+        except ValueError:
+            raise SystemExit(f"--hot-zone-fs {item!r}: expected FS=MBps") from None
+    return out
 
 
 def _num(x: float, nd: int = 6) -> str:
@@ -208,9 +257,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.format == "llview":
-        m, io, minutes, unit = _load_llview(args, rejects)
+        m, io, minutes, unit, per_fs = _load_llview(args, rejects)
     else:
-        m, io, minutes, unit = _load_samples(args, rejects)
+        m, io, minutes, unit, per_fs = _load_samples(args, rejects)
     mpc = None if args.mem_per_core is None else args.mem_per_core * GIB_KB
     u = job_utilization(m, mpc, args.cores_per_node)
     wmax, wtot = job_write_stats(io)
@@ -230,8 +279,31 @@ def run(args: argparse.Namespace) -> int:
         for z in zones:
             w.writerow([_iso(z.start, tz), _iso(z.end + 1, tz), _num(z.peak), z.minutes,
                         ";".join(f"{j}:{s:.4f}" for j, s in z.top_jobs)])
+    jc, jm, jw, jr = job_minutely(io)
+    write_csv(out / "job_write_series.csv", ["job", "minute", "write_mb_s", "read_mb_s"],
+              ([u.jobs[j], _iso(int(mi), tz), _num(w_), _num(r_)]
+               for j, mi, w_, r_ in zip(jc.tolist(), jm.tolist(), jw.tolist(), jr.tolist(),
+                                        strict=True)))
+    fs_thr = _fs_thresholds(args)
+    fs_zones: dict[str, int] = {}
+    if per_fs:
+        fs_rows, zone_rows = [], []
+        for fs in sorted(per_fs):
+            fio = per_fs[fs]
+            fdm = dfs_minutely(fio, minutes)
+            fs_rows += [[fs, _iso(int(fdm.minute[k]), tz), _num(fdm.write[k]), _num(fdm.read[k]),
+                         int(fdm.jobs_writing[k])] for k in range(fdm.minute.shape[0])]
+            fz = hot_zones(fdm, fio, fs_thr.get(fs, thr), top=args.hot_zone_top,
+                           max_gap=args.hot_zone_gap)
+            fs_zones[fs] = len(fz)
+            zone_rows += [[fs, _iso(z.start, tz), _iso(z.end + 1, tz), _num(z.peak), z.minutes,
+                           ";".join(f"{j}:{sh:.4f}" for j, sh in z.top_jobs)] for z in fz]
+        write_csv(out / "dfs_minutely_fs.csv", ["fs", *DFS_COLUMNS], fs_rows)
+        write_csv(out / "hot_zones_fs.csv", ["fs", *HOT_COLUMNS], zone_rows)
     summary = {
         "format": args.format,
+        "file_systems": {fs: {"threshold": fs_thr.get(fs, thr), "hot_zone_episodes": n}
+                         for fs, n in fs_zones.items()},
         "io_unit": unit,
         "rate_unit": f"{unit}/s",
         "hot_zone_threshold": thr,

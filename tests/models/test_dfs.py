@@ -118,3 +118,15 @@ def test_dfs_matches_reference(samples):
         assert z.peak == pytest.approx(r[2])
         assert {j for j, _ in z.top_jobs} == {j for j, _ in r[4]}
         assert sorted(x for _, x in z.top_jobs) == pytest.approx(sorted(x for _, x in r[4]))
+
+
+def test_job_minutely_sums_nodes_per_job_and_minute() -> None:
+    from models.dfs import IoRates, job_minutely
+
+    io = IoRates(job=np.array([1, 0, 1, 1]), node=np.array([0, 0, 1, 0]),
+                 minute=np.array([5, 5, 5, 6]), write=np.array([1.5, 2.0, 0.25, 4.0]),
+                 read=np.array([0.0, 1.0, 1.0, 0.5]), write_amount=np.zeros(4),
+                 read_amount=np.zeros(4), jobs=["a", "b"], nodes=["n0", "n1"])
+    job, minute, w, r = job_minutely(io)
+    assert list(zip(job.tolist(), minute.tolist(), w.tolist(), r.tolist(), strict=True)) == [
+        (0, 5, 2.0, 1.0), (1, 5, 1.75, 1.0), (1, 6, 4.0, 0.5)]

@@ -115,3 +115,30 @@ def test_replay_llview_job_9438058(tmp_path):
     hz = _rows(out / "hot_zones.csv")
     assert hz and all(r["top_jobs"] == "9438058:1.0000" for r in hz)
     assert all(float(r["peak_mb_s"]) > 93 for r in hz)
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/llview absent")
+def test_replay_llview_per_file_system_and_job_series(tmp_path):
+    out = tmp_path / "out"
+    assert main(["replay", "--format", "llview", str(DATA), "--out", str(out),
+                 "--hot-zone-fs", "scratch=50"]) == 0
+    per_fs = _rows(out / "dfs_minutely_fs.csv")
+    assert {r["fs"] for r in per_fs} == {"fastdata", "home", "project", "scratch"}
+    total = {r["minute"]: float(r["write_mb_s"]) for r in _rows(out / "dfs_minutely.csv")}
+    by_minute: dict[str, float] = {}
+    for r in per_fs:
+        by_minute[r["minute"]] = by_minute.get(r["minute"], 0.0) + float(r["write_mb_s"])
+    # the file systems add up to LLview's own "all" series (its 6-decimal rounding aside)
+    assert by_minute.keys() == total.keys()
+    assert max(abs(by_minute[m] - total[m]) for m in total) < 0.02
+    # one job: its write series is the whole DFS load, minute by minute
+    series = {r["minute"]: float(r["write_mb_s"]) for r in _rows(out / "job_write_series.csv")}
+    assert set(series) <= set(total)
+    assert {m: series.get(m, 0.0) for m in total} == pytest.approx(total, abs=1e-9)
+    zones = _rows(out / "hot_zones_fs.csv")
+    assert zones and {z["fs"] for z in zones} == {"scratch"}
+    assert all(float(z["peak_mb_s"]) > 50 for z in zones)
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert summary["file_systems"]["scratch"]["threshold"] == 50.0
+    assert summary["file_systems"]["home"]["threshold"] == 93.0
