@@ -60,6 +60,19 @@ def _stable_order(codes: np.ndarray) -> np.ndarray:
     return np.argsort(codes, kind="stable")
 
 
+def unique_ints(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an int array; a bitmap when their range is small (O(n), no
+    sort), else np.unique."""
+    if a.size == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    if hi - lo < 16 * a.size + 4096:
+        seen = np.zeros(hi - lo + 1, dtype=bool)
+        seen[a - lo] = True
+        return np.flatnonzero(seen) + lo
+    return np.unique(a)
+
+
 def split_at_edges(start: np.ndarray, end: np.ndarray, edges: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split intervals [start, end) at sorted ``edges`` (which must cover them).
@@ -100,11 +113,19 @@ class _PairCounter:
         self.count = _grow(self.count, n_jobs, 0)
         if job.size == 0:
             return
-        keys = np.unique((job << 32) | node)
-        fresh = keys[~np.isin(keys, self.pairs, assume_unique=True)]
+        js = unique_ints(job)  # the few jobs of this batch, densely renumbered
+        local = np.searchsorted(js, job)
+        width = int(node.max()) + 1
+        dense = unique_ints(local * width + node)
+        keys = (js[dense // width] << 32) | (dense % width)
+        pos = np.searchsorted(self.pairs, keys)  # pairs is sorted: a binary search each
+        known = np.zeros(keys.size, dtype=bool)
+        inside = pos < self.pairs.size
+        known[inside] = self.pairs[pos[inside]] == keys[inside]
+        fresh = keys[~known]
         if fresh.size:
             self.count += np.bincount(fresh >> 32, minlength=self.count.size)
-            self.pairs = np.union1d(self.pairs, fresh)
+            self.pairs = np.insert(self.pairs, pos[~known], fresh)  # stays sorted, O(n) copy
 
     def prune(self, last_seen: np.ndarray, now_ms: int) -> None:
         if self.pairs.size == 0:
@@ -326,10 +347,14 @@ class DrainAccountant:
                                     ).astype(np.int64)
 
         # per window category sums
-        hu, hinv = np.unique(pw, return_inverse=True)
-        sums = np.bincount(hinv * ncat + pcat, weights=pl, minlength=hu.size * ncat)
-        sums = np.rint(sums).astype(np.int64).reshape(hu.size, ncat)
-        for k, h in enumerate(hu.tolist()):
+        w0 = int(pw.min())
+        nw = int(pw.max()) - w0 + 1
+        sums = np.bincount((pw - w0) * ncat + pcat, weights=pl, minlength=nw * ncat)
+        sums = np.rint(sums).astype(np.int64).reshape(nw, ncat)
+        for k in range(nw):
+            h = w0 + k
+            if not sums[k].any():
+                continue
             key = int(self.fine.edges[h])
             row = self._win.get(key)
             if row is None:
@@ -366,7 +391,7 @@ class DrainAccountant:
             return
         w0 = int(win.min())
         span = int(win.max()) - w0 + 1
-        keys = np.unique(node * span + (win - w0))  # sorted by node, then window
+        keys = unique_ints(node * span + (win - w0))  # sorted by node, then window
         n_ = keys // span
         w_ = edges[keys % span + w0]
         fresh = w_ != last[n_]
