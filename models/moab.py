@@ -163,6 +163,12 @@ def parse_lines_slow(data: bytes, book: Codebook, source: str = "",
     return ParsedChunk(NodeStatusBatch.from_records(records, book), rejects, len(lines), ignored)
 
 
+def _tokenise(data: bytes) -> pl.DataFrame:
+    return pl.read_csv(data, has_header=False, separator="'", quote_char=None, schema=_SCHEMA,
+                       missing_columns="insert", truncate_ragged_lines=True, encoding="utf8",
+                       raise_if_empty=False)
+
+
 def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
                      first_lineno: int = 1) -> ParsedChunk:
     """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
@@ -170,17 +176,16 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset); any
     other line goes through ``classify_line``, which keeps valid variants and rejects the rest.
     """
-    n_lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
-    if n_lines == 0:
+    if not data:
         return ParsedChunk(NodeStatusBatch.empty())
     try:
-        df = pl.read_csv(data, has_header=False, separator="'", quote_char=None,
-                         schema=_SCHEMA, missing_columns="insert", truncate_ragged_lines=True,
-                         encoding="utf8-lossy", raise_if_empty=False)
-    except pl.exceptions.PolarsError:
-        return parse_lines_slow(data, book, source, first_lineno)
-    if df.height != n_lines:
-        return parse_lines_slow(data, book, source, first_lineno)
+        df = _tokenise(data)
+    except pl.exceptions.PolarsError:  # e.g. bytes that are not UTF-8: replace them, retry
+        try:
+            df = _tokenise(data.decode("utf-8", "replace").encode())
+        except pl.exceptions.PolarsError:
+            return parse_lines_slow(data, book, source, first_lineno)
+    n_lines = df.height  # one row per line, blank lines included (checked below on rejects)
     cats = {k: pl.Categories.random() for k in ("sec", "tail", "node", "state", "rsv", "job")}
 
     def code(expr: pl.Expr, k: str) -> pl.Expr:
@@ -276,6 +281,10 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     rescued: list[tuple[int, NodeStatus]] = []
     if bad.size:
         lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if len(lines) != n_lines:  # the tokenizer did not keep one row per line: be safe
+            return parse_lines_slow(data, book, source, first_lineno)
         for i in bad.tolist():
             text = lines[i].decode("utf-8", "replace")
             r = classify_line(text)

@@ -236,3 +236,14 @@ def test_state_records_count_unknown_states() -> None:
     acc, book, _ = run(lines)
     counts = dict(zip(book.states.names, acc.state_records.tolist(), strict=False))
     assert counts["Flaky"] == 2 and counts["Idle"] == 1
+
+
+def test_parser_survives_bytes_that_are_not_utf8_and_crlf() -> None:
+    good = line(T0, "1", "Idle", rsv="7").encode()
+    data = (good + b"\r\n" + b"\xff\xfe garbage \x80\n"
+            + line(T0 + timedelta(seconds=60), "1", "Busy", job="7").encode() + b"\r\n")
+    fast = parse_moab_chunk(data, Codebook(), "f")
+    slow = parse_lines_slow(data, Codebook(), "f")
+    assert len(fast.batch) == len(slow.batch) == 2
+    assert fast.ignored == slow.ignored == 1 and fast.lines == 3
+    assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)
