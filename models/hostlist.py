@@ -19,6 +19,8 @@ import itertools
 import re
 from collections.abc import Iterable
 
+from models.reject import RecordError
+
 # Largest number of hosts one range may expand to (Slurm's MAX_RANGE is 64 Ki as well).
 MAX_RANGE = 1 << 16
 
@@ -26,12 +28,8 @@ _EMPTY = frozenset({"", "none assigned", "(null)", "none"})
 _LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
 
 
-class HostlistError(ValueError):
+class HostlistError(RecordError):
     """A hostlist expression that cannot be expanded; ``reason`` is a short stable key."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 def _split_top(expr: str) -> list[str]:

@@ -14,15 +14,13 @@ from typing import Any
 
 import orjson
 
+from models.reject import RecordError
+
 EVENT_TYPES = ("submit", "start", "end")
 
 
-class JobEventError(ValueError):
+class JobEventError(RecordError):
     """A job-event record that cannot be used; ``reason`` is a short stable key for counting."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 @dataclass(slots=True, frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from .nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
-from .reject import Reject
+from .reject import RecordError, Reject
 
 LINE_RE = re.compile(
     r"^(?P<ts>\S+) \S+ \S+\s+Node '(?P<node>[^']*)' status: state='(?P<state>[^']*)'"
@@ -33,8 +33,8 @@ _TS_TAIL_RE = re.compile(r"^(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$")
 _SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is malformed
 
 
-class TimestampError(ValueError):
-    pass
+class TimestampError(RecordError):
+    """A node-status timestamp that is not ISO 8601 with a UTC offset."""
 
 
 @dataclass(slots=True)
@@ -49,7 +49,7 @@ def _tail_ms(tail: str) -> int:
     """'.696-0600' -> milliseconds to ADD to the local wall-clock time to get UTC."""
     m = _TS_TAIL_RE.match(tail)
     if m is None:
-        raise TimestampError(tail)
+        raise TimestampError("bad_timestamp", tail)
     frac, off = m.groups()
     ms = int((frac or "0")[:3].ljust(3, "0"))  # sub-millisecond digits are truncated
     if off == "Z":
@@ -57,7 +57,7 @@ def _tail_ms(tail: str) -> int:
     sign = -1 if off[0] == "-" else 1
     hh, mm = int(off[1:3]), int(off[-2:])
     if hh > 23 or mm > 59:
-        raise TimestampError(tail)
+        raise TimestampError("bad_timestamp", tail)
     return ms - sign * (hh * 3600 + mm * 60) * 1000
 
 
@@ -109,14 +109,14 @@ def parse_timestamp_ms(text: str) -> int:
     """One Moab timestamp -> POSIX ms; TimestampError when it is not ISO 8601 with an offset."""
     head, tail = text[:19], text[19:]
     if not _TS_HEAD_RE.match(head):
-        raise TimestampError(text)
+        raise TimestampError("bad_timestamp", text)
     try:
         datetime.fromisoformat(head)
     except ValueError as e:
-        raise TimestampError(text) from e
+        raise TimestampError("bad_timestamp", text) from e
     sec = int(local_seconds([head])[0])
     if sec == -(2**62):
-        raise TimestampError(text)
+        raise TimestampError("bad_timestamp", text)
     return sec * 1000 + _tail_ms(tail)
 
 

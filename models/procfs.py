@@ -19,14 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.nodesample import sort_order
+from models.reject import RecordError
 
 
-class ProcParseError(ValueError):
+class ProcParseError(RecordError):
     """/proc text that cannot be used; ``reason`` is a short stable key for counting."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 # ---------------------------------------------------------------- /proc/<pid>/status, io, stat

@@ -10,6 +10,15 @@ from collections import Counter
 from dataclasses import dataclass
 
 
+class RecordError(ValueError):
+    """An input record that cannot be used; ``reason`` is a short stable key for counting.
+    Each parser subclasses it, so callers can catch one family or all of them."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
 @dataclass(slots=True, frozen=True)
 class Reject:
     reason: str

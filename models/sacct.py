@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 
 from models.hostlist import HostlistError, expand_hostlist
 from models.jobevent import JobEvent
-from models.reject import Reject
+from models.reject import RecordError, Reject
 
 FIELDS_26 = (
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "gid", "user", "uid",
@@ -52,12 +52,8 @@ _MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)$")
 _MEM_MB = {"": 1.0, "K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
-class SacctError(ValueError):
+class SacctError(RecordError):
     """A sacct record that cannot be used; ``reason`` is a short stable key for counting."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,16 +25,14 @@ from collections.abc import Iterable, Iterator
 import orjson
 
 from models.nodesample import NodeSample
-from models.reject import Reject
+from models.reject import RecordError, Reject
 
 _INT_FIELDS = ("pid", "vmPeak", "vmSize", "vmRss", "vmSwap", "syscr", "syscw", "read_bytes",
                "write_bytes", "receive", "transmit")
 
 
-class SampleTraceError(ValueError):
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
+class SampleTraceError(RecordError):
+    """A node-sample trace record that cannot be used (see models.reject.RecordError)."""
 
 
 def sample_to_dict(s: NodeSample) -> dict[str, object]:

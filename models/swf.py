@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from models.reject import Reject
+from models.reject import RecordError, Reject
 
 N_FIELDS = 18
 
@@ -26,12 +26,8 @@ N_FIELDS = 18
 _HEADER_RE = re.compile(r"^;\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*:(?:\s+(.*?)|)\s*$")
 
 
-class SwfError(ValueError):
+class SwfError(RecordError):
     """An SWF job line that cannot be used; ``reason`` is a short stable key for counting."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 @dataclass(slots=True)
