@@ -32,6 +32,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from models.jobevent import JobEvent
 
@@ -53,9 +54,15 @@ class Prediction:
 def predict_from_history(runs: Sequence[float], min_runs: int = DEFAULT_MIN_RUNS,
                          trim_from: int = DEFAULT_TRIM_FROM, z: float = DEFAULT_Z) -> Prediction:
     """Prediction from past run times (seconds); None/None when fewer than min_runs."""
+    return Prediction(*_estimate(runs, min_runs, trim_from, z))
+
+
+def _estimate(runs: Sequence[float], min_runs: int, trim_from: int, z: float
+              ) -> tuple[int, float | None, float | None]:
+    """(runs, mean, upper) of :func:`predict_from_history`, as a plain tuple (hot path)."""
     n = len(runs)
     if n < max(min_runs, 1):
-        return Prediction(n, None, None)
+        return n, None, None
     xs = sorted(runs)
     if n >= trim_from and n >= 3:
         xs = xs[1:-1]
@@ -71,7 +78,7 @@ def predict_from_history(runs: Sequence[float], min_runs: int = DEFAULT_MIN_RUNS
     upper = mean + z * s
     if xs[-1] > upper:
         upper = xs[-1]
-    return Prediction(n, mean, upper)
+    return n, mean, upper
 
 
 @dataclass(slots=True)
@@ -103,10 +110,12 @@ class RunningJob:
 
 
 class RuntimePredictor:
-    """Streaming predictor: history per (user, name), prediction fixed at each job's start."""
+    """Streaming predictor: history per (user, name), prediction fixed at each job's start.
+    Each history keeps its estimate until its next run ends (computed at most once per
+    history version)."""
 
     __slots__ = ("min_runs", "trim_from", "z", "history", "overrun_margin", "cap_by_request",
-                 "request_as_name", "_hist", "_cache", "_running", "unmatched_ends")
+                 "request_as_name", "_hist", "_running", "unmatched_ends")
 
     def __init__(self, min_runs: int = DEFAULT_MIN_RUNS, trim_from: int = DEFAULT_TRIM_FROM,
                  z: float = DEFAULT_Z, history: int = DEFAULT_HISTORY,
@@ -119,68 +128,81 @@ class RuntimePredictor:
         self.overrun_margin = overrun_margin
         self.cap_by_request = cap_by_request
         self.request_as_name = request_as_name
-        self._hist: dict[tuple[str | None, str | float | None], deque[float]] = {}
-        self._cache: dict[tuple[str | None, str | float | None], Prediction] = {}
-        # job -> (start, user, name, nodes, req, runs, predicted, upper, history key name)
+        # (user, name or request) -> [last runs, their (runs, mean, upper) or None if stale]
+        self._hist: dict[tuple[str | None, str | float | None], list[Any]] = {}
+        # job -> (start, user, name, nodes, req, runs, predicted, upper, history key)
         self._running: dict[str, tuple] = {}
         self.unmatched_ends = 0
+
+    def _estimate_of(self, h: list[Any]) -> tuple[int, float | None, float | None]:
+        est = h[1]
+        if est is None:
+            est = h[1] = _estimate(h[0], self.min_runs, self.trim_from, self.z)
+        return est
 
     def predict(self, user: str | None, name: str | float | None) -> Prediction:
         """Prediction for (user, name); ``name`` may be the requested wall time (a float) when
         ``request_as_name`` stands it in for a missing name."""
-        key = (user, name)
-        p = self._cache.get(key)
-        if p is None:
-            h = self._hist.get(key)
-            p = predict_from_history(h or (), self.min_runs, self.trim_from, self.z)
-            self._cache[key] = p
-        return p
+        h = self._hist.get((user, name))
+        if h is None:
+            return predict_from_history((), self.min_runs, self.trim_from, self.z)
+        return Prediction(*self._estimate_of(h))
 
     def update(self, events: Iterable[JobEvent]) -> list[PredictionRow]:
         out: list[PredictionRow] = []
-        running, hist, cache = self._running, self._hist, self._cache
+        append = out.append
+        running, hist = self._running, self._hist
         cap, margin, maxlen = self.cap_by_request, self.overrun_margin, self.history
+        as_name = self.request_as_name
+        min_runs, trim_from, z = self.min_runs, self.trim_from, self.z
+        none = _estimate((), min_runs, trim_from, z)
         for e in events:
             typ = e.type
             if typ == "start":
                 user, name = e.user, e.name
                 req = e.req_walltime
                 sig: str | float | None = name
-                if sig is None and req and self.request_as_name:
+                if sig is None and req and as_name:
                     sig = req  # a float never equals a name (str)
                 key = (user, sig)
-                p = cache.get(key)
-                if p is None:
-                    p = self.predict(user, sig)
-                pred, up = p.predicted, p.upper
+                h = hist.get(key)
+                if h is None:
+                    est = none
+                else:
+                    est = h[1]
+                    if est is None:
+                        est = h[1] = _estimate(h[0], min_runs, trim_from, z)
+                runs, pred, up = est
                 if cap and req and pred is not None:
-                    pred = min(pred, req)
-                    up = min(up, req)  # type: ignore[type-var]
-                running[e.job] = (e.ts, user, name, e.nodes or 1, req, p.runs, pred, up, sig)
+                    if req < pred:
+                        pred = req
+                    if req < up:  # type: ignore[operator]
+                        up = req
+                running[e.job] = (e.ts, user, name, e.nodes or 1, req, runs, pred, up, key)
             elif typ == "end":
                 r = running.pop(e.job, None)
                 if r is None:
                     self.unmatched_ends += 1
                     continue
-                start, user, name, _nodes, req, runs, pred, up, sig = r
+                start, user, name, _nodes, req, runs, pred, up, key = r
                 actual = e.ts - start
                 if actual < 0.0:
                     actual = 0.0
                 overran = up is not None and actual > up + margin
-                out.append(PredictionRow(e.job, user, name, runs, pred, up, actual, req, overran))
-                key = (user, sig)
+                append(PredictionRow(e.job, user, name, runs, pred, up, actual, req, overran))
                 h = hist.get(key)
                 if h is None:
-                    h = hist[key] = deque(maxlen=maxlen)
-                h.append(actual)
-                cache.pop(key, None)
+                    hist[key] = [deque((actual,), maxlen=maxlen), None]
+                else:
+                    h[0].append(actual)
+                    h[1] = None
         return out
 
     def running(self, now: float) -> list[RunningJob]:
         """Running jobs with expected ends (upper estimate; ``*1-day`` when unknown), sorted by
         expected end, the order of the seed's ll_jobs display."""
         out = []
-        for job, (start, user, name, nodes, _req, _runs, _pred, up, _sig) in \
+        for job, (start, user, name, nodes, _req, _runs, _pred, up, _key) in \
                 self._running.items():
             known = up is not None
             end = start + (up if known else UNKNOWN_RUNTIME_S)
