@@ -26,6 +26,8 @@ import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 import orjson
 
@@ -37,6 +39,8 @@ DEFAULT_LAMBDA = 0.9
 DEFAULT_FLOOR = 1.0  # slot-seconds: below this A(t) is dropped from the table (hook returns 0)
 
 HOLDER_KINDS = ("user", "group")
+_SORTED_KINDS = tuple(sorted(HOLDER_KINDS))  # row order: ts, kind, holder
+_ROW_ORDER = attrgetter("ts", "holder_kind", "holder")
 
 
 @dataclass(slots=True)
@@ -97,21 +101,22 @@ class ShortJobPenalty:
         self.history = history
         # running job -> start ts
         self._start: dict[str, float] = {}
-        # (kind, holder) -> [N_s, T_s] in the open interval
-        self._pending: dict[tuple[str, str], list[float]] = {}
-        # (kind, holder) -> [A, k]: A(t) at tick k (ticks mode: k is always the last tick)
-        self._adjust: dict[tuple[str, str], list[float]] = {}
-        # changes mode: heap of (tick when A falls below floor, kind, holder, k of that A)
-        self._drops: list[tuple[int, str, str, int]] = []
+        # kind -> holder -> [N_s, T_s] in the open interval
+        self._pending: dict[str, dict[str, list[Any]]] = {k: {} for k in _SORTED_KINDS}
+        # kind -> holder -> [A, k, ...]: A(t) at tick k (ticks mode: k is always the last tick;
+        # changes mode: see _close_changes)
+        self._adjust: dict[str, dict[str, list[Any]]] = {k: {} for k in _SORTED_KINDS}
+        # changes mode: heap of (tick when A falls below floor, kind, holder)
+        self._drops: list[tuple[int, str, str]] = []
         self._tick: int | None = None  # the open interval is ((k-1)I, kI]
         self.last_tick_ts: float | None = None
         self.unmatched_ends = 0
         self.short_jobs = 0
 
     def _drop_tick(self, a: float, k: int) -> int:
-        """First tick j > k with a * lam^(j - k) < floor."""
-        m = max(1, math.floor(math.log(self.floor / a) / self._log_lam) + 1)
+        """First tick j > k with a * lam^(j - k) < floor (a >= floor)."""
         lam, floor = self.lam, self.floor
+        m = math.floor(math.log(floor / a) / self._log_lam) + 1  # >= 1: log(floor/a) <= 0
         while m > 1 and a * lam ** (m - 1) < floor:
             m -= 1
         while a * lam**m >= floor:
@@ -119,36 +124,70 @@ class ShortJobPenalty:
         return k + m
 
     def _close_changes(self, k: int, out: list[ShortJobRow]) -> None:
+        """Cost per holder with new short jobs (and per holder dropped), not per tick.
+
+        Changes-mode entries are [A, k, j, exact]: j is the tick of the holder's one live entry
+        in the drop heap, and j <= the drop tick of (A, k), equal when ``exact``. New short
+        jobs only raise A, so its drop tick cannot move earlier: the scheduled j stays valid
+        (checked: A still >= floor at tick j - 1) and the exact drop tick is computed when j
+        comes up, instead of one log / pow and heap entry per update."""
         tick = self._tick
         assert tick is not None
         lam, one_minus, floor, interval = self.lam, 1.0 - self.lam, self.floor, self.interval
-        adjust, pending, drops = self._adjust, self._pending, self._drops
-        rows: list[ShortJobRow] = []
-        if pending:
-            t = tick * interval
-            for key, (n, pen) in pending.items():
-                old = adjust.get(key)
-                # lam * A(tick - 1), A decayed from its last update
-                a_prev = old[0] * lam ** (tick - old[1]) if old is not None else 0.0
-                a = a_prev + one_minus * pen
-                if a >= floor:
-                    adjust[key] = [a, tick]
-                    heapq.heappush(drops, (self._drop_tick(a, tick), key[0], key[1], tick))
+        drops = self._drops
+        n_out = len(out)
+        append = out.append
+        t = tick * interval
+        for kind in _SORTED_KINDS:
+            pending = self._pending[kind]
+            if not pending:
+                continue
+            adjust = self._adjust[kind]
+            for holder in sorted(pending):
+                n, pen = pending[holder]
+                old = adjust.get(holder)
+                if old is None:
+                    a = one_minus * pen + 0.0
+                    if a >= floor:
+                        j = self._drop_tick(a, tick)
+                        adjust[holder] = [a, tick, j, True]
+                        heapq.heappush(drops, (j, kind, holder))
                 else:
-                    adjust.pop(key, None)
-                rows.append(ShortJobRow(t, key[0], key[1], int(n), pen, a))
+                    # lam * A(tick - 1), A decayed from its last update
+                    a = old[0] * lam ** (tick - old[1]) + one_minus * pen
+                    if a >= floor:
+                        j = old[2]
+                        if j - tick < 2 or a * lam ** (j - 1 - tick) >= floor:
+                            old[0], old[1], old[3] = a, tick, False  # j still <= drop tick
+                        else:  # only through rounding: schedule the exact drop tick
+                            j = self._drop_tick(a, tick)
+                            adjust[holder] = [a, tick, j, True]
+                            heapq.heappush(drops, (j, kind, holder))
+                    else:
+                        del adjust[holder]
+                append(ShortJobRow(t, kind, holder, n, pen, a))
             pending.clear()
         last = k - 1
-        while drops and drops[0][0] <= last:
-            j, kind, holder, k_a = heapq.heappop(drops)
-            cur = adjust.get((kind, holder))
-            if cur is None or cur[1] != k_a:
-                continue  # superseded by newer short jobs
-            del adjust[(kind, holder)]
-            rows.append(ShortJobRow(j * interval, kind, holder, 0, 0.0, 0.0))
-        if rows:
-            rows.sort(key=lambda r: (r.ts, r.holder_kind, r.holder))
-            out.extend(rows)
+        if drops and drops[0][0] <= last:
+            n_pending = len(out) - n_out
+            heappop, heappush, adjusts = heapq.heappop, heapq.heappush, self._adjust
+            while drops and drops[0][0] <= last:
+                j, kind, holder = heappop(drops)
+                adjust = adjusts[kind]
+                cur = adjust.get(holder)
+                if cur is None or cur[2] != j:
+                    continue  # stale: the holder was dropped or rescheduled since
+                if not cur[3]:
+                    j_exact = self._drop_tick(cur[0], cur[1])
+                    if j_exact != j:  # later: reschedule (popped in order, maybe now)
+                        cur[2], cur[3] = j_exact, True
+                        heappush(drops, (j_exact, kind, holder))
+                        continue
+                del adjust[holder]
+                append(ShortJobRow(j * interval, kind, holder, 0, 0.0, 0.0))
+            if n_pending and len(out) - n_out > n_pending:
+                # both runs are sorted by (ts, kind, holder); merge them
+                out[n_out:] = sorted(out[n_out:], key=_ROW_ORDER)
         self._tick = k
         self.last_tick_ts = last * interval
 
@@ -156,30 +195,31 @@ class ShortJobPenalty:
         tick = self._tick
         assert tick is not None
         lam, one_minus, floor, interval = self.lam, 1.0 - self.lam, self.floor, self.interval
-        adjust, pending = self._adjust, self._pending
         append = out.append
         while tick < k:
-            if not adjust and not pending:
+            if not any(self._adjust.values()) and not any(self._pending.values()):
                 tick = k  # nothing to decay: jump
                 break
             t = tick * interval
-            for key in sorted(adjust.keys() | pending.keys()):
-                p = pending.get(key)
-                if p is None:
-                    a = lam * adjust[key][0]
-                    n, pen = 0, 0.0
-                else:
-                    n, pen = int(p[0]), p[1]
-                    old = adjust.get(key)
-                    a = lam * (old[0] if old is not None else 0.0) + one_minus * pen
-                if a >= floor:
-                    adjust[key] = [a, tick]
-                else:
-                    adjust.pop(key, None)
-                    if n == 0:
-                        a = 0.0
-                append(ShortJobRow(t, key[0], key[1], n, pen, a))
-            pending.clear()
+            for kind in _SORTED_KINDS:
+                adjust, pending = self._adjust[kind], self._pending[kind]
+                for holder in sorted(adjust.keys() | pending.keys()):
+                    p = pending.get(holder)
+                    if p is None:
+                        a = lam * adjust[holder][0]
+                        n, pen = 0, 0.0
+                    else:
+                        n, pen = int(p[0]), p[1]
+                        old = adjust.get(holder)
+                        a = lam * (old[0] if old is not None else 0.0) + one_minus * pen
+                    if a >= floor:
+                        adjust[holder] = [a, tick]
+                    else:
+                        adjust.pop(holder, None)
+                        if n == 0:
+                            a = 0.0
+                    append(ShortJobRow(t, kind, holder, n, pen, a))
+                pending.clear()
             tick += 1
         self._tick = tick
         self.last_tick_ts = (k - 1) * interval
@@ -198,7 +238,10 @@ class ShortJobPenalty:
         out: list[ShortJobRow] = []
         start = self._start
         threshold, min_rt, interval = self.threshold, self.min_runtime, self.interval
-        pending = self._pending
+        p_user, p_group = self._pending["user"], self._pending["group"]
+        ceil = math.ceil
+        tick = self._tick
+        n_short = 0
         for e in events:
             typ = e.type
             if typ == "start":
@@ -212,20 +255,30 @@ class ShortJobPenalty:
                 wall = ts - s
                 if wall >= threshold:
                     continue
-                k = math.ceil(ts / interval)
-                if self._tick is None or k > self._tick:
+                k = ceil(ts / interval)
+                if tick is None or k > tick:
                     self._close_before(k, out)
-                self.short_jobs += 1
-                pen = (min_rt - (wall if wall > 0.0 else 0.0)) * job_slots(e.cores, e.nodes)
-                for key in (("user", e.user), ("group", e.group)):
-                    if key[1] is None:
-                        continue
-                    p = pending.get(key)  # type: ignore[arg-type]
+                    tick = self._tick
+                n_short += 1
+                # T_s: the missing wall clock times the job's slots (see job_slots)
+                pen = (min_rt - (wall if wall > 0.0 else 0.0)) * (e.cores or e.nodes or 1)
+                h = e.user
+                if h is not None:
+                    p = p_user.get(h)
                     if p is None:
-                        pending[key] = [1, pen]  # type: ignore[index]
+                        p_user[h] = [1, pen]
                     else:
                         p[0] += 1
                         p[1] += pen
+                h = e.group
+                if h is not None:
+                    p = p_group.get(h)
+                    if p is None:
+                        p_group[h] = [1, pen]
+                    else:
+                        p[0] += 1
+                        p[1] += pen
+        self.short_jobs += n_short
         return out
 
     def advance(self, ts: float) -> list[ShortJobRow]:
@@ -255,16 +308,15 @@ class ShortJobPenalty:
     def table(self, kind: str = "user") -> dict[str, float]:
         """The lookup table holder -> A(t) at the last closed tick, for one holder kind."""
         out = {}
-        for (k, h), entry in self._adjust.items():
-            if k == kind:
-                v = self._value(entry)
-                if v > 0.0:
-                    out[h] = v
+        for h, entry in self._adjust.get(kind, {}).items():
+            v = self._value(entry)
+            if v > 0.0:
+                out[h] = v
         return out
 
     def value(self, kind: str, holder: str) -> float:
         """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
-        entry = self._adjust.get((kind, holder))
+        entry = self._adjust.get(kind, {}).get(holder)
         return 0.0 if entry is None else self._value(entry)
 
     @property
