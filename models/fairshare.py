@@ -46,9 +46,13 @@ class UsageRow:
     refunded_node_hours: float  # undecayed node-hours refunded since the previous snapshot
 
 
+HOLDER_KINDS = ("account", "user")  # sorted: rows come out by kind, then holder
+_REFUND_CACHE_MAX = 4096
+
+
 class FairShareUsage:
     __slots__ = ("half_life", "refund_states", "_k", "_start", "_usage", "_period",
-                 "unmatched_ends", "refunded_jobs")
+                 "_refund_of", "unmatched_ends", "refunded_jobs")
 
     def __init__(self, half_life: float = DEFAULT_HALF_LIFE_S,
                  refund_states: Iterable[str] | None = DEFAULT_REFUND_STATES) -> None:
@@ -58,8 +62,11 @@ class FairShareUsage:
         self._k = LN2 / self.half_life
         self.refund_states = frozenset(s.upper() for s in (refund_states or ()))
         self._start: dict[str, tuple[float, int]] = {}
-        self._usage: dict[tuple[str, str], list[float]] = {}  # key -> [value, ref_ts]
-        self._period: dict[tuple[str, str], list[float]] = {}  # key -> [charged, refunded]
+        # kind -> holder -> [value, ref_ts]
+        self._usage: dict[str, dict[str, list[float]]] = {k: {} for k in HOLDER_KINDS}
+        # kind -> holder -> [charged, refunded] since the last snapshot
+        self._period: dict[str, dict[str, list[float]]] = {k: {} for k in HOLDER_KINDS}
+        self._refund_of: dict[str, bool] = {}  # end state -> refunded (memo)
         self.unmatched_ends = 0
         self.refunded_jobs = 0
 
@@ -69,9 +76,13 @@ class FairShareUsage:
         return state.split()[0].upper() in self.refund_states
 
     def update(self, events: Iterable[JobEvent]) -> None:
-        start, usage, period, k, h = self._start, self._usage, self._period, self._k, \
-            self.half_life
+        start, k, h = self._start, self._k, self.half_life
+        u_user, u_account = self._usage["user"], self._usage["account"]
+        p_user, p_account = self._period["user"], self._period["account"]
+        refund_of, refunding = self._refund_of, bool(self.refund_states)
         exp = math.exp
+        # decayed_charge, inlined: nodes / 3600 * h_ln2 * -expm1(neg_ln2 * d / h)
+        expm1, h_ln2, neg_ln2, finite = math.expm1, h / LN2, -LN2, not math.isinf(h)
         for e in events:
             typ = e.type
             if typ == "start":
@@ -85,34 +96,52 @@ class FairShareUsage:
                 ts = e.ts
                 d = ts - t0
                 raw = nodes * d / 3600.0 if d > 0.0 else 0.0
-                refund = self._refund(e.state)
+                state = e.state
+                refund = False
+                if refunding and state:
+                    refund = refund_of.get(state)  # type: ignore[assignment]
+                    if refund is None:
+                        if len(refund_of) >= _REFUND_CACHE_MAX:
+                            refund_of.clear()
+                        refund = refund_of[state] = self._refund(state)
                 if refund:
                     self.refunded_jobs += 1
-                    charge = 0.0
-                else:
-                    charge = decayed_charge(nodes, t0, ts, h)
-                for key in (("user", e.user), ("account", e.account)):
-                    if key[1] is None:
-                        continue
-                    pr = period.get(key)  # type: ignore[arg-type]
-                    if pr is None:
-                        pr = period[key] = [0.0, 0.0]  # type: ignore[index]
-                    if refund:
+                    for holder, period in ((e.user, p_user), (e.account, p_account)):
+                        if holder is None:
+                            continue
+                        pr = period.get(holder)
+                        if pr is None:
+                            pr = period[holder] = [0.0, 0.0]
                         pr[1] += raw
+                    continue
+                if d <= 0:
+                    charge = 0.0
+                elif finite:
+                    charge = nodes / 3600.0 * h_ln2 * -expm1(neg_ln2 * d / h)
+                else:
+                    charge = nodes * d / 3600.0
+                for holder, period, usage in ((e.user, p_user, u_user),
+                                              (e.account, p_account, u_account)):
+                    if holder is None:
                         continue
+                    pr = period.get(holder)
+                    if pr is None:
+                        pr = period[holder] = [0.0, 0.0]
                     pr[0] += raw
-                    u = usage.get(key)  # type: ignore[arg-type]
+                    u = usage.get(holder)
                     if u is None:
-                        usage[key] = [charge, ts]  # type: ignore[index]
+                        usage[holder] = [charge, ts]
                     else:
                         dt = ts - u[1]
-                        u[0] = u[0] * exp(-k * dt) + charge if dt > 0 else u[0] + charge
                         if dt > 0:
+                            u[0] = u[0] * exp(-k * dt) + charge
                             u[1] = ts
+                        else:
+                            u[0] = u[0] + charge
 
     def value(self, kind: str, holder: str, ts: float) -> float:
         """Decayed usage of one holder at ts (node-hours); 0 when unknown."""
-        u = self._usage.get((kind, holder))
+        u = self._usage.get(kind, {}).get(holder)
         if u is None:
             return 0.0
         return u[0] * math.exp(-self._k * (ts - u[1])) if ts > u[1] else u[0]
@@ -124,19 +153,24 @@ class FairShareUsage:
         changed_only, only holders charged or refunded since the last snapshot (cost per job,
         not per holder per snapshot)."""
         out = []
-        if changed_only:
-            keys = sorted(self._period.keys())
-        else:
-            keys = sorted(self._usage.keys() | self._period.keys())
-        for key in keys:
-            v = self.value(key[0], key[1], ts)
-            pr = self._period.get(key, (0.0, 0.0))
-            if v < min_node_hours and key in self._usage:
-                del self._usage[key]
-                if pr[0] == 0.0 and pr[1] == 0.0:
-                    continue
-            out.append(UsageRow(ts, key[0], key[1], v, pr[0], pr[1]))
-        self._period.clear()
+        k = self._k
+        exp = math.exp
+        for kind in HOLDER_KINDS:
+            usage, period = self._usage[kind], self._period[kind]
+            keys = sorted(period) if changed_only else sorted(usage.keys() | period.keys())
+            for holder in keys:
+                u = usage.get(holder)
+                if u is None:
+                    v = 0.0
+                else:
+                    v = u[0] * exp(-k * (ts - u[1])) if ts > u[1] else u[0]
+                pr = period.get(holder, (0.0, 0.0))
+                if v < min_node_hours and u is not None:
+                    del usage[holder]
+                    if pr[0] == 0.0 and pr[1] == 0.0:
+                        continue
+                out.append(UsageRow(ts, kind, holder, v, pr[0], pr[1]))
+            period.clear()
         return out
 
     @property
