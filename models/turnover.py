@@ -165,7 +165,7 @@ class SlotTurnover:
             if typ != "start" and typ != "end":
                 continue
             ts = e.ts
-            if ts != cur:
+            if ts != cur and defer:
                 # a new instant: apply the starts of the previous one (after its ends);
                 # inline copy of _start_jobs
                 for d in defer.values():
@@ -208,7 +208,7 @@ class SlotTurnover:
                             if run[1] <= 0:
                                 stack.pop()
                 defer.clear()
-                cur = ts
+            cur = ts
             last_ts = ts
             if typ == "start":
                 defer[e.job] = e
