@@ -29,7 +29,6 @@ estimate.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,7 +127,8 @@ class RuntimePredictor:
         self.overrun_margin = overrun_margin
         self.cap_by_request = cap_by_request
         self.request_as_name = request_as_name
-        # (user, name or request) -> [last runs, their (runs, mean, upper) or None if stale]
+        # (user, name or request) -> [last runs (a list: a deque per history costs ~5x the
+        # memory), their (runs, mean, upper) or None if stale]
         self._hist: dict[tuple[str | None, str | float | None], list[Any]] = {}
         # job -> (start, user, name, nodes, req, runs, predicted, upper, history key)
         self._running: dict[str, tuple] = {}
@@ -192,9 +192,12 @@ class RuntimePredictor:
                 append(PredictionRow(e.job, user, name, runs, pred, up, actual, req, overran))
                 h = hist.get(key)
                 if h is None:
-                    hist[key] = [deque((actual,), maxlen=maxlen), None]
+                    hist[key] = [[actual] if maxlen > 0 else [], None]
                 else:
-                    h[0].append(actual)
+                    past = h[0]
+                    past.append(actual)
+                    if len(past) > maxlen:
+                        del past[0]
                     h[1] = None
         return out
 
