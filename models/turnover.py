@@ -155,7 +155,7 @@ class SlotTurnover:
         """Starts at one instant are applied after the ends at that instant (events sort
         start < end at equal times), so a slot freed and refilled at once has w = 0."""
         alloc, free, max_stack, defer = self._alloc, self._free, self.max_stack, self._defer
-        max_gap, pools_of = self.max_gap, self._pools
+        max_gap = self.max_gap
         edges, counts, win, W = self.edges, self.counts, self._win, self.window
         n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
         cur = self._cur
@@ -170,7 +170,14 @@ class SlotTurnover:
                 # inline copy of _start_jobs
                 for d in defer.values():
                     t_d = d.ts
-                    pools, per = alloc[d.job] = pools_of(d)
+                    pools = d.node_list
+                    if pools:  # as _pools
+                        per = (d.cores // len(pools)) if d.cores else 1
+                        if per <= 0:
+                            per = 1
+                    else:
+                        pools, per = _MACHINE, d.cores or d.nodes or 1
+                    alloc[d.job] = (pools, per)
                     slot = None  # the window the gaps end in (t_d), fetched at the first gap
                     for p in pools:
                         stack = free.get(p)
