@@ -130,7 +130,7 @@ class RuntimePredictor:
         # (user, name or request) -> [last runs (a list: a deque per history costs ~5x the
         # memory), their (runs, mean, upper) or None if stale]
         self._hist: dict[tuple[str | None, str | float | None], list[Any]] = {}
-        # job -> (start, user, name, nodes, req, runs, predicted, upper, history key)
+        # job -> (start, user, name, nodes, req, runs, predicted, upper, its _hist entry)
         self._running: dict[str, tuple] = {}
         self.unmatched_ends = 0
 
@@ -167,45 +167,41 @@ class RuntimePredictor:
                 key = (user, sig)
                 h = hist.get(key)
                 if h is None:
-                    est = none
-                else:
-                    est = h[1]
-                    if est is None:
-                        est = h[1] = _estimate(h[0], min_runs, trim_from, z)
+                    # the job's history, held by the running job (no lookup at its end)
+                    h = hist[key] = [[], none]
+                est = h[1]
+                if est is None:
+                    est = h[1] = _estimate(h[0], min_runs, trim_from, z)
                 runs, pred, up = est
                 if cap and req and pred is not None:
                     if req < pred:
                         pred = req
                     if req < up:  # type: ignore[operator]
                         up = req
-                running[e.job] = (e.ts, user, name, e.nodes or 1, req, runs, pred, up, key)
+                running[e.job] = (e.ts, user, name, e.nodes or 1, req, runs, pred, up, h)
             elif typ == "end":
                 r = running.pop(e.job, None)
                 if r is None:
                     self.unmatched_ends += 1
                     continue
-                start, user, name, _nodes, req, runs, pred, up, key = r
+                start, user, name, _nodes, req, runs, pred, up, h = r
                 actual = e.ts - start
                 if actual < 0.0:
                     actual = 0.0
                 overran = up is not None and actual > up + margin
                 append(PredictionRow(e.job, user, name, runs, pred, up, actual, req, overran))
-                h = hist.get(key)
-                if h is None:
-                    hist[key] = [[actual] if maxlen > 0 else [], None]
-                else:
-                    past = h[0]
-                    past.append(actual)
-                    if len(past) > maxlen:
-                        del past[0]
-                    h[1] = None
+                past = h[0]
+                past.append(actual)
+                if len(past) > maxlen:
+                    del past[0]
+                h[1] = None
         return out
 
     def running(self, now: float) -> list[RunningJob]:
         """Running jobs with expected ends (upper estimate; ``*1-day`` when unknown), sorted by
         expected end, the order of the seed's ll_jobs display."""
         out = []
-        for job, (start, user, name, nodes, _req, _runs, _pred, up, _key) in \
+        for job, (start, user, name, nodes, _req, _runs, _pred, up, _hist) in \
                 self._running.items():
             known = up is not None
             end = start + (up if known else UNKNOWN_RUNTIME_S)
