@@ -28,7 +28,7 @@ def open_text(path: str | Path) -> IO[str]:
     """Open a possibly gzip-compressed file as UTF-8 text (bad bytes replaced, never fatal)."""
     import io
 
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace", newline="")
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace")
 
 
 def read_text(path: str | Path) -> str:

@@ -30,15 +30,11 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import csv
 import gc
-import gzip
-import io
 import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import attrgetter
@@ -66,6 +62,7 @@ from models.swf import parse_header
 from models.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover, TurnoverRow
 from models.usage import CSV_HEADER as USAGE_HEADER
 from models.usage import usage_from_events
+from streams.fileio import open_text, write_csv
 
 BATCH = 8192
 
@@ -99,16 +96,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # ---- input ------------------------------------------------------------------------------------
-
-def open_text(path: str | Path) -> io.TextIOBase:
-    """A text stream of a file, gunzipped when it starts with the gzip magic bytes."""
-    f = open(path, "rb")  # noqa: SIM115
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=f), encoding="utf-8", errors="replace")
-    return io.TextIOWrapper(f, encoding="utf-8", errors="replace")
-
 
 def swf_max_nodes(path: str | Path) -> int | None:
     with open_text(path) as f:
@@ -258,28 +245,16 @@ def num(x: float | None, nd: int = 6) -> str:
     return str(int(r)) if r == int(r) else repr(r)
 
 
-def _write_csv(path: Path, header: list[str] | tuple[str, ...], rows: Iterator[list[Any]]
-               ) -> int:
-    n = 0
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for r in rows:
-            w.writerow(r)
-            n += 1
-    return n
-
-
 def write_outputs(out: Path, a: JobAnalytics, events: list[JobEvent], tz: str,
                   resource: str) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     usage = usage_from_events(events, tz=tz)
-    counts["usage_daily.csv"] = _write_csv(
+    counts["usage_daily.csv"] = write_csv(
         out / "usage_daily.csv", USAGE_HEADER,
         ([d, r, num(c, 4), num(nh, 4), num(w, 4), s, e]
          for d, r, c, nh, w, s, e in usage.rows(resource)))
-    counts["shortjobs.csv"] = _write_csv(
+    counts["shortjobs.csv"] = write_csv(
         out / "shortjobs.csv",
         ["ts", "holder_kind", "holder", "n_short", "penalty_seconds", "adjust"],
         ([iso(r.ts), r.holder_kind, r.holder, r.n_short, num(r.penalty_s, 3), num(r.adjust, 3)]
@@ -288,26 +263,26 @@ def write_outputs(out: Path, a: JobAnalytics, events: list[JobEvent], tz: str,
     (out / "fairshare_adjust.tsv").write_text(
         "".join(lookup_table_text(tables[k], k) for k in ("group", "user")))
     (out / "fairshare_adjust.json").write_bytes(lookup_table_json(tables, a.short.last_tick_ts))
-    counts["turnover.csv"] = _write_csv(
+    counts["turnover.csv"] = write_csv(
         out / "turnover.csv",
         ["window_start", "window_end", "n_gaps", "turnover_seconds", "unusable_slots"],
         ([iso(r.start), iso(r.end), r.n_gaps, num(r.sum_w, 3), num(r.unusable_slots, 6)]
          for r in a.turnover_rows))
-    _write_csv(out / "turnover_hist.csv", ["w_lo_s", "w_hi_s", "count"],
+    write_csv(out / "turnover_hist.csv", ["w_lo_s", "w_hi_s", "count"],
                ([num(lo), num(hi), c] for lo, hi, c in a.turnover.histogram()))
-    counts["runtime_predictions.csv"] = _write_csv(
+    counts["runtime_predictions.csv"] = write_csv(
         out / "runtime_predictions.csv",
         ["job", "user", "name", "history_runs", "predicted_s", "upper_s", "actual_s", "overran"],
         ([r.job, r.user or "", r.name or "", r.history_runs, num(r.predicted_s, 1),
           num(r.upper_s, 1), num(r.actual_s, 3), int(r.overran)] for r in a.predictions))
-    counts["capability_daily.csv"] = _write_csv(
+    counts["capability_daily.csv"] = write_csv(
         out / "capability_daily.csv",
         ["day", "large_node_hours", "small_node_hours", "backfill_node_hours", "cup40",
          "cup40_modified"],
         ([d.day.isoformat(), num(d.large_node_hours, 4), num(d.small_node_hours, 4),
           num(d.backfill_node_hours, 4), num(d.cup40, 6), num(d.cup40_modified, 6)]
          for d in a.capability_days))
-    counts["fairshare_usage.csv"] = _write_csv(
+    counts["fairshare_usage.csv"] = write_csv(
         out / "fairshare_usage.csv",
         ["ts", "holder_kind", "holder", "usage_node_hours", "charged_node_hours",
          "refunded_node_hours"],
