@@ -98,9 +98,7 @@ class SlotTurnover:
     def _start_jobs(self, starts: Iterable[JobEvent]) -> None:
         """Allocate starting jobs, refilling freed slots latest-first; each refill is a gap
         w = start - release, counted in the totals, the histogram and the window it ends in
-        (its seconds clipped into the windows it spans). update() runs an inline copy of this
-        loop for the starts of each past instant (a call per instant cost ~15 % of update):
-        keep the two in step."""
+        (its seconds clipped into the windows it spans)."""
         alloc, free, max_gap, pools_of = self._alloc, self._free, self.max_gap, self._pools
         edges, counts, win, W = self.edges, self.counts, self._win, self.window
         n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
@@ -155,8 +153,6 @@ class SlotTurnover:
         """Starts at one instant are applied after the ends at that instant (events sort
         start < end at equal times), so a slot freed and refilled at once has w = 0."""
         alloc, free, max_stack, defer = self._alloc, self._free, self.max_stack, self._defer
-        max_gap = self.max_gap
-        edges, counts, win, W = self.edges, self.counts, self._win, self.window
         n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
         cur = self._cur
         last_ts = None
@@ -166,54 +162,10 @@ class SlotTurnover:
                 continue
             ts = e.ts
             if ts != cur and defer:
-                # a new instant: apply the starts of the previous one (after its ends);
-                # inline copy of _start_jobs
-                for d in defer.values():
-                    t_d = d.ts
-                    pools = d.node_list
-                    if pools:  # as _pools
-                        per = (d.cores // len(pools)) if d.cores else 1
-                        if per <= 0:
-                            per = 1
-                    else:
-                        pools, per = _MACHINE, d.cores or d.nodes or 1
-                    alloc[d.job] = (pools, per)
-                    slot = None  # the window the gaps end in (t_d), fetched at the first gap
-                    for p in pools:
-                        stack = free.get(p)
-                        if not stack:
-                            continue
-                        need = per
-                        while need and stack:
-                            run = stack[-1]
-                            release = run[0]
-                            w = t_d - release
-                            if w > max_gap:
-                                # latest-first: everything below is older still
-                                self.idle_gaps += int(sum(r[1] for r in stack))
-                                stack.clear()
-                                break
-                            take = run[1] if run[1] < need else need
-                            count = int(take)
-                            n += count
-                            sum_w += w * count
-                            sum_w2 += w * w * count
-                            i = bisect_right(edges, w) - 1
-                            counts[i if i > 0 else 0] += count
-                            if slot is None:
-                                k_end = int(t_d // W)
-                                slot = win.get(k_end)
-                                if slot is None:
-                                    slot = win[k_end] = [0, 0.0]
-                            slot[0] += count
-                            if int(release // W) == k_end:
-                                slot[1] += w * count
-                            else:
-                                self._clip(release, t_d, count)
-                            need -= take
-                            run[1] -= take
-                            if run[1] <= 0:
-                                stack.pop()
+                # a new instant: apply the starts of the previous one (after its ends)
+                self.n, self.sum_w, self.sum_w2 = n, sum_w, sum_w2
+                self._start_jobs(defer.values())
+                n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
                 defer.clear()
             cur = ts
             last_ts = ts
