@@ -7,7 +7,6 @@ see streams/config.py. The effective settings are logged at start with secrets m
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -42,12 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     app = create_app(settings)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
-    log = logging.getLogger("drainwatch.worker")
-
-    @app.task
-    async def log_settings() -> None:  # runs once the worker has configured logging
-        log.info("drainwatch settings (secrets masked): %s", settings.describe())
-
+    # before the worker starts (and so before /health/ answers): a log task could lose the race
+    print(f"drainwatch worker: settings (secrets masked): {settings.describe()}", file=sys.stderr,
+          flush=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:
         worker.execute_from_commandline()
