@@ -233,16 +233,14 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     state_codes, state_vals = coded("state")
     state_ok = np.array([bool(v and v.strip()) for v in state_vals], dtype=bool)
     ok &= node_ok[node_codes] & state_ok[state_codes]
-    good = ok
-    rows = np.flatnonzero(good)
+    rows = np.flatnonzero(ok)
 
+    # intern only the nodes and states of accepted rows; states in order of first appearance
+    # (an unknown state is named as first seen)
     node_lut = np.full(len(node_vals), -1, dtype=np.int64)
+    for i in np.flatnonzero(np.bincount(node_codes[rows], minlength=len(node_vals))).tolist():
+        node_lut[i] = book.nodes.code(node_vals[i])  # type: ignore[arg-type]
     sc = state_codes[rows]
-    # intern in order of first appearance (an unknown state is named as first seen)
-    for codes, vals, lut, interner in ((node_codes[rows], node_vals, node_lut, book.nodes),):
-        present = np.flatnonzero(np.bincount(codes, minlength=len(vals)))
-        for i in present.tolist():
-            lut[i] = interner.code(vals[i])  # type: ignore[arg-type]
     state_lut = np.full(len(state_vals), -1, dtype=np.int64)
     present = np.flatnonzero(np.bincount(sc, minlength=len(state_vals)))
     first = sorted((int(np.argmax(sc == k)), k) for k in present.tolist())
@@ -275,7 +273,7 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
         run_row=run_row,
         run_job=job_flat[starts + within] if run_row.size else np.empty(0, dtype=np.int64),
     )
-    bad = np.flatnonzero(~good)
+    bad = np.flatnonzero(~ok)
     rejects: list[Reject] = []
     ignored = 0
     rescued: list[tuple[int, NodeStatus]] = []

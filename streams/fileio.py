@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,8 +27,6 @@ def open_binary(path: str | Path) -> BinaryIO:
 
 def open_text(path: str | Path) -> IO[str]:
     """Open a possibly gzip-compressed file as UTF-8 text (bad bytes replaced, never fatal)."""
-    import io
-
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace")
 
 

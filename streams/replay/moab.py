@@ -71,10 +71,6 @@ def iso_ms(ms: int) -> str:
         "+00:00", "Z")
 
 
-def iso_s(ts: float) -> str:
-    return iso_ms(round(ts * 1000))
-
-
 def fmt(x: float | None, nd: int = 6) -> str:
     if x is None:
         return ""
