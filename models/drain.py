@@ -229,12 +229,11 @@ class DrainAccountant:
                 nv[-1] = v[-1]
                 self._win[k] = nv
         self.node_ms = _grow(self.node_ms, nn, 0)
-        for name in ("job_drain_ms",):
-            setattr(self, name, _grow(getattr(self, name), nj, 0))
-        for name in ("job_first_ms", "job_run_first_ms"):
-            setattr(self, name, _grow(getattr(self, name), nj, NOT_YET))
-        for name in ("job_last_ms", "job_run_last_ms"):
-            setattr(self, name, _grow(getattr(self, name), nj, NONE_TS))
+        self.job_drain_ms = _grow(self.job_drain_ms, nj, 0)
+        self.job_first_ms = _grow(self.job_first_ms, nj, NOT_YET)
+        self.job_run_first_ms = _grow(self.job_run_first_ms, nj, NOT_YET)
+        self.job_last_ms = _grow(self.job_last_ms, nj, NONE_TS)
+        self.job_run_last_ms = _grow(self.job_run_last_ms, nj, NONE_TS)
 
     # ---- the work -------------------------------------------------------------------------
     def add(self, b: NodeStatusBatch) -> None:
