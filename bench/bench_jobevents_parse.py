@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 
-from models.jobevent import JobEvent  # noqa: E402
-from models.jobsource import iter_job_events  # noqa: E402
-from models.usage import usage_by_day  # noqa: E402
+from models.formats.jobsource import iter_job_events  # noqa: E402
+from models.jobs.usage import usage_by_day  # noqa: E402
+from models.records.jobevent import JobEvent  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
 

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-from models.jobevent import JobEvent  # noqa: E402
-from models.jobsource import iter_job_events, sort_events  # noqa: E402
-from models.runtime import RuntimePredictor, score_predictions  # noqa: E402
-from streams.replay.jobs import BATCH, make_analytics  # noqa: E402
+from models.formats.jobsource import iter_job_events, sort_events  # noqa: E402
+from models.jobs.runtime import RuntimePredictor, score_predictions  # noqa: E402
+from models.records.jobevent import JobEvent  # noqa: E402
+from streams.stages.jobs import BATCH, make_analytics  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
 TRACES = ["swf/KTH-SP2-1996-2.1-cln.swf.gz", "swf/NASA-iPSC-1993-3.1-cln.swf.gz"]
@@ -79,7 +79,7 @@ def build_stream(n_jobs: int) -> list[JobEvent]:
 
 
 def run_all(events: list[JobEvent], batch: int) -> tuple[float, object]:
-    import streams.replay.jobs as rj
+    import streams.stages.jobs as rj
 
     rj.BATCH = batch
     a = make_analytics(228)
@@ -110,10 +110,10 @@ def each_alone(events: list[JobEvent], batch: int) -> dict[str, float]:
 
 def vs_reference(n_jobs: int) -> list[tuple[str, float, float]]:
     sys.path.insert(0, str(ROOT))
-    from models.capability import CapabilityUse, min_large_nodes
-    from models.fairshare import FairShareUsage
-    from models.shortjobs import ShortJobPenalty
-    from models.turnover import SlotTurnover
+    from models.jobs.capability import CapabilityUse, min_large_nodes
+    from models.jobs.fairshare import FairShareUsage
+    from models.jobs.shortjobs import ShortJobPenalty
+    from models.jobs.turnover import SlotTurnover
     from tests import reference_jobs as ref
 
     evs = load(DATA / TRACES[0])

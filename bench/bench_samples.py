@@ -20,10 +20,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.dfs import dfs_minutely, hot_zones, io_from_samples  # noqa: E402
-from models.nodesample import NodeSample, SampleArrays, to_arrays  # noqa: E402
-from models.sampletrace import dumps, parse_trace  # noqa: E402
-from models.utilization import job_utilization, measures_from_samples  # noqa: E402
+from models.formats.sampletrace import dumps, parse_trace  # noqa: E402
+from models.records.nodesample import NodeSample, SampleArrays, to_arrays  # noqa: E402
+from models.samples.dfs import dfs_minutely, hot_zones, io_from_samples  # noqa: E402
+from models.samples.utilization import job_utilization, measures_from_samples  # noqa: E402
 from tests.reference_samples import ref_dfs_minutely, ref_job_utilization  # noqa: E402
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.lublin import LublinModel  # noqa: E402
-from models.simulator import (  # noqa: E402
+from models.sim.lublin import LublinModel  # noqa: E402
+from models.sim.simulator import (  # noqa: E402
     SimConfig,
     random_outages,
     simulate,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 # Sub-command modules; each defines register(subparsers) which sets `func` on its parser.
-COMMANDS = ("replay", "simulate", "stack", "worker", "ship")
+COMMANDS = ("replay", "simulate", "worker", "ship")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """Slow, obviously-correct drain accounting (seed 000), line by line with dicts.
 
-It shares no code with models.drain / models.moab: its own regex, datetime parsing and a
-brute-force walk over quarter-hours to find local hour edges. The fast path must equal it.
+It shares no code with models.drain.accountant / models.formats.moab: its own regex, datetime
+parsing and a brute-force walk over quarter-hours to find local hour edges. The fast path must
+equal it.
 """
 
 from __future__ import annotations

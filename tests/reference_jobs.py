@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 
 @dataclass
@@ -245,7 +245,7 @@ def fairshare_ref(events: list[JobEvent], half_life: float, at: float,
 def build_events(specs: list[tuple], base: float = 1_700_000_000.0) -> list[JobEvent]:
     """specs: (start_offset, duration, user, group, name, nodes, cores, node_idx, backfill,
     state, req) -> time-sorted submit/start/end events (via models.jobsource.sort_events)."""
-    from models.jobsource import sort_events
+    from models.formats.jobsource import sort_events
 
     evs = []
     for i, (st, dur, user, group, name, nodes, cores, node_idx, bf, state, req) in \

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from models.nodesample import NodeSample
+from models.records.nodesample import NodeSample
 
 
 def ref_deltas(samples: list[NodeSample], period: float) -> list[tuple[NodeSample, float, float]]:

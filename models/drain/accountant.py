@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
-from .windows import WindowGrid
+from models.drain.windows import WindowGrid
+from models.records.nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
 
 NONE_TS = np.iinfo(np.int64).min  # "no record yet" for maxima and carried timestamps
 NOT_YET = np.iinfo(np.int64).max  # "no record yet" for minima

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 # seed 000 §V-D: (name, smallest size, largest size) in nodes
 SIZE_GROUPS: tuple[tuple[str, int, int | None], ...] = (

@@ -19,7 +19,7 @@ import itertools
 import re
 from collections.abc import Iterable
 
-from models.reject import RecordError
+from models.records.reject import RecordError
 
 # Largest number of hosts one range may expand to (Slurm's MAX_RANGE is 64 Ki as well).
 MAX_RANGE = 1 << 16

@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from models.hostlist import HostlistError, expand_hostlist
-from models.jobevent import JobEvent, JobEventError
-from models.reject import Reject
+from models.formats.hostlist import HostlistError, expand_hostlist
+from models.records.jobevent import JobEvent, JobEventError
+from models.records.reject import Reject
 
 _NO_TIME = frozenset({"", "unknown", "none", "n/a"})
 

@@ -1,10 +1,11 @@
 """One entry point for every job source: ``iter_job_events(fmt, lines, ...)`` -> JobEvents.
 
-Formats: ``sacct`` (:mod:`models.sacct`), ``jobcomp`` (Slurm jobcomp/kafka JSON,
-:mod:`models.jobcomp`), ``swf`` (:mod:`models.swfevents`), ``jobevents`` (the simulator's JSON
-lines, :mod:`models.jobevent`). Each record yields its submit / start / end events as available,
-in record order (not globally time-sorted: use :func:`sort_events` when order matters). Bad
-records are appended to ``rejects`` with a reason and never stop the stream.
+Formats: ``sacct`` (:mod:`models.formats.sacct`), ``jobcomp`` (Slurm jobcomp/kafka
+JSON, :mod:`models.formats.jobcomp`), ``swf`` (:mod:`models.formats.swfevents`), ``jobevents``
+(the simulator's JSON lines, :mod:`models.records.jobevent`). Each record yields its submit /
+start / end events as available, in record order (not globally time-sorted: use
+:func:`sort_events` when order matters). Bad records are appended to ``rejects`` with a reason
+and never stop the stream.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from models.jobcomp import iter_jobcomp_events
-from models.jobevent import JobEvent, JobEventError, parse_jobevent_line
-from models.reject import Reject
-from models.sacct import iter_sacct_events
-from models.swfevents import iter_swf_events
+from models.formats.jobcomp import iter_jobcomp_events
+from models.formats.sacct import iter_sacct_events
+from models.formats.swfevents import iter_swf_events
+from models.records.jobevent import JobEvent, JobEventError, parse_jobevent_line
+from models.records.reject import Reject
 
 FORMATS = ("sacct", "jobcomp", "swf", "jobevents")
 TYPE_ORDER = {"submit": 0, "start": 1, "end": 2}

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from models.dfs import IoRates, io_from_rates
-from models.nodesample import Interner
-from models.reject import Reject
-from models.utilization import NodeMeasures
+from models.records.nodesample import Interner
+from models.records.reject import Reject
+from models.samples.dfs import IoRates, io_from_rates
+from models.samples.utilization import NodeMeasures
 
 _TEXT_COLS = {"jobid", "nodeid"}
 GIB_KB = 1024.0 * 1024.0

@@ -21,8 +21,8 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
-from .nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
-from .reject import RecordError, Reject
+from models.records.nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
+from models.records.reject import RecordError, Reject
 
 LINE_RE = re.compile(
     r"^(?P<ts>\S+) \S+ \S+\s+Node '(?P<node>[^']*)' status: state='(?P<state>[^']*)'"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.nodesample import sort_order
-from models.reject import RecordError
+from models.records.nodesample import sort_order
+from models.records.reject import RecordError
 
 
 class ProcParseError(RecordError):

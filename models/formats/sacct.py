@@ -18,7 +18,8 @@ Value formats (Slurm's sacct man page and ``time_str2secs``):
   fractional seconds); ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` -> None;
 - ``State`` ``CANCELLED by 380693`` -> ``CANCELLED`` (the uid is kept in ``cancelled_by``);
 - ``ExitCode`` ``rc:signal``; ``ReqMem`` ``31000Mn`` (per node), ``2000Mc`` (per CPU), ``4G``;
-- ``NodeList`` a hostlist expression (:mod:`models.hostlist`); ``None assigned`` = never ran.
+- ``NodeList`` a hostlist expression (:mod:`models.formats.hostlist`); ``None assigned`` =
+  never ran.
 
 A job that never ran (``NodeList`` ``None assigned`` or no ``Start``) yields submit (+ end when it
 has an end time: Slurm sets Start = End = cancel time for jobs cancelled while pending). Bad lines
@@ -34,9 +35,9 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from models.hostlist import HostlistError, expand_hostlist
-from models.jobevent import JobEvent
-from models.reject import RecordError, Reject
+from models.formats.hostlist import HostlistError, expand_hostlist
+from models.records.jobevent import JobEvent
+from models.records.reject import RecordError, Reject
 
 FIELDS_26 = (
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "gid", "user", "uid",

@@ -13,8 +13,8 @@ log per job. This is drainwatch's layout of the same fields, with the seed's nam
 ``ts`` and ``start`` are Unix seconds; memory in KiB; I/O and network are cumulative counters
 (bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores``, ``class``
 and ``fs`` (per file system ``[write, read]`` speeds, for sources that give rates, e.g.
-``{"scratch": [666.5, 0.0]}`` in MiB/s) are optional. ``streams.sampler`` writes this format;
-:func:`parse_trace` reads it.
+``{"scratch": [666.5, 0.0]}`` in MiB/s) are optional. ``streams.sources.sampler`` writes this
+format; :func:`parse_trace` reads it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 
 import orjson
 
-from models.nodesample import NodeSample
-from models.reject import RecordError, Reject
+from models.records.nodesample import NodeSample
+from models.records.reject import RecordError, Reject
 
 _INT_FIELDS = ("pid", "vmPeak", "vmSize", "vmRss", "vmSwap", "syscr", "syscw", "read_bytes",
                "write_bytes", "receive", "transmit")

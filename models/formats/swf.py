@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from models.reject import RecordError, Reject
+from models.records.reject import RecordError, Reject
 
 N_FIELDS = 18
 

@@ -1,4 +1,4 @@
-"""SWF jobs (:mod:`models.swf`) -> :class:`models.jobevent.JobEvent`.
+"""SWF jobs (:mod:`models.formats.swf`) -> :class:`models.jobevent.JobEvent`.
 
 Standard Workload Format (Feitelson et al., Parallel Workloads Archive, field definitions at
 https://www.cs.huji.ac.il/labs/parallel/workload/swf.html):
@@ -27,9 +27,9 @@ import math
 from collections.abc import Iterable, Iterator
 from fractions import Fraction
 
-from models.jobevent import JobEvent
-from models.reject import Reject
-from models.swf import SwfHeader, SwfJob, parse_swf
+from models.formats.swf import SwfHeader, SwfJob, parse_swf
+from models.records.jobevent import JobEvent
+from models.records.reject import Reject
 
 STATUS_STATE = {0: "FAILED", 1: "COMPLETED", 2: "PARTIAL", 3: "COMPLETED", 4: "FAILED",
                 5: "CANCELLED"}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 DEFAULT_FRACTION = 0.40
 DEFAULT_GOAL = 0.80

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
 DEFAULT_REFUND_STATES = frozenset({"NODE_FAIL"})

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 UNKNOWN_RUNTIME_S = 86400.0  # the seed's "*1-day"
 DEFAULT_MIN_RUNS = 2

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 DEFAULT_THRESHOLD_S = 600.0
 DEFAULT_INTERVAL_S = 180.0

@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 DEFAULT_WINDOW_S = 3600.0
 DEFAULT_MAX_GAP_S = 3600.0

@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 CSV_HEADER = ("day", "resource", "cpu_hours", "node_hours", "wall_hours", "jobs_started",
               "jobs_ended")

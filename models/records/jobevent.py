@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from models.reject import RecordError
+from models.records.reject import RecordError
 
 EVENT_TYPES = ("submit", "start", "end")
 

@@ -4,7 +4,8 @@ Emeras et al., "Analysis of the Jobs Resource Utilization on a Production System
 §3.1: every node measures every job every minute from /proc; a measure carries the time stamp,
 job id, pid, node and the values of Table 2 (memory in KB, cumulative I/O counters, core %,
 network bytes). :class:`NodeSample` is that record; :class:`SampleArrays` is the same data as
-numpy columns for the vectorised analytics in :mod:`models.utilization` and :mod:`models.dfs`.
+numpy columns for the vectorised analytics in :mod:`models.samples.utilization` and
+:mod:`models.samples.dfs`.
 
 Extra optional fields beyond Table 2: ``start`` (process start, epoch seconds: tells a reused pid
 from the old process), ``cores`` (CPUs allocated to the job on this node, 0 = unknown) and
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .nodestatus import Interner
+from models.records.nodestatus import Interner
 
 
 @dataclass(slots=True, frozen=True)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.nodesample import SampleArrays, group_codes
-from models.procfs import counter_deltas
+from models.formats.procfs import counter_deltas
+from models.records.nodesample import SampleArrays, group_codes
 
 MINUTE = 60
 

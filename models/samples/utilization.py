@@ -16,7 +16,7 @@ Seed 003 (Emeras et al., JSSPP 2013), §5:
 
 The unit of work is :class:`NodeMeasures`: one row per (job, node, measure). It is built from
 process samples (:func:`measures_from_samples`) or directly by a reader of node-level series
-(:mod:`models.llview`). Everything is vectorised numpy.
+(:mod:`models.formats.llview`). Everything is vectorised numpy.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.nodesample import SampleArrays, group_codes, sort_order
+from models.records.nodesample import SampleArrays, group_codes, sort_order
 
 
 @dataclass(slots=True)

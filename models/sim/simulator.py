@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from models.jobevent import JobEvent
-from models.lublin import LublinModel
-from models.scheduler import STATE_NAMES, EasyScheduler, NodeInterval, Snapshot, Workload
-from models.swf import SwfJob
+from models.formats.swf import SwfJob
+from models.records.jobevent import JobEvent
+from models.sim.lublin import LublinModel
+from models.sim.scheduler import STATE_NAMES, EasyScheduler, NodeInterval, Snapshot, Workload
 
 
 @dataclass(slots=True)

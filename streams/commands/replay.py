@@ -1,6 +1,6 @@
 """`drainwatch replay`: offline analytics over log files, one engine per input format.
 
-Each format lives in its own module under streams.replay; the module provides
+Each format lives in its own module under streams.stages; the module provides
 ``run(args) -> int`` and, optionally, ``add_arguments(parser)`` for its own options.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
-# format -> module under streams.replay
+# format -> module under streams.stages
 FORMATS: dict[str, str] = {
-    "moab": "moab",
+    "moab": "drain",
     "sacct": "jobs",
     "swf": "jobs",
     "jobevents": "jobs",
@@ -25,9 +25,9 @@ def _modules() -> dict[str, object]:
     mods: dict[str, object] = {}
     for modname in dict.fromkeys(FORMATS.values()):
         try:
-            mods[modname] = importlib.import_module(f"streams.replay.{modname}")
+            mods[modname] = importlib.import_module(f"streams.stages.{modname}")
         except ModuleNotFoundError as e:
-            if e.name != f"streams.replay.{modname}":
+            if e.name != f"streams.stages.{modname}":
                 raise
     return mods
 

@@ -1,7 +1,7 @@
 """`drainwatch ship`: collectors that run on the nodes and ship what they measure.
 
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
-samples (see models.sampletrace) to a file or stdout.
+samples (see models.formats.sampletrace) to a file or stdout.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from models.procfs import RESOLVERS
+from models.formats.procfs import RESOLVERS
 
 if TYPE_CHECKING:
-    from streams.sampler import JsonLinesSink, Sampler
+    from streams.sources.sampler import JsonLinesSink, Sampler
 
 
 def _ship_samples(args: argparse.Namespace) -> int:
-    from streams.sampler import JsonLinesSink, Sampler, resolver_by_name
+    from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
 
     sampler = Sampler(resolver_by_name(args.resolver), node=args.node, job_class=args.job_class)
     if args.out == "-":

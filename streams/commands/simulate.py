@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import IO
 from zoneinfo import ZoneInfo
 
-from models.lublin import LublinModel
-from models.reject import Reject, count_reasons
-from models.simulator import (
+from models.formats.swf import parse_swf
+from models.records.reject import Reject, count_reasons
+from models.sim.lublin import LublinModel
+from models.sim.simulator import (
     SimConfig,
     random_outages,
     simulate,
     workload_from_lublin,
     workload_from_swf,
 )
-from models.swf import parse_swf
-from streams.fileio import open_text
+from streams.sources.files import open_text
 
 
 def parse_start(text: str, tz: str) -> float:

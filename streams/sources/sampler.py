@@ -3,13 +3,13 @@
 Seed 003 (Emeras et al., JSSPP 2013) §3.1: a daemon per node measures each job every minute from
 /proc (memory from status, I/O counters from io, CPU from stat, network bytes), tags each measure
 with its time stamp, and writes the raw values out; processing happens later. Job membership
-comes from the job's cpuset / cgroup (see :mod:`models.procfs` resolvers). No root is needed
+comes from the job's cpuset / cgroup (see :mod:`models.formats.procfs` resolvers). No root is needed
 beyond what /proc lets a user read: /proc/<pid>/io of other users' processes needs root (or
 CAP_SYS_PTRACE); when it is unreadable the I/O counters are written as 0 and counted in
 ``stats['io_denied']``.
 
 Output goes to a *sink*: any callable taking the list of samples of one sweep. The JSON-lines
-sink writes :mod:`models.sampletrace` lines; a Kafka sink can be swapped in.
+sink writes :mod:`models.formats.sampletrace` lines; a Kafka sink can be swapped in.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from models import procfs
-from models.nodesample import NodeSample
-from models.sampletrace import dumps
+from models.formats import procfs
+from models.formats.sampletrace import dumps
+from models.records.nodesample import NodeSample
 
 # (pid, text of /proc/<pid>/cgroup) -> job id, or None for "not a job process"
 PidResolver = Callable[[int, str], "str | None"]

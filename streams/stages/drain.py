@@ -1,8 +1,8 @@
 """`drainwatch replay --format moab`: drain accounting over Moab node-status logs (seed 000).
 
-Streams each file in whole-line chunks through models.moab (parse) and models.drain (account),
-so memory stays flat in the number of lines, then writes the report files (the CSV columns are
-a contract: dashboards and other tools read them).
+Streams each file in whole-line chunks through models.formats.moab (parse) and
+models.drain.accountant (account), so memory stays flat in the number of lines, then writes
+the report files (the CSV columns are a contract: dashboards and other tools read them).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 
-from models.drain import DrainAccountant, WindowRow
-from models.jobdrain import (
+from models.drain.accountant import DrainAccountant, WindowRow
+from models.drain.jobs import (
     FAILURE_TO_LAUNCH_S,
     JobDrain,
     JobTimes,
@@ -26,12 +26,12 @@ from models.jobdrain import (
     job_times,
     sliding_jobs,
 )
-from models.jobsource import FORMATS as JOB_FORMATS
-from models.jobsource import iter_job_events
-from models.moab import parse_moab_chunk
-from models.nodestatus import KNOWN_STATES, Codebook
-from models.reject import Reject
-from streams.fileio import (
+from models.formats.jobsource import FORMATS as JOB_FORMATS
+from models.formats.jobsource import iter_job_events
+from models.formats.moab import parse_moab_chunk
+from models.records.nodestatus import KNOWN_STATES, Codebook
+from models.records.reject import Reject
+from streams.sources.files import (
     Progress,
     line_chunks,
     open_binary,

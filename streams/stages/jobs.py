@@ -1,11 +1,11 @@
 """`drainwatch replay --format sacct|swf|jobevents`: job analytics over job-event files.
 
 Reads the files (gzip detected by its magic bytes), turns them into JobEvents
-(models.jobsource), sorts them and feeds them, in time-ordered batches cut at day boundaries,
-through every job analytic. Writes to --out (times ISO 8601 UTC, days in --tz):
+(models.formats.jobsource), sorts them and feeds them, in time-ordered batches cut at day
+boundaries, through every job analytic. Writes to --out (times ISO 8601 UTC, days in --tz):
 
 * usage_daily.csv: day,resource,cpu_hours,node_hours,wall_hours,jobs_started,jobs_ended
-  (Open XDMoD Jobs-realm semantics, models.usage);
+  (Open XDMoD Jobs-realm semantics, models.jobs.usage);
 * shortjobs.csv: ts,holder_kind,holder,n_short,penalty_seconds,adjust (seed 002; one row per
   holder per tick while its ADJUST is above the floor);
 * fairshare_adjust.tsv / fairshare_adjust.json: the ADJUST lookup table at the last tick,
@@ -43,13 +43,18 @@ from typing import Any
 
 import orjson
 
-from models.capability import DEFAULT_FRACTION, CapabilityDay, CapabilityUse, DayCalendar, cup_over
-from models.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage, UsageRow
-from models.jobevent import JobEvent
-from models.jobsource import iter_job_events, sort_events
-from models.reject import Reject, count_reasons
-from models.runtime import DEFAULT_HISTORY, PredictionRow, RuntimePredictor, score_predictions
-from models.shortjobs import (
+from models.formats.jobsource import iter_job_events, sort_events
+from models.formats.swf import parse_header
+from models.jobs.capability import (
+    DEFAULT_FRACTION,
+    CapabilityDay,
+    CapabilityUse,
+    DayCalendar,
+    cup_over,
+)
+from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage, UsageRow
+from models.jobs.runtime import DEFAULT_HISTORY, PredictionRow, RuntimePredictor, score_predictions
+from models.jobs.shortjobs import (
     DEFAULT_INTERVAL_S,
     DEFAULT_LAMBDA,
     DEFAULT_THRESHOLD_S,
@@ -58,11 +63,12 @@ from models.shortjobs import (
     lookup_table_json,
     lookup_table_text,
 )
-from models.swf import parse_header
-from models.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover, TurnoverRow
-from models.usage import CSV_HEADER as USAGE_HEADER
-from models.usage import usage_from_events
-from streams.fileio import open_text, write_csv
+from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover, TurnoverRow
+from models.jobs.usage import CSV_HEADER as USAGE_HEADER
+from models.jobs.usage import usage_from_events
+from models.records.jobevent import JobEvent
+from models.records.reject import Reject, count_reasons
+from streams.sources.files import open_text, write_csv
 
 BATCH = 8192
 

@@ -1,6 +1,6 @@
 """`drainwatch replay --format samples|llview`: job utilisation, DFS load and hot zones.
 
-samples: node-sample traces (JSON lines, models.sampletrace; gzip detected), I/O in MB
+samples: node-sample traces (JSON lines, models.formats.sampletrace; gzip detected), I/O in MB
 (10**6 bytes) and MB/s. llview: LLview job directories (or their LoadMem / FSusage / PCOREusage
 files), I/O in LLview's MiB and MiB/s. Writes to --out:
 
@@ -30,8 +30,11 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import orjson
 
-from models import llview
-from models.dfs import (
+from models.formats import llview
+from models.formats.sampletrace import parse_trace
+from models.records.nodesample import Interner, to_arrays
+from models.records.reject import Reject, count_reasons
+from models.samples.dfs import (
     IoRates,
     dfs_minutely,
     hot_zone_threshold,
@@ -40,10 +43,7 @@ from models.dfs import (
     job_minutely,
     job_write_stats,
 )
-from models.nodesample import Interner, to_arrays
-from models.reject import Reject, count_reasons
-from models.sampletrace import parse_trace
-from models.utilization import (
+from models.samples.utilization import (
     MEM_EDGES,
     UTIL_EDGES,
     JobUtilization,
@@ -53,7 +53,7 @@ from models.utilization import (
     job_utilization,
     measures_from_samples,
 )
-from streams.fileio import read_text, write_csv
+from streams.sources.files import read_text, write_csv
 
 JOB_COLUMNS = ["job", "nodes", "cores", "measures", "core_util_mean", "mem_mean_ratio",
                "mem_max_core_ratio", "swap_kb_max", "sa_core_seconds", "write_max_node_mb_s",
@@ -98,7 +98,7 @@ def _threshold(args: argparse.Namespace) -> float:
 
 def _load_samples(args: argparse.Namespace, rejects: list[Reject]
                   ) -> tuple[NodeMeasures, IoRates, np.ndarray, str]:
-    from models.dfs import io_from_samples
+    from models.samples.dfs import io_from_samples
 
     samples = []
     for p in args.paths:

@@ -69,8 +69,8 @@ def _samples() -> bytes:
     """12 jobs on 1-3 of 10 nodes, one or two processes per node, a sample a minute for two
     hours; cumulative writes with bursts (some above 40 MB/s summed), one counter reset, one pid
     reused, one bad line."""
-    from models.nodesample import NodeSample
-    from models.sampletrace import dumps
+    from models.formats.sampletrace import dumps
+    from models.records.nodesample import NodeSample
 
     rng = np.random.default_rng(11)
     lines: list[bytes] = []

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.drain import DrainAccountant, static_basis_node_hours
-from models.moab import parse_lines_slow, parse_moab_chunk
-from models.nodestatus import Codebook
+from models.drain.accountant import DrainAccountant, static_basis_node_hours
+from models.formats.moab import parse_lines_slow, parse_moab_chunk
+from models.records.nodestatus import Codebook
 from tests import reference_drain as ref
 
 

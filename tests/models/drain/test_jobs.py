@@ -2,7 +2,7 @@
 
 import pytest
 
-from models.jobdrain import (
+from models.drain.jobs import (
     JobDrain,
     by_size_group,
     failure_to_launch,
@@ -10,7 +10,7 @@ from models.jobdrain import (
     size_group,
     sliding_jobs,
 )
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 
 
 @pytest.mark.parametrize(("nodes", "group"), [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from models.jobevent import JobEvent
-from models.release import Holder, forecast_release
-from models.runtime import RuntimePredictor
+from models.drain.release import Holder, forecast_release
+from models.jobs.runtime import RuntimePredictor
+from models.records.jobevent import JobEvent
 
 
 def hm(h: int, m: int, s: int = 0) -> float:

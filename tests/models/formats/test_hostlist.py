@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.hostlist import HostlistError, compress_hostlist, expand_hostlist
+from models.formats.hostlist import HostlistError, compress_hostlist, expand_hostlist
 
 
 def reference_expand(expr: str) -> list[str]:

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from models.jobcomp import iter_jobcomp_events, jobcomp_record_events
-from models.jobevent import JobEventError
-from models.reject import Reject
+from models.formats.jobcomp import iter_jobcomp_events, jobcomp_record_events
+from models.records.jobevent import JobEventError
+from models.records.reject import Reject
 
 
 def utc(*a: int) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from models.jobevent import JobEvent
-from models.jobsource import FORMATS, iter_job_events, sort_events
-from models.reject import Reject
+from models.formats.jobsource import FORMATS, iter_job_events, sort_events
+from models.records.jobevent import JobEvent
+from models.records.reject import Reject
 
 SACCT = ("7|7|c|p|q|a|g|1|u|2|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:00:10|"
          "2024-01-01T00:01:10|00:01:00|0:0|COMPLETED|1|4|4|1000Mn|cpu=4|cpu=4|01:00:00|n1|job")

@@ -12,18 +12,17 @@ What the report's numbers are (found by reproducing them here):
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from models import llview
-from models.dfs import dfs_minutely, job_write_stats
-from models.nodesample import Interner
-from models.reject import Reject
-from models.utilization import job_utilization
+from models.formats import llview
+from models.records.nodesample import Interner
+from models.records.reject import Reject
+from models.samples.dfs import dfs_minutely, job_write_stats
+from models.samples.utilization import job_utilization
+from tests.paths import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "llview" / "job-9438058"
+DATA = SHARED_DATA / "llview" / "job-9438058"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"LLview data not at {DATA}")
 FS = ("all", "home", "project", "scratch")
 

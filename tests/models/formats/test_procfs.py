@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import procfs
-from models.procfs import (
+from models.formats import procfs
+from models.formats.procfs import (
     ProcParseError,
     counter_delta,
     counter_deltas,

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from models.jobevent import JobEvent
-from models.reject import Reject, count_reasons
-from models.sacct import (
+from models.formats.sacct import (
     SacctError,
     iter_sacct_events,
     parse_duration,
@@ -20,8 +17,11 @@ from models.sacct import (
     parse_time,
     sacct_job_events,
 )
+from models.records.jobevent import JobEvent
+from models.records.reject import Reject, count_reasons
+from tests.paths import SHARED_DATA
 
-PHILLIPS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sacct" / "phillips.log"
+PHILLIPS = SHARED_DATA / "sacct" / "phillips.log"
 
 # Verbatim lines 1, 2 and 2738 of ../shared/data/sacct/phillips.log (Open XDMoD test artefact).
 LINE1 = ("163485|163485|phillips|focaccia|chestnut|chaff|chaff|45789|noror|380693|"
@@ -173,7 +173,7 @@ def test_exitcode_and_flags() -> None:
 
 def _line(**over: str) -> str:
     fields = LINE2.split("|")
-    from models.sacct import FIELDS_26
+    from models.formats.sacct import FIELDS_26
     d = dict(zip(FIELDS_26, fields, strict=True))
     d.update(over)
     return "|".join(d[k] for k in FIELDS_26)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from models.reject import count_reasons
-from models.swf import SwfError, SwfJob, parse_swf, parse_swf_job
+from models.formats.swf import SwfError, SwfJob, parse_swf, parse_swf_job
+from models.records.reject import count_reasons
+from tests.paths import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "swf"
+DATA = SHARED_DATA / "swf"
 KTH = DATA / "KTH-SP2-1996-2.1-cln.swf.gz"
 NASA = DATA / "NASA-iPSC-1993-3.1-cln.swf.gz"
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import gzip
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from models.reject import Reject
-from models.swf import SwfHeader, parse_swf_job
-from models.swfevents import header_procs_per_node, iter_swf_events, swf_job_events
+from models.formats.swf import SwfHeader, parse_swf_job
+from models.formats.swfevents import header_procs_per_node, iter_swf_events, swf_job_events
+from models.records.reject import Reject
+from tests.paths import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "swf"
+DATA = SHARED_DATA / "swf"
 
 HEADER = """\
 ; Version: 2.2
@@ -111,7 +111,7 @@ def test_real_traces(name: str, jobs: int, t0: int | None) -> None:
 
 
 def test_nasa_header_says_submit_is_start_so_jobs_run_at_submit() -> None:
-    from models.swfevents import iter_swf_events
+    from models.formats.swfevents import iter_swf_events
 
     lines = ["; UnixStartTime: 749458803",
              "; Note: There is no information on wait times - the given submit",

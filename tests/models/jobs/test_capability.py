@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 from hypothesis import given, settings
 
-from models.capability import (
+from models.jobs.capability import (
     CapabilityUse,
     DayCalendar,
     cup,
@@ -17,7 +17,7 @@ from models.capability import (
     p_cup,
     section_shares,
 )
-from models.jobevent import JobEvent
+from models.records.jobevent import JobEvent
 from tests.reference_jobs import build_events, capability_ref, job_specs
 
 D0 = 1_700_006_400.0  # 2023-11-15 00:00 UTC

@@ -7,8 +7,8 @@ import math
 import pytest
 from hypothesis import given, settings
 
-from models.fairshare import FairShareUsage, decayed_charge
-from models.jobevent import JobEvent
+from models.jobs.fairshare import FairShareUsage, decayed_charge
+from models.records.jobevent import JobEvent
 from tests.reference_jobs import build_events, fairshare_ref, job_specs
 
 DAY = 86400.0

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 
-from models.jobevent import JobEvent
-from models.runtime import (
+from models.jobs.runtime import (
     UNKNOWN_RUNTIME_S,
     RuntimePredictor,
     predict_from_history,
     score_predictions,
 )
+from models.records.jobevent import JobEvent
+from tests.paths import SHARED_DATA
 from tests.reference_jobs import build_events, job_specs, runtime_ref
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = SHARED_DATA
 
 
 def hms(s: float) -> str:
@@ -134,7 +134,7 @@ def test_kth_history_beats_requested_walltime() -> None:
     path = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
     if not path.exists():
         pytest.skip(f"{path} absent (../shared/data not mounted)")
-    from models.jobsource import iter_job_events, sort_events
+    from models.formats.jobsource import iter_job_events, sort_events
 
     with gzip.open(path, "rt") as f:
         evs = sort_events(iter_job_events("swf", f))

@@ -6,14 +6,14 @@ import orjson
 import pytest
 from hypothesis import given, settings
 
-from models.jobevent import JobEvent
-from models.shortjobs import (
+from models.jobs.shortjobs import (
     DEFAULT_INTERVAL_S,
     DEFAULT_LAMBDA,
     ShortJobPenalty,
     lookup_table_json,
     lookup_table_text,
 )
+from models.records.jobevent import JobEvent
 from tests.reference_jobs import build_events, job_specs, shortjobs_ref
 
 T0 = 1_700_000_100.0  # a multiple of 180 s plus 100 s

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from models.jobevent import JobEvent
-from models.turnover import SlotTurnover
+from models.jobs.turnover import SlotTurnover
+from models.records.jobevent import JobEvent
 from tests.reference_jobs import build_events, job_specs, turnover_ref, window_sums
 
 H = 3600.0

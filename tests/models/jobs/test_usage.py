@@ -4,7 +4,6 @@ reference that follows XDMoD's statistic_ratio_case.sql literally."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -12,17 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.jobevent import JobEvent
-from models.jobsource import iter_job_events, sort_events
-from models.usage import (
+from models.formats.jobsource import iter_job_events, sort_events
+from models.jobs.usage import (
     CSV_HEADER,
     day_edges,
     intervals_from_events,
     usage_by_day,
     usage_from_events,
 )
+from models.records.jobevent import JobEvent
+from tests.paths import SHARED_DATA
 
-PHILLIPS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sacct" / "phillips.log"
+PHILLIPS = SHARED_DATA / "sacct" / "phillips.log"
 
 
 def utc(*a: int) -> float:

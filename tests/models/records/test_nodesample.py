@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from models.nodesample import NodeSample, to_arrays
-from models.reject import Reject
-from models.sampletrace import SampleTraceError, dumps, parse_sample, parse_trace
+from models.formats.sampletrace import SampleTraceError, dumps, parse_sample, parse_trace
+from models.records.nodesample import NodeSample, to_arrays
+from models.records.reject import Reject
 from tests.reference_samples import sample_strategy
 
 LINE = ('{"ts": 1709302348.5, "job": 12345, "pid": 4242, "node": "n001", "command": "python",'

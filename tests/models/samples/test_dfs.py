@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from models.dfs import (
+from models.records.nodesample import NodeSample, to_arrays
+from models.samples.dfs import (
     IoRates,
     dfs_minutely,
     hot_zone_threshold,
@@ -18,7 +19,6 @@ from models.dfs import (
     job_write_series,
     job_write_stats,
 )
-from models.nodesample import NodeSample, to_arrays
 from tests.reference_samples import ref_deltas, ref_dfs_minutely, ref_hot_zones, sample_strategy
 
 MB = 10**6
@@ -121,7 +121,7 @@ def test_dfs_matches_reference(samples):
 
 
 def test_job_minutely_sums_nodes_per_job_and_minute() -> None:
-    from models.dfs import IoRates, job_minutely
+    from models.samples.dfs import IoRates, job_minutely
 
     io = IoRates(job=np.array([1, 0, 1, 1]), node=np.array([0, 0, 1, 0]),
                  minute=np.array([5, 5, 5, 6]), write=np.array([1.5, 2.0, 0.25, 4.0]),

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from models.nodesample import NodeSample, to_arrays
-from models.utilization import (
+from models.records.nodesample import NodeSample, to_arrays
+from models.samples.utilization import (
     UTIL_EDGES,
     class_sa_ratios,
     histogram,

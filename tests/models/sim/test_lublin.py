@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from models.lublin import (
+from models.sim.lublin import (
     BUCKETS,
     LublinModel,
     LublinParams,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.scheduler import (
+from models.formats.swf import parse_swf
+from models.sim.scheduler import (
     BUSY,
     DOWN,
     DRAINED,
@@ -20,7 +20,7 @@ from models.scheduler import (
     NodeInterval,
     Workload,
 )
-from models.swf import parse_swf
+from tests.paths import SHARED_DATA
 
 
 def wl(rows: list[tuple[float, int, float, float]]) -> Workload:
@@ -229,8 +229,7 @@ def test_invariants(rows, depth):
             assert n_rsv == w.nodes[head]
 
 
-KTH = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "swf"
-       / "KTH-SP2-1996-2.1-cln.swf.gz")
+KTH = SHARED_DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 @pytest.mark.data

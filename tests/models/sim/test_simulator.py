@@ -10,17 +10,17 @@ import numpy as np
 import orjson
 import pytest
 
-from models.jobevent import parse_jobevent_line
-from models.lublin import LublinModel
-from models.scheduler import NodeInterval, Workload
-from models.simulator import (
+from models.formats.swf import parse_swf_job
+from models.records.jobevent import parse_jobevent_line
+from models.sim.lublin import LublinModel
+from models.sim.scheduler import NodeInterval, Workload
+from models.sim.simulator import (
     SimConfig,
     random_outages,
     simulate,
     workload_from_lublin,
     workload_from_swf,
 )
-from models.swf import parse_swf_job
 
 MOAB_RE = re.compile(
     r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}) (\d+) INFO  Node '([^']+)' status: "

@@ -11,10 +11,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from models.fairshare import decayed_charge
+from models.jobs.fairshare import decayed_charge
 from streams.cli import main
+from tests.paths import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = SHARED_DATA
 
 
 def T(hms: str) -> str:

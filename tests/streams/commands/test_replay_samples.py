@@ -9,11 +9,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from models.nodesample import NodeSample
-from models.sampletrace import dumps
+from models.formats.sampletrace import dumps
+from models.records.nodesample import NodeSample
 from streams.cli import main
+from tests.paths import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "llview" / "job-9438058"
+DATA = SHARED_DATA / "llview" / "job-9438058"
 MB = 10**6
 GIB_KB = 1024 * 1024
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from models.jobevent import parse_jobevent_line
+from models.records.jobevent import parse_jobevent_line
 from streams.cli import main
+from tests.paths import SHARED_DATA
 
 MOAB_RE = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} \d+ INFO  Node '([^']+)' status: "
     r"state='(Idle|Busy|Running|Down|Drained|Draining)' rsvlist='([^']*)' joblist='([^']*)'$"
 )
-KTH = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "swf"
-       / "KTH-SP2-1996-2.1-cln.swf.gz")
+KTH = SHARED_DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def _check(out: Path, log_lines: list[str], nodes: int, iters: int) -> None:

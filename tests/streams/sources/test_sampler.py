@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from models.sampletrace import parse_trace
+from models.formats.sampletrace import parse_trace
 from streams.cli import main
-from streams.sampler import JsonLinesSink, Sampler, resolver_by_name
+from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
 
 MB = 1 << 20
 CHILD = r"""
