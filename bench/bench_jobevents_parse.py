@@ -33,13 +33,17 @@ def rate(name: str, fmt: str, lines: list[str], repeat: int = 1) -> None:
         for _ev in iter_job_events(fmt, lines):
             n += 1
     dt = time.perf_counter() - t
-    print(f"{name:34s} {n:>9,d} events {dt:7.3f} s {n / dt:>11,.0f} events/s "
-          f"({repeat * len(lines) / dt:,.0f} lines/s)")
+    print(
+        f"{name:34s} {n:>9,d} events {dt:7.3f} s {n / dt:>11,.0f} events/s "
+        f"({repeat * len(lines) / dt:,.0f} lines/s)"
+    )
 
 
 def main() -> None:
-    print(f"machine: {platform.machine()} {platform.processor() or ''} python "
-          f"{platform.python_version()} numpy {np.__version__}")
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} python "
+        f"{platform.python_version()} numpy {np.__version__}"
+    )
     phillips = DATA / "sacct" / "phillips.log"
     kth = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
     if phillips.exists():
@@ -54,17 +58,32 @@ def main() -> None:
 
     rng = np.random.default_rng(1)
     import orjson
+
     recs = []
     for i in range(50_000):
         s = 1_700_000_000 + int(rng.integers(0, 10**7))
-        recs.append(orjson.dumps({
-            "jobid": i, "username": "u", "groupname": "g", "@submit": s - 60, "@start": s,
-            "@end": s + int(rng.integers(1, 86400)), "nodes": "c[001-004]", "total_cpus": 64,
-            "total_nodes": 4, "state": "COMPLETED", "derived_ec": "0:0"}).decode())
+        recs.append(
+            orjson.dumps(
+                {
+                    "jobid": i,
+                    "username": "u",
+                    "groupname": "g",
+                    "@submit": s - 60,
+                    "@start": s,
+                    "@end": s + int(rng.integers(1, 86400)),
+                    "nodes": "c[001-004]",
+                    "total_cpus": 64,
+                    "total_nodes": 4,
+                    "state": "COMPLETED",
+                    "derived_ec": "0:0",
+                }
+            ).decode()
+        )
     rate("jobcomp synthetic 50k", "jobcomp", recs)
 
     # usage split: numpy vs the reference loop
     from test_usage import reference_usage
+
     n = 2_000
     s = 1_700_000_000 + rng.integers(0, 30 * 86400, n)
     e = s + rng.integers(0, 3 * 86400, n)
@@ -77,8 +96,10 @@ def main() -> None:
     t = time.perf_counter()
     reference_usage(jobs, "Europe/Berlin", u.days[0], u.days[-1])
     t_ref = time.perf_counter() - t
-    print(f"usage split {n:,} jobs / {len(u.days)} days: numpy {t_np * 1e3:.2f} ms, "
-          f"reference {t_ref * 1e3:.0f} ms, ratio {t_ref / t_np:,.0f}x")
+    print(
+        f"usage split {n:,} jobs / {len(u.days)} days: numpy {t_np * 1e3:.2f} ms, "
+        f"reference {t_ref * 1e3:.0f} ms, ratio {t_ref / t_np:,.0f}x"
+    )
     big = 1_000_000
     s = 1_700_000_000 + rng.integers(0, 365 * 86400, big)
     e = s + rng.integers(0, 3 * 86400, big)

@@ -68,12 +68,27 @@ def build_stream(n_jobs: int) -> list[JobEvent]:
                 if ids is None:
                     if jobs >= n_jobs:
                         continue  # the stream is full: no new jobs, finish the started ones
-                    ids = names[e.job] = (p + e.job, e.user and p + e.user,
-                                          e.group and p + e.group)
+                    ids = names[e.job] = (p + e.job, e.user and p + e.user, e.group and p + e.group)
                     jobs += 1
-                out.append(JobEvent(e.type, rel + shift, ids[0], ids[1], ids[2], ids[2],
-                                    e.partition, e.name, e.nodes, e.cores, e.req_walltime,
-                                    e.node_list, e.state, e.exit_code, e.backfill))
+                out.append(
+                    JobEvent(
+                        e.type,
+                        rel + shift,
+                        ids[0],
+                        ids[1],
+                        ids[2],
+                        ids[2],
+                        e.partition,
+                        e.name,
+                        e.nodes,
+                        e.cores,
+                        e.req_walltime,
+                        e.node_list,
+                        e.state,
+                        e.exit_code,
+                        e.backfill,
+                    )
+                )
             c += 1
     return sort_events(out)
 
@@ -101,7 +116,7 @@ def each_alone(events: list[JobEvent], batch: int) -> dict[str, float]:
             m = getattr(a, name)
             t = time.process_time()
             for i in range(0, len(events), batch):
-                m.update(events[i:i + batch])
+                m.update(events[i : i + batch])
             rates[name] = len(events) / (time.process_time() - t)
     finally:
         gc.enable()
@@ -120,16 +135,31 @@ def vs_reference(n_jobs: int) -> list[tuple[str, float, float]]:
     evs = [e for e in evs if int(e.job) <= n_jobs]
     until = evs[-1].ts + 3600
     cases = [
-        ("shortjobs", lambda: ShortJobPenalty(history="ticks").update(evs),
-         lambda: ref.shortjobs_ref(evs, 600, 600, 180, 0.9, 1.0, until)),
-        ("turnover", lambda: SlotTurnover(max_stack=10**9).update(evs),
-         lambda: ref.turnover_ref(evs, 3600)),
-        ("runtime", lambda: RuntimePredictor().update(evs),
-         lambda: ref.runtime_ref(evs, 5, 1.96, True)),
-        ("capability", lambda: CapabilityUse(100).update(evs),
-         lambda: ref.capability_ref(evs, min_large_nodes(100))),
-        ("fairshare", lambda: FairShareUsage().update(evs),
-         lambda: ref.fairshare_ref(evs, 7 * 86400, until, {"NODE_FAIL"})),
+        (
+            "shortjobs",
+            lambda: ShortJobPenalty(history="ticks").update(evs),
+            lambda: ref.shortjobs_ref(evs, 600, 600, 180, 0.9, 1.0, until),
+        ),
+        (
+            "turnover",
+            lambda: SlotTurnover(max_stack=10**9).update(evs),
+            lambda: ref.turnover_ref(evs, 3600),
+        ),
+        (
+            "runtime",
+            lambda: RuntimePredictor().update(evs),
+            lambda: ref.runtime_ref(evs, 5, 1.96, True),
+        ),
+        (
+            "capability",
+            lambda: CapabilityUse(100).update(evs),
+            lambda: ref.capability_ref(evs, min_large_nodes(100)),
+        ),
+        (
+            "fairshare",
+            lambda: FairShareUsage().update(evs),
+            lambda: ref.fairshare_ref(evs, 7 * 86400, until, {"NODE_FAIL"}),
+        ),
     ]
     out = []
     for name, fast, slow in cases:
@@ -144,18 +174,22 @@ def vs_reference(n_jobs: int) -> list[tuple[str, float, float]]:
 
 
 def mae_table() -> None:
-    srcs = [("KTH SP2 (swf)", DATA / TRACES[0], "swf"),
-            ("NASA iPSC (swf, wait 0)", DATA / TRACES[1], "swf"),
-            ("phillips (sacct)", DATA / "sacct" / "phillips.log", "sacct")]
+    srcs = [
+        ("KTH SP2 (swf)", DATA / TRACES[0], "swf"),
+        ("NASA iPSC (swf, wait 0)", DATA / TRACES[1], "swf"),
+        ("phillips (sacct)", DATA / "sacct" / "phillips.log", "sacct"),
+    ]
     variants = [
         ("default: (user, name|request), last 5, trim, cap", {}),
         ("per user only (no request as name)", {"request_as_name": False}),
         ("last 2 runs, no trim (Tsafrir-style)", {"history": 2, "trim_from": 10**9}),
         ("last 20 runs, trim", {"history": 20}),
     ]
-    print("| trace | predictor | jobs | covered | MAE pred (covered) | MAE request (same jobs) "
-          "| MAE hybrid (all w/ request) | MAE request (all) | overran upper+60 s "
-          "| ran past request+60 s |")
+    print(
+        "| trace | predictor | jobs | covered | MAE pred (covered) | MAE request (same jobs) "
+        "| MAE hybrid (all w/ request) | MAE request (all) | overran upper+60 s "
+        "| ran past request+60 s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, path, fmt in srcs:
         if not path.exists():
@@ -170,9 +204,11 @@ def mae_table() -> None:
                     return "-"
                 return f"{100 * x:.1f} %" if pct else f"{x:,.0f} s"
 
-            print(f"| {label} | {vlabel} | {s.jobs:,} | {s.covered:,} | {f(s.mae_predicted)} | "
-                  f"{f(s.mae_request_covered)} | {f(s.mae_hybrid)} | {f(s.mae_request)} | "
-                  f"{f(s.overran_upper, True)} | {f(s.over_request, True)} |")
+            print(
+                f"| {label} | {vlabel} | {s.jobs:,} | {s.covered:,} | {f(s.mae_predicted)} | "
+                f"{f(s.mae_request_covered)} | {f(s.mae_hybrid)} | {f(s.mae_request)} | "
+                f"{f(s.overran_upper, True)} | {f(s.over_request, True)} |"
+            )
 
 
 def main() -> int:
@@ -180,8 +216,12 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=BATCH)
     ap.add_argument("--mae", action="store_true", help="print the run-time prediction table")
-    ap.add_argument("--ref-jobs", type=int, default=1500,
-                    help="KTH prefix (jobs) for the fast vs reference ratios")
+    ap.add_argument(
+        "--ref-jobs",
+        type=int,
+        default=1500,
+        help="KTH prefix (jobs) for the fast vs reference ratios",
+    )
     args = ap.parse_args()
     if not (DATA / TRACES[0]).exists():
         print(f"needs {DATA / 'swf'}", file=sys.stderr)
@@ -189,23 +229,31 @@ def main() -> int:
     if args.mae:
         mae_table()
         return 0
-    print(f"machine: {platform.machine()} {platform.processor() or ''} python "
-          f"{platform.python_version()}")
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} python "
+        f"{platform.python_version()}"
+    )
     t = time.perf_counter()
     events = build_stream(args.jobs)
     n_jobs = sum(1 for e in events if e.type == "submit")
-    print(f"stream: {len(events):,} events, {n_jobs:,} jobs, built in "
-          f"{time.perf_counter() - t:.1f} s; maxrss {maxrss_mib():,.0f} MiB")
+    print(
+        f"stream: {len(events):,} events, {n_jobs:,} jobs, built in "
+        f"{time.perf_counter() - t:.1f} s; maxrss {maxrss_mib():,.0f} MiB"
+    )
     rss0 = maxrss_mib()
     dt, a = run_all(events, args.batch)
     rss1 = maxrss_mib()
     cpu = run_all.cpu  # type: ignore[attr-defined]
-    print(f"all analytics: {dt:.2f} s wall = {len(events) / dt:,.0f} events/s "
-          f"({n_jobs / dt:,.0f} jobs/s); {cpu:.2f} s CPU = {len(events) / cpu:,.0f} events/s "
-          f"per core-second; maxrss {rss0:,.0f} -> {rss1:,.0f} MiB")
-    print(f"  rows: short {len(a.short_rows):,}, turnover {len(a.turnover_rows):,}, "  # type: ignore[attr-defined]
-          f"predictions {len(a.predictions):,}, capability days {len(a.capability_days):,}, "  # type: ignore[attr-defined]
-          f"fairshare {len(a.fairshare_rows):,}")  # type: ignore[attr-defined]
+    print(
+        f"all analytics: {dt:.2f} s wall = {len(events) / dt:,.0f} events/s "
+        f"({n_jobs / dt:,.0f} jobs/s); {cpu:.2f} s CPU = {len(events) / cpu:,.0f} events/s "
+        f"per core-second; maxrss {rss0:,.0f} -> {rss1:,.0f} MiB"
+    )
+    print(
+        f"  rows: short {len(a.short_rows):,}, turnover {len(a.turnover_rows):,}, "  # type: ignore[attr-defined]
+        f"predictions {len(a.predictions):,}, capability days {len(a.capability_days):,}, "  # type: ignore[attr-defined]
+        f"fairshare {len(a.fairshare_rows):,}"
+    )  # type: ignore[attr-defined]
     del a
     for name, rate in each_alone(events, args.batch).items():
         print(f"  {name:<11} alone: {rate:,.0f} events/s per CPU-second")
@@ -213,8 +261,9 @@ def main() -> int:
     gc.collect()
     print(f"fast vs reference (first {args.ref_jobs} KTH jobs):")
     for name, tf, ts in vs_reference(args.ref_jobs):
-        print(f"  {name:<11} fast {tf * 1e3:8.1f} ms  reference {ts * 1e3:9.1f} ms  "
-              f"x{ts / tf:,.0f}")
+        print(
+            f"  {name:<11} fast {tf * 1e3:8.1f} ms  reference {ts * 1e3:9.1f} ms  x{ts / tf:,.0f}"
+        )
     return 0
 
 

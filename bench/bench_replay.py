@@ -48,19 +48,29 @@ def fast(log: Path, out: Path, threads: int | None) -> dict:
     env = dict(os.environ)
     if threads:
         env["POLARS_MAX_THREADS"] = str(threads)
-    code = ("import resource,sys,time; from streams.cli import main; t=time.perf_counter();"
-            f"rc=main(['replay','--format','moab',{str(log)!r},'--out',{str(out)!r},"
-            "'--no-progress','--tz','America/Chicago']);"
-            "ru=resource.getrusage(resource.RUSAGE_SELF);"
-            "print(time.perf_counter()-t, ru.ru_utime+ru.ru_stime, ru.ru_maxrss)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
-                       capture_output=True, text=True)
+    code = (
+        "import resource,sys,time; from streams.cli import main; t=time.perf_counter();"
+        f"rc=main(['replay','--format','moab',{str(log)!r},'--out',{str(out)!r},"
+        "'--no-progress','--tz','America/Chicago']);"
+        "ru=resource.getrusage(resource.RUSAGE_SELF);"
+        "print(time.perf_counter()-t, ru.ru_utime+ru.ru_stime, ru.ru_maxrss)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
     wall, cpu, rss = map(float, r.stdout.split())
     summary = json.loads((out / "summary.json").read_text())
     t = summary["timings_seconds"]
-    return {"wall": wall, "cpu": cpu, "maxrss_mb": rss / 1024, "lines": summary["lines_read"],
-            "loop_s": t["parse"] + t["account"], "parse_s": t["parse"],
-            "account_s": t["account"], "drain_days": (out / "drain_daily.csv").read_text()}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "maxrss_mb": rss / 1024,
+        "lines": summary["lines_read"],
+        "loop_s": t["parse"] + t["account"],
+        "parse_s": t["parse"],
+        "account_s": t["account"],
+        "drain_days": (out / "drain_daily.csv").read_text(),
+    }
 
 
 def reference(log: Path) -> dict:
@@ -74,8 +84,12 @@ def reference(log: Path) -> dict:
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     lines = sum(1 for _ in open(log, "rb"))
     drain = sum(v[1] for v in ref.summarise_hours(res).values())
-    return {"wall": wall, "cpu": (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime),
-            "lines": lines, "drain_ms": drain}
+    return {
+        "wall": wall,
+        "cpu": (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime),
+        "lines": lines,
+        "drain_ms": drain,
+    }
 
 
 def main() -> None:
@@ -87,32 +101,49 @@ def main() -> None:
     d = Path(a.dir)
     log = ensure_log(d, a.lines)
     small = head(log, d / "moab-1M.log", 1_000_000)
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
-          f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
+        f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}"
+    )
     print(f"input: {log} ({log.stat().st_size / 1e6:.0f} MB)")
     f1 = fast(log, d / "out-1t", threads=1)
-    print(f"fast, 1 thread : {f1['lines']:,} lines in {f1['wall']:.2f} s wall, {f1['cpu']:.2f} s "
-          f"CPU -> {f1['lines'] / f1['wall']:,.0f} lines/s wall, {f1['lines'] / f1['cpu']:,.0f} "
-          f"lines/s per CPU-second; peak RSS {f1['maxrss_mb']:.0f} MB")
-    print(f"                 parse + account + windows alone: {f1['lines'] / f1['loop_s']:,.0f} "
-          f"lines/s (parse {f1['parse_s']:.2f} s, account {f1['account_s']:.2f} s); the rest "
-          "is interpreter start, imports, file reading and report writing")
+    print(
+        f"fast, 1 thread : {f1['lines']:,} lines in {f1['wall']:.2f} s wall, {f1['cpu']:.2f} s "
+        f"CPU -> {f1['lines'] / f1['wall']:,.0f} lines/s wall, {f1['lines'] / f1['cpu']:,.0f} "
+        f"lines/s per CPU-second; peak RSS {f1['maxrss_mb']:.0f} MB"
+    )
+    print(
+        f"                 parse + account + windows alone: {f1['lines'] / f1['loop_s']:,.0f} "
+        f"lines/s (parse {f1['parse_s']:.2f} s, account {f1['account_s']:.2f} s); the rest "
+        "is interpreter start, imports, file reading and report writing"
+    )
     f2 = fast(log, d / "out-mt", threads=None)
-    print(f"fast, all cores: {f2['lines'] / f2['wall']:,.0f} lines/s wall; "
-          f"peak RSS {f2['maxrss_mb']:.0f} MB")
+    print(
+        f"fast, all cores: {f2['lines'] / f2['wall']:,.0f} lines/s wall; "
+        f"peak RSS {f2['maxrss_mb']:.0f} MB"
+    )
     fs = fast(small, d / "out-small", threads=1)
-    print(f"memory: peak RSS {fs['maxrss_mb']:.0f} MB at {fs['lines']:,} lines vs "
-          f"{f1['maxrss_mb']:.0f} MB at {f1['lines']:,} lines")
+    print(
+        f"memory: peak RSS {fs['maxrss_mb']:.0f} MB at {fs['lines']:,} lines vs "
+        f"{f1['maxrss_mb']:.0f} MB at {f1['lines']:,} lines"
+    )
     if not a.skip_reference:
         r = reference(log)
-        print(f"reference      : {r['lines']:,} lines in {r['wall']:.1f} s wall, {r['cpu']:.1f} s "
-              f"CPU -> {r['lines'] / r['wall']:,.0f} lines/s")
-        print(f"ratio fast(1 thread)/reference: {r['wall'] / f1['wall']:.1f}x wall, "
-              f"{r['cpu'] / f1['cpu']:.1f}x CPU")
-        fast_drain = sum(int(round(float(x.split(",")[2]) * 1000))
-                         for x in f1["drain_days"].splitlines()[1:])
-        print(f"drain node-ms: fast {fast_drain:,} reference {r['drain_ms']:,} "
-              f"{'EQUAL' if fast_drain == r['drain_ms'] else 'DIFFERENT'}")
+        print(
+            f"reference      : {r['lines']:,} lines in {r['wall']:.1f} s wall, {r['cpu']:.1f} s "
+            f"CPU -> {r['lines'] / r['wall']:,.0f} lines/s"
+        )
+        print(
+            f"ratio fast(1 thread)/reference: {r['wall'] / f1['wall']:.1f}x wall, "
+            f"{r['cpu'] / f1['cpu']:.1f}x CPU"
+        )
+        fast_drain = sum(
+            int(round(float(x.split(",")[2]) * 1000)) for x in f1["drain_days"].splitlines()[1:]
+        )
+        print(
+            f"drain node-ms: fast {fast_drain:,} reference {r['drain_ms']:,} "
+            f"{'EQUAL' if fast_drain == r['drain_ms'] else 'DIFFERENT'}"
+        )
 
 
 if __name__ == "__main__":

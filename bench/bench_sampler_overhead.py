@@ -73,9 +73,23 @@ def direct_cost(sweeps: int = 100) -> tuple[float, float, float]:
 
 def startup_cost() -> float:
     """CPU s of one `ship samples --count 1` process (interpreter, imports, one sweep)."""
-    p = subprocess.Popen([sys.executable, "-m", "streams.cli", "ship", "samples", "--count", "1",
-                          "--resolver", "cgroup", "--out", os.devnull], cwd=ROOT,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "samples",
+            "--count",
+            "1",
+            "--resolver",
+            "cgroup",
+            "--out",
+            os.devnull,
+        ],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
     _, _, ru = os.wait4(p.pid, 0)
     p.returncode = 0
     return ru.ru_utime + ru.ru_stime
@@ -84,9 +98,23 @@ def startup_cost() -> float:
 def with_sampler(n: int, period: float) -> tuple[float, float, int]:
     """Workers' wall time with the sampler running; sampler CPU s; samples written."""
     out = Path("/tmp") / f"overhead_{os.getpid()}.jsonl"
-    p = subprocess.Popen([sys.executable, "-m", "streams.cli", "ship", "samples", "--period",
-                          str(period), "--resolver", "cgroup", "--out", str(out)], cwd=ROOT,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "samples",
+            "--period",
+            str(period),
+            "--resolver",
+            "cgroup",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.0)  # let it start (imports) before the timed work
     wall = run_workers(n)
     p.send_signal(signal.SIGINT)
@@ -102,20 +130,28 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=35.0)
     ap.add_argument("--pairs", type=int, default=2)
     args = ap.parse_args()
-    print(f"machine: {platform.machine()} {CORES} cores python {platform.python_version()}; "
-          f"load average before: {os.getloadavg()}")
+    print(
+        f"machine: {platform.machine()} {CORES} cores python {platform.python_version()}; "
+        f"load average before: {os.getloadavg()}"
+    )
 
     ms_sweep, ms_sample, per_sweep = direct_cost()
-    print(f"direct: {per_sweep:.0f} processes per sweep, {ms_sweep:.2f} ms CPU per sweep, "
-          f"{ms_sample:.3f} ms CPU per process sample")
+    print(
+        f"direct: {per_sweep:.0f} processes per sweep, {ms_sweep:.2f} ms CPU per sweep, "
+        f"{ms_sample:.3f} ms CPU per process sample"
+    )
     for period in (60.0, 30.0, 10.0):
         ovh = ms_sweep / 1000 / (period * CORES) * 100
-        print(f"  period {period:4.0f} s: {3600 / period * ms_sweep / 1000:6.2f} CPU s per hour"
-              f" = {ovh:.4f} % of the node's CPU ({CORES} cores)")
+        print(
+            f"  period {period:4.0f} s: {3600 / period * ms_sweep / 1000:6.2f} CPU s per hour"
+            f" = {ovh:.4f} % of the node's CPU ({CORES} cores)"
+        )
     for procs in (8, 16, 32):
         ovh = procs * ms_sample / 1000 / (60 * CORES) * 100
-        print(f"  {procs} job processes at 60 s: {ovh:.5f} % (seed Table 4: 16 -> 0.21 %, "
-              f"32 -> 0.35 %)")
+        print(
+            f"  {procs} job processes at 60 s: {ovh:.5f} % (seed Table 4: 16 -> 0.21 %, "
+            f"32 -> 0.35 %)"
+        )
 
     start = statistics.median(startup_cost() for _ in range(3))
     print(f"sampler process start-up + first sweep: {start:.3f} s CPU (python, imports)")
@@ -137,10 +173,12 @@ def main() -> None:
     print(f"  no sampler: {', '.join(f'{x:.2f}' for x in base)} s (mean {b:.2f})")
     print(f"  sampler 10 s: {', '.join(f'{x:.2f}' for x in samp)} s (mean {s:.2f})")
     steady = cpu_s - args.pairs * start
-    print(f"  wall-time overhead {100 * (s - b) / b:+.2f} % (seed Table 3 at 10 s: 0.69 %); "
-          f"sampler CPU {cpu_s:.3f} s over {sum(samp):.0f} s ({lines} samples), "
-          f"{steady:.3f} s without start-up = {100 * steady / (sum(samp) * CORES):.4f} % of "
-          f"the node's CPU")
+    print(
+        f"  wall-time overhead {100 * (s - b) / b:+.2f} % (seed Table 3 at 10 s: 0.69 %); "
+        f"sampler CPU {cpu_s:.3f} s over {sum(samp):.0f} s ({lines} samples), "
+        f"{steady:.3f} s without start-up = {100 * steady / (sum(samp) * CORES):.4f} % of "
+        f"the node's CPU"
+    )
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -50,12 +50,22 @@ def synth(n_target: int, seed: int = 1) -> SampleArrays:
         return np.repeat(a, sweeps)
 
     return SampleArrays(
-        ts=ts.ravel(), job=rep(proc_job), node=rep(proc_node), pid=rep(proc_pid),
-        start=rep(proc_start), vm_rss_kb=rng.uniform(1e5, 6e6, n),
-        vm_swap_kb=np.where(rng.random(n) < 0.01, 1000.0, 0.0), read_bytes=rb.ravel(),
-        write_bytes=wb.ravel(), core=rng.uniform(0, 100, n), cores=np.full(n, 4.0),
-        job_class=rep(proc_job % 2), jobs=[str(i) for i in range(n_jobs)],
-        nodes=[f"n{i}" for i in range(500)], classes=["normal", "besteffort"])
+        ts=ts.ravel(),
+        job=rep(proc_job),
+        node=rep(proc_node),
+        pid=rep(proc_pid),
+        start=rep(proc_start),
+        vm_rss_kb=rng.uniform(1e5, 6e6, n),
+        vm_swap_kb=np.where(rng.random(n) < 0.01, 1000.0, 0.0),
+        read_bytes=rb.ravel(),
+        write_bytes=wb.ravel(),
+        core=rng.uniform(0, 100, n),
+        cores=np.full(n, 4.0),
+        job_class=rep(proc_job % 2),
+        jobs=[str(i) for i in range(n_jobs)],
+        nodes=[f"n{i}" for i in range(500)],
+        classes=["normal", "besteffort"],
+    )
 
 
 def analytics(arr: SampleArrays) -> int:
@@ -67,20 +77,38 @@ def analytics(arr: SampleArrays) -> int:
 
 
 def to_samples(arr: SampleArrays, k: int) -> list[NodeSample]:
-    return [NodeSample(ts=float(arr.ts[i]), job=arr.jobs[arr.job[i]], pid=int(arr.pid[i]),
-                       node=arr.nodes[arr.node[i]], command="app",
-                       vm_peak_kb=int(arr.vm_rss_kb[i]), vm_size_kb=int(arr.vm_rss_kb[i]),
-                       vm_rss_kb=int(arr.vm_rss_kb[i]), vm_swap_kb=int(arr.vm_swap_kb[i]),
-                       syscr=0, syscw=0, read_bytes=int(arr.read_bytes[i]),
-                       write_bytes=int(arr.write_bytes[i]), core=float(arr.core[i]), receive=0,
-                       transmit=0, start=float(arr.start[i]), cores=int(arr.cores[i]),
-                       job_class=arr.classes[arr.job_class[i]]) for i in range(k)]
+    return [
+        NodeSample(
+            ts=float(arr.ts[i]),
+            job=arr.jobs[arr.job[i]],
+            pid=int(arr.pid[i]),
+            node=arr.nodes[arr.node[i]],
+            command="app",
+            vm_peak_kb=int(arr.vm_rss_kb[i]),
+            vm_size_kb=int(arr.vm_rss_kb[i]),
+            vm_rss_kb=int(arr.vm_rss_kb[i]),
+            vm_swap_kb=int(arr.vm_swap_kb[i]),
+            syscr=0,
+            syscw=0,
+            read_bytes=int(arr.read_bytes[i]),
+            write_bytes=int(arr.write_bytes[i]),
+            core=float(arr.core[i]),
+            receive=0,
+            transmit=0,
+            start=float(arr.start[i]),
+            cores=int(arr.cores[i]),
+            job_class=arr.classes[arr.job_class[i]],
+        )
+        for i in range(k)
+    ]
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000
-    print(f"machine: {platform.machine()} python {platform.python_version()} "
-          f"numpy {np.__version__}; 2-core VM, one process")
+    print(
+        f"machine: {platform.machine()} python {platform.python_version()} "
+        f"numpy {np.__version__}; 2-core VM, one process"
+    )
     arr = synth(n)
     print(f"synthetic trace: {len(arr):,} samples, {len(arr.jobs):,} jobs")
     analytics(synth(20_000, 2))  # warm-up
@@ -89,8 +117,10 @@ def main() -> None:
         t = time.perf_counter()
         zones = analytics(arr)
         best = min(best, time.perf_counter() - t)
-    print(f"analytics (utilisation + DFS + hot zones): {best:.3f} s, "
-          f"{len(arr) / best:,.0f} samples/s ({zones} hot-zone episodes at the p99 load)")
+    print(
+        f"analytics (utilisation + DFS + hot zones): {best:.3f} s, "
+        f"{len(arr) / best:,.0f} samples/s ({zones} hot-zone episodes at the p99 load)"
+    )
 
     small = synth(20_000, 3)
     samples = to_samples(small, len(small))
@@ -110,10 +140,12 @@ def main() -> None:
         job_utilization(m, 6 * 1024 * 1024, 4)
         dfs_minutely(io_from_samples(arr2, 60.0))
     t_cols = (time.perf_counter() - t) / 10
-    print(f"reference vs fast on {len(samples):,} samples (same work): reference "
-          f"{len(samples) / t_ref:,.0f} samples/s; fast incl. records->columns "
-          f"{len(samples) / t_fast:,.0f} samples/s (x{t_ref / t_fast:.1f}); fast on columns "
-          f"{len(samples) / t_cols:,.0f} samples/s (x{t_ref / t_cols:.1f})")
+    print(
+        f"reference vs fast on {len(samples):,} samples (same work): reference "
+        f"{len(samples) / t_ref:,.0f} samples/s; fast incl. records->columns "
+        f"{len(samples) / t_fast:,.0f} samples/s (x{t_ref / t_fast:.1f}); fast on columns "
+        f"{len(samples) / t_cols:,.0f} samples/s (x{t_ref / t_cols:.1f})"
+    )
 
     lines = [dumps(s) for s in samples]
     t = time.perf_counter()

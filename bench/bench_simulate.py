@@ -30,15 +30,33 @@ from models.sim.simulator import (  # noqa: E402
 from streams.commands.simulate import parse_start, write_simulation  # noqa: E402
 
 
-def make_log(out_dir: str | Path, lines: int = 5_000_000, nodes: int = 400,
-             period: float = 120.0, seed: int = 0, gzip: bool = False) -> dict[str, object]:
+def make_log(
+    out_dir: str | Path,
+    lines: int = 5_000_000,
+    nodes: int = 400,
+    period: float = 120.0,
+    seed: int = 0,
+    gzip: bool = False,
+) -> dict[str, object]:
     """Write a simulated log of at least ``lines`` lines to ``out_dir``; return the summary."""
     per_day = nodes * 86400.0 / period
     days = math.ceil(lines / per_day * 1000) / 1000
     args = argparse.Namespace(
-        swf=None, model="lublin", nodes=nodes, days=days, period=period, out=str(out_dir),
-        seed=seed, tz="America/Chicago", start="2014-12-31T00:00:00", outages=max(1, nodes // 40),
-        drained=max(1, nodes // 100), gzip=gzip, warmup=24.0, depth=1, load=0.85,
+        swf=None,
+        model="lublin",
+        nodes=nodes,
+        days=days,
+        period=period,
+        out=str(out_dir),
+        seed=seed,
+        tz="America/Chicago",
+        start="2014-12-31T00:00:00",
+        outages=max(1, nodes // 40),
+        drained=max(1, nodes // 100),
+        gzip=gzip,
+        warmup=24.0,
+        depth=1,
+        load=0.85,
         swf_skip_days=0.0,
     )
     t = time.perf_counter()
@@ -49,13 +67,18 @@ def make_log(out_dir: str | Path, lines: int = 5_000_000, nodes: int = 400,
     return summary
 
 
-def bench_generate(lines: int, nodes: int, period: float,
-                   seed: int) -> tuple[int, float, float, int]:
+def bench_generate(
+    lines: int, nodes: int, period: float, seed: int
+) -> tuple[int, float, float, int]:
     """Generation only (scheduler + formatting, no file I/O): (lines, wall s, CPU s, chars)."""
     days = lines / (nodes * 86400.0 / period)
-    cfg = SimConfig(nodes=nodes, days=days, start=parse_start("2014-12-31T00:00:00",
-                                                              "America/Chicago"),
-                    period=period, seed=seed)
+    cfg = SimConfig(
+        nodes=nodes,
+        days=days,
+        start=parse_start("2014-12-31T00:00:00", "America/Chicago"),
+        period=period,
+        seed=seed,
+    )
     t0 = time.perf_counter()
     c0 = time.process_time()
     w = workload_from_lublin(LublinModel(nodes, seed), cfg)
@@ -78,17 +101,21 @@ def main() -> int:
     a = ap.parse_args()
     print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
     n, dt, cpu, size = bench_generate(a.lines, a.nodes, a.period, a.seed)
-    print(f"generate only: {n:,} lines ({size / 1e6:.0f} MB) in {dt:.2f} s wall, {cpu:.2f} s CPU"
-          f" = {n / dt:,.0f} lines/s wall, {n / cpu:,.0f} lines/s CPU")
+    print(
+        f"generate only: {n:,} lines ({size / 1e6:.0f} MB) in {dt:.2f} s wall, {cpu:.2f} s CPU"
+        f" = {n / dt:,.0f} lines/s wall, {n / cpu:,.0f} lines/s CPU"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         out = a.out or tmp
         s = make_log(out, a.lines, a.nodes, a.period, a.seed, a.gzip)
         secs = float(s["seconds"])  # type: ignore[arg-type]
         cpu = float(s["cpu_seconds"])  # type: ignore[arg-type]
         nl = int(s["lines"])  # type: ignore[call-overload]
-        print(f"generate + write: {nl:,} lines, {s['jobs']:,} jobs in {secs:.2f} s wall, "
-              f"{cpu:.2f} s CPU = {nl / secs:,.0f} lines/s wall, {nl / cpu:,.0f} lines/s CPU "
-              f"-> {s['log']}")
+        print(
+            f"generate + write: {nl:,} lines, {s['jobs']:,} jobs in {secs:.2f} s wall, "
+            f"{cpu:.2f} s CPU = {nl / secs:,.0f} lines/s wall, {nl / cpu:,.0f} lines/s CPU "
+            f"-> {s['log']}"
+        )
     return 0
 
 

@@ -108,8 +108,13 @@ def create_app(settings: Settings, *, app_id: str = APP_ID) -> faust.App:
     names = topic_names(settings.topic_prefix)
     app.drainwatch_topics = AppTopics(  # type: ignore[attr-defined]
         **{
-            f.name: app.topic(getattr(names, f.name), value_type=bytes, value_serializer="raw",
-                              key_type=bytes, key_serializer="raw")
+            f.name: app.topic(
+                getattr(names, f.name),
+                value_type=bytes,
+                value_serializer="raw",
+                key_type=bytes,
+                key_serializer="raw",
+            )
             for f in fields(names)
         }
     )

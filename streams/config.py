@@ -31,11 +31,20 @@ ENV_PREFIX = "DRAINWATCH_"
 CONFIG_ENV = "DRAINWATCH_CONFIG"
 # DRAINWATCH_* variables that are not settings (read by the Makefile, the local stack in
 # deploy/local/stack.py, tests); everything else with the prefix must be a setting.
-NON_SETTING_ENV = frozenset({
-    CONFIG_ENV, "DRAINWATCH_REQUIRE_STACK", "DRAINWATCH_GO", "DRAINWATCH_JAVA", "DRAINWATCH_MVN",
-    "DRAINWATCH_KAFKA_PORT", "DRAINWATCH_KAFKA_CONTROLLER_PORT", "DRAINWATCH_INFLUX_PORT",
-    "DRAINWATCH_INFLUX_RPC_PORT", "DRAINWATCH_KEEP_STACK",
-})
+NON_SETTING_ENV = frozenset(
+    {
+        CONFIG_ENV,
+        "DRAINWATCH_REQUIRE_STACK",
+        "DRAINWATCH_GO",
+        "DRAINWATCH_JAVA",
+        "DRAINWATCH_MVN",
+        "DRAINWATCH_KAFKA_PORT",
+        "DRAINWATCH_KAFKA_CONTROLLER_PORT",
+        "DRAINWATCH_INFLUX_PORT",
+        "DRAINWATCH_INFLUX_RPC_PORT",
+        "DRAINWATCH_KEEP_STACK",
+    }
+)
 NON_SETTING_ENV_PREFIXES = ("DRAINWATCH_STACK_", "DRAINWATCH_TEST_")
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -104,70 +113,240 @@ class Spec:
 
 SPECS: tuple[Spec, ...] = (
     # --- Kafka ---
-    Spec("kafka_bootstrap", "kafka", "bootstrap", "bootstrap", "127.0.0.1:19092",
-         "Kafka bootstrap servers, host:port[,host:port...] (default: the local stack)"),
-    Spec("kafka_security_protocol", "kafka", "security_protocol", "choice", "PLAINTEXT",
-         "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", choices=SECURITY_PROTOCOLS),
-    Spec("kafka_sasl_mechanism", "kafka", "sasl_mechanism", "choice", "PLAIN",
-         "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", choices=SASL_MECHANISMS),
-    Spec("kafka_sasl_username", "kafka", "sasl_username", "str", None,
-         "SASL user name (SASL_* protocols)", optional=True),
-    Spec("kafka_sasl_password", "kafka", "sasl_password", "secret", None,
-         "SASL password: env var or a file (_FILE / TOML sasl_password_file)", optional=True),
-    Spec("kafka_ssl_cafile", "kafka", "ssl_cafile", "file", None,
-         "PEM CA bundle that signed the brokers' certificates (else the system CAs)",
-         optional=True),
-    Spec("kafka_ssl_certfile", "kafka", "ssl_certfile", "file", None,
-         "PEM client certificate for mutual TLS", optional=True),
-    Spec("kafka_ssl_keyfile", "kafka", "ssl_keyfile", "file", None,
-         "PEM private key of the client certificate", optional=True),
-    Spec("kafka_ssl_key_password", "kafka", "ssl_key_password", "secret", None,
-         "password of an encrypted ssl_keyfile: env var or a file", optional=True),
-    Spec("topic_prefix", "kafka", "topic_prefix", "str", "drainwatch.",
-         "prefix of every topic name (node-status, job-events, ...)"),
-    Spec("topic_partitions", "kafka", "topic_partitions", "int", 8,
-         "partitions of the topics the app creates", minimum=1),
-    Spec("topic_replication_factor", "kafka", "topic_replication_factor", "int", 1,
-         "replication factor of the topics the app creates (3 on a production cluster)",
-         minimum=1),
+    Spec(
+        "kafka_bootstrap",
+        "kafka",
+        "bootstrap",
+        "bootstrap",
+        "127.0.0.1:19092",
+        "Kafka bootstrap servers, host:port[,host:port...] (default: the local stack)",
+    ),
+    Spec(
+        "kafka_security_protocol",
+        "kafka",
+        "security_protocol",
+        "choice",
+        "PLAINTEXT",
+        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+        choices=SECURITY_PROTOCOLS,
+    ),
+    Spec(
+        "kafka_sasl_mechanism",
+        "kafka",
+        "sasl_mechanism",
+        "choice",
+        "PLAIN",
+        "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+        choices=SASL_MECHANISMS,
+    ),
+    Spec(
+        "kafka_sasl_username",
+        "kafka",
+        "sasl_username",
+        "str",
+        None,
+        "SASL user name (SASL_* protocols)",
+        optional=True,
+    ),
+    Spec(
+        "kafka_sasl_password",
+        "kafka",
+        "sasl_password",
+        "secret",
+        None,
+        "SASL password: env var or a file (_FILE / TOML sasl_password_file)",
+        optional=True,
+    ),
+    Spec(
+        "kafka_ssl_cafile",
+        "kafka",
+        "ssl_cafile",
+        "file",
+        None,
+        "PEM CA bundle that signed the brokers' certificates (else the system CAs)",
+        optional=True,
+    ),
+    Spec(
+        "kafka_ssl_certfile",
+        "kafka",
+        "ssl_certfile",
+        "file",
+        None,
+        "PEM client certificate for mutual TLS",
+        optional=True,
+    ),
+    Spec(
+        "kafka_ssl_keyfile",
+        "kafka",
+        "ssl_keyfile",
+        "file",
+        None,
+        "PEM private key of the client certificate",
+        optional=True,
+    ),
+    Spec(
+        "kafka_ssl_key_password",
+        "kafka",
+        "ssl_key_password",
+        "secret",
+        None,
+        "password of an encrypted ssl_keyfile: env var or a file",
+        optional=True,
+    ),
+    Spec(
+        "topic_prefix",
+        "kafka",
+        "topic_prefix",
+        "str",
+        "drainwatch.",
+        "prefix of every topic name (node-status, job-events, ...)",
+    ),
+    Spec(
+        "topic_partitions",
+        "kafka",
+        "topic_partitions",
+        "int",
+        8,
+        "partitions of the topics the app creates",
+        minimum=1,
+    ),
+    Spec(
+        "topic_replication_factor",
+        "kafka",
+        "topic_replication_factor",
+        "int",
+        1,
+        "replication factor of the topics the app creates (3 on a production cluster)",
+        minimum=1,
+    ),
     # --- InfluxDB ---
-    Spec("influx_url", "influx", "url", "str", "http://127.0.0.1:18086",
-         "InfluxDB base URL (v2 write API; 1.8 and 2.x both serve it)"),
-    Spec("influx_org", "influx", "org", "str", "drainwatch",
-         "InfluxDB 2.x organisation (ignored by 1.8)"),
-    Spec("influx_bucket", "influx", "bucket", "str", "drainwatch",
-         "bucket written to (on 1.8: database/retention-policy, e.g. drainwatch/autogen)"),
-    Spec("influx_database", "influx", "database", "str", "drainwatch",
-         "database name InfluxQL queries and Grafana use (2.x: via a DBRP mapping)"),
-    Spec("influx_token", "influx", "token", "secret", None,
-         "API token: env var or a file (_FILE / TOML token_file); never argv", optional=True),
+    Spec(
+        "influx_url",
+        "influx",
+        "url",
+        "str",
+        "http://127.0.0.1:18086",
+        "InfluxDB base URL (v2 write API; 1.8 and 2.x both serve it)",
+    ),
+    Spec(
+        "influx_org",
+        "influx",
+        "org",
+        "str",
+        "drainwatch",
+        "InfluxDB 2.x organisation (ignored by 1.8)",
+    ),
+    Spec(
+        "influx_bucket",
+        "influx",
+        "bucket",
+        "str",
+        "drainwatch",
+        "bucket written to (on 1.8: database/retention-policy, e.g. drainwatch/autogen)",
+    ),
+    Spec(
+        "influx_database",
+        "influx",
+        "database",
+        "str",
+        "drainwatch",
+        "database name InfluxQL queries and Grafana use (2.x: via a DBRP mapping)",
+    ),
+    Spec(
+        "influx_token",
+        "influx",
+        "token",
+        "secret",
+        None,
+        "API token: env var or a file (_FILE / TOML token_file); never argv",
+        optional=True,
+    ),
     # --- Accounting ---
-    Spec("tz", "accounting", "tz", "tz", "UTC",
-         "IANA time zone of the day/hour windows"),
-    Spec("max_gap", "accounting", "max_gap", "float", 600.0,
-         "longest interval (s) accrued to a state; longer ones count as unaccounted",
-         minimum=0.0),
-    Spec("nodes", "accounting", "nodes", "int", None,
-         "schedulable nodes for the static drain basis (unset: no static %)",
-         minimum=1, optional=True),
+    Spec("tz", "accounting", "tz", "tz", "UTC", "IANA time zone of the day/hour windows"),
+    Spec(
+        "max_gap",
+        "accounting",
+        "max_gap",
+        "float",
+        600.0,
+        "longest interval (s) accrued to a state; longer ones count as unaccounted",
+        minimum=0.0,
+    ),
+    Spec(
+        "nodes",
+        "accounting",
+        "nodes",
+        "int",
+        None,
+        "schedulable nodes for the static drain basis (unset: no static %)",
+        minimum=1,
+        optional=True,
+    ),
     # --- Worker ---
-    Spec("state_dir", "", "state_dir", "path", ".drainwatch",
-         "directory for local state (worker data dir, local stack)"),
-    Spec("log_level", "", "log_level", "choice", "info",
-         "log level: debug, info, warning, error", choices=LOG_LEVELS),
-    Spec("store", "worker", "store", "choice", "memory://",
-         "Faust table store: memory:// or rocksdb:// (needs rocksdict)", choices=STORES),
-    Spec("web_bind", "worker", "web_bind", "str", "127.0.0.1",
-         "address the worker's web server (health, stats) binds"),
-    Spec("web_port", "worker", "web_port", "int", 6066,
-         "port of the worker's web server", minimum=1),
-    Spec("broker_session_timeout", "worker", "broker_session_timeout", "float", 60.0,
-         "consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
-         minimum=1.0),
-    Spec("broker_heartbeat_interval", "worker", "broker_heartbeat_interval", "float", 3.0,
-         "consumer heartbeat interval (s); < session timeout / 3", minimum=0.1),
-    Spec("broker_rebalance_timeout", "worker", "broker_rebalance_timeout", "float", 60.0,
-         "consumer group rebalance timeout (s)", minimum=1.0),
+    Spec(
+        "state_dir",
+        "",
+        "state_dir",
+        "path",
+        ".drainwatch",
+        "directory for local state (worker data dir, local stack)",
+    ),
+    Spec(
+        "log_level",
+        "",
+        "log_level",
+        "choice",
+        "info",
+        "log level: debug, info, warning, error",
+        choices=LOG_LEVELS,
+    ),
+    Spec(
+        "store",
+        "worker",
+        "store",
+        "choice",
+        "memory://",
+        "Faust table store: memory:// or rocksdb:// (needs rocksdict)",
+        choices=STORES,
+    ),
+    Spec(
+        "web_bind",
+        "worker",
+        "web_bind",
+        "str",
+        "127.0.0.1",
+        "address the worker's web server (health, stats) binds",
+    ),
+    Spec(
+        "web_port", "worker", "web_port", "int", 6066, "port of the worker's web server", minimum=1
+    ),
+    Spec(
+        "broker_session_timeout",
+        "worker",
+        "broker_session_timeout",
+        "float",
+        60.0,
+        "consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
+        minimum=1.0,
+    ),
+    Spec(
+        "broker_heartbeat_interval",
+        "worker",
+        "broker_heartbeat_interval",
+        "float",
+        3.0,
+        "consumer heartbeat interval (s); < session timeout / 3",
+        minimum=0.1,
+    ),
+    Spec(
+        "broker_rebalance_timeout",
+        "worker",
+        "broker_rebalance_timeout",
+        "float",
+        60.0,
+        "consumer group rebalance timeout (s)",
+        minimum=1.0,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SPECS}
@@ -310,8 +489,10 @@ def _from_toml(path: Path) -> dict[str, Any]:
         where = f"{dotted} (in {path})"
         if dotted in secret_values:
             raise ConfigError(
-                where, f"secrets are not read from the TOML file; put it in a file and set "
-                f"{dotted}_file, or set {secret_values[dotted].env}")
+                where,
+                f"secrets are not read from the TOML file; put it in a file and set "
+                f"{dotted}_file, or set {secret_values[dotted].env}",
+            )
         spec = by_key.get(dotted)
         if spec is None:
             raise ConfigError(where, "unknown setting" + _did_you_mean(dotted, by_key))
@@ -473,26 +654,40 @@ def _validate(s: Settings) -> Settings:
     spec = _BY_NAME
     if s.uses_sasl:
         if not s.kafka_sasl_username:
-            raise ConfigError(spec["kafka_sasl_username"].env,
-                              f"required with security protocol {s.kafka_security_protocol}")
+            raise ConfigError(
+                spec["kafka_sasl_username"].env,
+                f"required with security protocol {s.kafka_security_protocol}",
+            )
         if s.kafka_sasl_password is None:
-            raise ConfigError(spec["kafka_sasl_password"].env,
-                              f"required with security protocol {s.kafka_security_protocol} "
-                              f"(or {spec['kafka_sasl_password'].env}_FILE)")
+            raise ConfigError(
+                spec["kafka_sasl_password"].env,
+                f"required with security protocol {s.kafka_security_protocol} "
+                f"(or {spec['kafka_sasl_password'].env}_FILE)",
+            )
     if not s.uses_ssl:
-        for name in ("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile",
-                     "kafka_ssl_key_password"):
+        for name in (
+            "kafka_ssl_cafile",
+            "kafka_ssl_certfile",
+            "kafka_ssl_keyfile",
+            "kafka_ssl_key_password",
+        ):
             if getattr(s, name) is not None:
-                raise ConfigError(spec[name].env,
-                                  f"set but security protocol is {s.kafka_security_protocol} "
-                                  "(use SSL or SASL_SSL)")
+                raise ConfigError(
+                    spec[name].env,
+                    f"set but security protocol is {s.kafka_security_protocol} "
+                    "(use SSL or SASL_SSL)",
+                )
     if s.kafka_ssl_keyfile is not None and s.kafka_ssl_certfile is None:
         raise ConfigError(spec["kafka_ssl_keyfile"].env, "needs kafka_ssl_certfile too")
     if s.broker_heartbeat_interval * 3 > s.broker_session_timeout:
-        raise ConfigError(spec["broker_heartbeat_interval"].env,
-                          f"{s.broker_heartbeat_interval:g} s must be at most a third of "
-                          f"broker_session_timeout ({s.broker_session_timeout:g} s)")
+        raise ConfigError(
+            spec["broker_heartbeat_interval"].env,
+            f"{s.broker_heartbeat_interval:g} s must be at most a third of "
+            f"broker_session_timeout ({s.broker_session_timeout:g} s)",
+        )
     if not s.topic_prefix.replace(".", "").replace("-", "").replace("_", "").isalnum():
-        raise ConfigError(spec["topic_prefix"].env,
-                          f"{s.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'")
+        raise ConfigError(
+            spec["topic_prefix"].env,
+            f"{s.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'",
+        )
     return s

@@ -40,17 +40,38 @@ def pair_jobs(events: list[JobEvent]) -> list[Job]:
             starts[e.job] = e
         elif e.type == "end" and e.job in starts:
             s = starts.pop(e.job)
-            out.append(Job(e.job, s.ts, e.ts, s.user, s.group, s.account, s.name, s.nodes,
-                           s.cores, s.node_list, s.req_walltime,
-                           e.backfill if e.backfill is not None else s.backfill, e.state))
+            out.append(
+                Job(
+                    e.job,
+                    s.ts,
+                    e.ts,
+                    s.user,
+                    s.group,
+                    s.account,
+                    s.name,
+                    s.nodes,
+                    s.cores,
+                    s.node_list,
+                    s.req_walltime,
+                    e.backfill if e.backfill is not None else s.backfill,
+                    e.state,
+                )
+            )
     return out
 
 
 # ---- 002 short jobs --------------------------------------------------------------------------
 
-def shortjobs_ref(events: list[JobEvent], threshold: float, min_runtime: float,
-                  interval: float, lam: float, floor: float, until: float
-                  ) -> list[tuple[float, str, str, int, float, float]]:
+
+def shortjobs_ref(
+    events: list[JobEvent],
+    threshold: float,
+    min_runtime: float,
+    interval: float,
+    lam: float,
+    floor: float,
+    until: float,
+) -> list[tuple[float, str, str, int, float, float]]:
     jobs = pair_jobs(events)
     if not jobs:
         return []
@@ -85,6 +106,7 @@ def shortjobs_ref(events: list[JobEvent], threshold: float, min_runtime: float,
 
 
 # ---- 002 turnover ----------------------------------------------------------------------------
+
 
 def turnover_ref(events: list[JobEvent], max_gap: float) -> list[tuple[float, float, int]]:
     """Gaps (release, refill, slots) by unit-slot simulation: one list entry per freed slot,
@@ -155,8 +177,10 @@ def window_sums(gaps: list[tuple[float, float, int]], window: float) -> dict[int
 
 # ---- 001 run-time prediction -----------------------------------------------------------------
 
-def runtime_ref(events: list[JobEvent], history: int, z: float, cap: bool
-                ) -> list[tuple[str, int, float | None, float | None, float]]:
+
+def runtime_ref(
+    events: list[JobEvent], history: int, z: float, cap: bool
+) -> list[tuple[str, int, float | None, float | None, float]]:
     """(job, runs, predicted, upper, actual) per finished job, predicted from every earlier-ended
     run of the same (user, name) (the last `history` of them), as seen at the job's start; a
     missing name is replaced by the requested wall time."""
@@ -175,8 +199,10 @@ def runtime_ref(events: list[JobEvent], history: int, z: float, cap: bool
             start_pos[e.job] = order[id(e)]
     out = []
     for j in jobs:
-        prev = sorted((x for x in jobs if ident(x) == ident(j)
-                       and end_pos[x.job] < start_pos[j.job]), key=lambda x: end_pos[x.job])
+        prev = sorted(
+            (x for x in jobs if ident(x) == ident(j) and end_pos[x.job] < start_pos[j.job]),
+            key=lambda x: end_pos[x.job],
+        )
         runs = [max(0.0, x.end - x.start) for x in prev][-history:]
         n = len(runs)
         if n < 2:
@@ -195,6 +221,7 @@ def runtime_ref(events: list[JobEvent], history: int, z: float, cap: bool
 
 
 # ---- 004 capability and fair share -----------------------------------------------------------
+
 
 def capability_ref(events: list[JobEvent], min_large: int) -> dict[str, list[float]]:
     """day (ISO, UTC) -> [large, small, backfill-small] node-hours, by stepping through days."""
@@ -218,8 +245,9 @@ def capability_ref(events: list[JobEvent], min_large: int) -> dict[str, list[flo
     return out
 
 
-def fairshare_ref(events: list[JobEvent], half_life: float, at: float,
-                  refund: set[str]) -> dict[tuple[str, str], float]:
+def fairshare_ref(
+    events: list[JobEvent], half_life: float, at: float, refund: set[str]
+) -> dict[tuple[str, str], float]:
     """Decayed usage at `at` of every holder: the integral of nodes * 2^(-(at - tau)/h) over
     each charged job's run, by the trapezoid rule on a fine grid."""
     out: dict[tuple[str, str], float] = {}
@@ -242,18 +270,27 @@ def fairshare_ref(events: list[JobEvent], half_life: float, at: float,
 
 # ---- generated streams -----------------------------------------------------------------------
 
+
 def build_events(specs: list[tuple], base: float = 1_700_000_000.0) -> list[JobEvent]:
     """specs: (start_offset, duration, user, group, name, nodes, cores, node_idx, backfill,
     state, req) -> time-sorted submit/start/end events (via models.jobsource.sort_events)."""
     from models.formats.jobsource import sort_events
 
     evs = []
-    for i, (st, dur, user, group, name, nodes, cores, node_idx, bf, state, req) in \
-            enumerate(specs):
+    for i, (st, dur, user, group, name, nodes, cores, node_idx, bf, state, req) in enumerate(specs):
         nl = tuple(f"n{k:02d}" for k in node_idx)
-        common = dict(job=f"j{i}", user=user, group=group, account=f"acct-{group}", name=name,
-                      nodes=len(nl) if nl else nodes, cores=cores, req_walltime=req,
-                      node_list=nl, backfill=bf)
+        common = dict(
+            job=f"j{i}",
+            user=user,
+            group=group,
+            account=f"acct-{group}",
+            name=name,
+            nodes=len(nl) if nl else nodes,
+            cores=cores,
+            req_walltime=req,
+            node_list=nl,
+            backfill=bf,
+        )
         t0 = base + st
         evs.append(JobEvent(type="submit", ts=t0 - 5, **common))
         evs.append(JobEvent(type="start", ts=t0, **common))
@@ -274,8 +311,9 @@ def job_specs():
         st.sampled_from(["a", "b", None]),
         st.integers(1, 8),  # nodes
         st.one_of(st.none(), st.integers(1, 64)),  # cores
-        st.one_of(st.just(()), st.lists(st.integers(0, 5), min_size=1, max_size=3,
-                                        unique=True).map(tuple)),
+        st.one_of(
+            st.just(()), st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True).map(tuple)
+        ),
         st.one_of(st.none(), st.booleans()),
         st.sampled_from(["COMPLETED", "FAILED", "NODE_FAIL", None]),
         st.one_of(st.none(), st.integers(60, 3 * 86400).map(float)),

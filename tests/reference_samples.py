@@ -40,8 +40,9 @@ def ref_deltas(samples: list[NodeSample], period: float) -> list[tuple[NodeSampl
     return out
 
 
-def ref_job_utilization(samples: list[NodeSample], period: float, mem_per_core_kb: float,
-                        cores_per_node: float) -> dict[str, dict[str, float]]:
+def ref_job_utilization(
+    samples: list[NodeSample], period: float, mem_per_core_kb: float, cores_per_node: float
+) -> dict[str, dict[str, float]]:
     """Seed 003 §5 per job: core_utilization_mean = sum_i core_consumption(t_i) /
     (allocated_cores x n); memory ratios; max swap; SA = cores x run time."""
     # last sample per (job, node, bucket, pid, start)
@@ -88,8 +89,9 @@ def ref_job_utilization(samples: list[NodeSample], period: float, mem_per_core_k
     return res
 
 
-def ref_dfs_minutely(samples: list[NodeSample], period: float, unit: float = 1e6
-                     ) -> dict[int, tuple[float, float, int]]:
+def ref_dfs_minutely(
+    samples: list[NodeSample], period: float, unit: float = 1e6
+) -> dict[int, tuple[float, float, int]]:
     """minute -> (write unit/s, read unit/s, jobs with a write delta > 0 in that minute)."""
     w: dict[int, float] = defaultdict(float)
     r: dict[int, float] = defaultdict(float)
@@ -103,8 +105,9 @@ def ref_dfs_minutely(samples: list[NodeSample], period: float, unit: float = 1e6
     return {m: (w[m], r[m], len(writers[m])) for m in set(w) | set(r)}
 
 
-def ref_hot_zones(minutely: dict[int, float], job_minute: dict[tuple[str, int], float],
-                  threshold: float, top: int) -> list[tuple[int, int, float, int, list]]:
+def ref_hot_zones(
+    minutely: dict[int, float], job_minute: dict[tuple[str, int], float], threshold: float, top: int
+) -> list[tuple[int, int, float, int, list]]:
     """Episodes of consecutive minutes with load > threshold; top jobs by writes in them."""
     hot = sorted(m for m, v in minutely.items() if v > threshold)
     episodes: list[list[int]] = []
@@ -133,13 +136,38 @@ def sample_strategy(max_size: int = 80):  # noqa: ANN201 - hypothesis strategy
 
     row = st.builds(
         lambda job, node, pid, start, ts, w, r, core, rss, swap, cores: NodeSample(
-            ts=float(ts), job=job, pid=pid, node=node, command="x", vm_peak_kb=rss,
-            vm_size_kb=rss, vm_rss_kb=rss, vm_swap_kb=swap, syscr=0, syscw=0, read_bytes=r,
-            write_bytes=w, core=float(core), receive=0, transmit=0, start=float(start),
-            cores=cores, job_class="besteffort" if job == "c" else "normal"),
-        st.sampled_from(["a", "b", "c"]), st.sampled_from(["n1", "n2"]), st.integers(1, 4),
-        st.sampled_from([0, 100, 700]), st.integers(0, 1500), st.integers(0, 10**9),
-        st.integers(0, 10**8), st.integers(0, 400), st.integers(0, 10**7),
-        st.integers(0, 10**5), st.integers(0, 4))
-    return st.lists(row, min_size=1, max_size=max_size,
-                    unique_by=lambda s: (s.node, s.pid, s.start, s.ts))
+            ts=float(ts),
+            job=job,
+            pid=pid,
+            node=node,
+            command="x",
+            vm_peak_kb=rss,
+            vm_size_kb=rss,
+            vm_rss_kb=rss,
+            vm_swap_kb=swap,
+            syscr=0,
+            syscw=0,
+            read_bytes=r,
+            write_bytes=w,
+            core=float(core),
+            receive=0,
+            transmit=0,
+            start=float(start),
+            cores=cores,
+            job_class="besteffort" if job == "c" else "normal",
+        ),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["n1", "n2"]),
+        st.integers(1, 4),
+        st.sampled_from([0, 100, 700]),
+        st.integers(0, 1500),
+        st.integers(0, 10**9),
+        st.integers(0, 10**8),
+        st.integers(0, 400),
+        st.integers(0, 10**7),
+        st.integers(0, 10**5),
+        st.integers(0, 4),
+    )
+    return st.lists(
+        row, min_size=1, max_size=max_size, unique_by=lambda s: (s.node, s.pid, s.start, s.ts)
+    )

@@ -35,9 +35,15 @@ DS_UID = "drainwatch-influxdb"
 SCHEMA: dict[str, dict[str, set[str]]] = {
     "drain": {
         "tags": {"window"},
-        "fields": {"drain_node_seconds", "accounted_node_seconds",
-                   "unallocated_idle_node_seconds", "down_node_seconds",
-                   "unaccounted_node_seconds", "drain_pct_static", "drain_pct_dynamic"},
+        "fields": {
+            "drain_node_seconds",
+            "accounted_node_seconds",
+            "unallocated_idle_node_seconds",
+            "down_node_seconds",
+            "unaccounted_node_seconds",
+            "drain_pct_static",
+            "drain_pct_dynamic",
+        },
     },
     "drain_job": {"tags": {"job"}, "fields": {"drain_node_seconds"}},
 }
@@ -180,8 +186,10 @@ def test_compose_worker_environment_loads_with_real_settings(
     assert s.influx_token is not None and s.influx_token.reveal() == "test-only-token"
     assert s.nodes is None  # DRAINWATCH_NODES= (empty) means "no static basis"
     # The broker's internal listener is what the worker dials.
-    assert "INTERNAL://kafka:9092" in compose["services"]["kafka"]["environment"][
-        "KAFKA_ADVERTISED_LISTENERS"]
+    assert (
+        "INTERNAL://kafka:9092"
+        in compose["services"]["kafka"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+    )
     # Healthcheck probes the port and path the app serves.
     probe = " ".join(worker["healthcheck"]["test"])
     assert f"127.0.0.1:{s.web_port}/health/" in probe
@@ -211,8 +219,9 @@ def _go() -> str | None:
 def composecheck() -> Path:
     """deploy/composecheck built with Go (compose-go: the loader `docker compose` uses)."""
     src = DEPLOY / "composecheck"
-    digest = hashlib.sha256(b"".join((src / n).read_bytes()
-                                     for n in ("main.go", "go.mod", "go.sum"))).hexdigest()
+    digest = hashlib.sha256(
+        b"".join((src / n).read_bytes() for n in ("main.go", "go.mod", "go.sum"))
+    ).hexdigest()
     binary = REPO / ".drainwatch" / "bin" / f"composecheck-{digest[:12]}"
     if binary.is_file():
         return binary
@@ -221,8 +230,14 @@ def composecheck() -> Path:
         pytest.skip("no Go toolchain (set DRAINWATCH_GO): cannot build deploy/composecheck")
     binary.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=readonly")
-    r = subprocess.run([go, "build", "-o", str(binary), "."], cwd=src, env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if r.returncode != 0:
         msg = f"go build of deploy/composecheck failed:\n{r.stderr[-2000:]}"
         if os.environ.get("CI") or os.environ.get("DRAINWATCH_REQUIRE_STACK") == "1":
@@ -234,8 +249,9 @@ def composecheck() -> Path:
 def run_composecheck(binary: Path, compose_file: Path, env: dict[str, str], tmp: Path) -> Any:
     env_file = tmp / "compose.env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-    return subprocess.run([str(binary), str(compose_file), str(env_file)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [str(binary), str(compose_file), str(env_file)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_compose_spec_schema_and_interpolation(composecheck: Path, tmp_path: Path) -> None:
@@ -251,11 +267,15 @@ def test_compose_spec_schema_and_interpolation(composecheck: Path, tmp_path: Pat
     assert worker["environment"]["DRAINWATCH_KAFKA_BOOTSTRAP"] == "kafka:9092"
     assert worker["environment"]["DRAINWATCH_NODES"] == ""
     assert worker["depends_on"]["kafka"]["condition"] == "service_healthy"
-    assert services["influxdb"]["environment"]["DOCKER_INFLUXDB_INIT_PASSWORD"] == \
-        "test-only-influx-pw"
+    assert (
+        services["influxdb"]["environment"]["DOCKER_INFLUXDB_INIT_PASSWORD"]
+        == "test-only-influx-pw"
+    )
     assert "$(cat /run/secrets/influxdb_token)" in " ".join(services["influxdb"]["entrypoint"])
     assert {v["source"] for v in services["grafana"]["volumes"] if v["type"] == "bind"} == {
-        str(GRAFANA / "provisioning"), str(GRAFANA / "dashboards")}
+        str(GRAFANA / "provisioning"),
+        str(GRAFANA / "dashboards"),
+    }
 
 
 def test_compose_refuses_missing_passwords_and_unknown_keys(
@@ -276,18 +296,26 @@ def test_docker_compose_config_validates(tmp_path: Path) -> None:
         pytest.skip("docker CLI not installed; structural checks above cover compose.yaml")
     probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
     if probe.returncode != 0:
-        pytest.skip("the docker compose plugin is not installed (docker CLI only, no engine); "
-                    "deploy/composecheck (compose-go) validates compose.yaml instead")
+        pytest.skip(
+            "the docker compose plugin is not installed (docker CLI only, no engine); "
+            "deploy/composecheck (compose-go) validates compose.yaml instead"
+        )
     env = filled_env(tmp_path)
     env_file = tmp_path / "env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-    r = subprocess.run([docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file),
-                        "config", "-q"], capture_output=True, text=True)
+    r = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file), "config", "-q"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     # Missing required password: compose must refuse.
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env_example().items()))
-    r = subprocess.run([docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file),
-                        "config", "-q"], capture_output=True, text=True)
+    r = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "--env-file", str(env_file), "config", "-q"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0 and "PASSWORD" in r.stderr
 
 
@@ -302,8 +330,7 @@ def test_grafana_datasource_provisioning(compose: dict[str, Any]) -> None:
     # InfluxQL (no "version: Flux"), database drainwatch, token from the secret file.
     assert ds["jsonData"].get("version", "InfluxQL") == "InfluxQL"
     assert ds["jsonData"]["httpHeaderName1"] == "Authorization"
-    assert ds["secureJsonData"]["httpHeaderValue1"] == \
-        "Token $__file{/run/secrets/influxdb_token}"
+    assert ds["secureJsonData"]["httpHeaderValue1"] == "Token $__file{/run/secrets/influxdb_token}"
     genv = compose["services"]["grafana"]["environment"]
     text = (GRAFANA / "provisioning" / "datasources" / "influxdb.yaml").read_text()
     assert set(referenced_vars(text)) <= set(genv)
@@ -350,11 +377,13 @@ def test_check_influxql_rejects_unknown_names() -> None:
     with pytest.raises(AssertionError):
         check_influxql('SELECT "drain_pct" FROM "drain" WHERE $timeFilter')
     with pytest.raises(AssertionError):
-        check_influxql('SELECT "drain_node_seconds" FROM "drain_job" WHERE "node" = \'x\' '
-                       'AND $timeFilter')
+        check_influxql(
+            'SELECT "drain_node_seconds" FROM "drain_job" WHERE "node" = \'x\' AND $timeFilter'
+        )
     with pytest.raises(AssertionError):
-        check_influxql('SELECT "drain_node_seconds" FROM "drain" WHERE "window" = \'week\' '
-                       'AND $timeFilter')
+        check_influxql(
+            'SELECT "drain_node_seconds" FROM "drain" WHERE "window" = \'week\' AND $timeFilter'
+        )
 
 
 def test_dashboard_panels_queries_and_datasource() -> None:
@@ -369,8 +398,9 @@ def test_dashboard_panels_queries_and_datasource() -> None:
         assert p["datasource"] == {"type": "influxdb", "uid": DS_UID}, p["title"]
         g = p["gridPos"]
         assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
-        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"])
-                for y in range(g["y"], g["y"] + g["h"])}
+        mine = {
+            (x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])
+        }
         assert not (mine & cells), f"panel {p['title']!r} overlaps another"
         cells |= mine
         assert p["targets"], p["title"]
@@ -379,8 +409,12 @@ def test_dashboard_panels_queries_and_datasource() -> None:
             m = check_influxql(t["query"])
             measured |= {(m, f) for f in re.findall(r'"([^"]+)"', t["query"].split(" FROM ")[0])}
     fields_used = {f for _, f in measured}
-    for needed in ("drain_pct_static", "drain_pct_dynamic", "unallocated_idle_node_seconds",
-                   "unaccounted_node_seconds"):
+    for needed in (
+        "drain_pct_static",
+        "drain_pct_dynamic",
+        "unallocated_idle_node_seconds",
+        "unaccounted_node_seconds",
+    ):
         assert needed in fields_used, needed
     assert ("drain_job", "drain_node_seconds") in measured  # drain by job
 

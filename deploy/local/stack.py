@@ -511,7 +511,6 @@ def _kafka_probe(cfg: Config) -> None:
         raise StackError(f"metadata lists no broker on port {cfg.kafka_port} yet: {brokers}")
 
 
-
 def _ports_free(cfg: Config, ports: tuple[int, ...], env_names: str) -> None:
     """Refuse to start on a port some other process (not this state dir's server) holds."""
     for port in ports:
@@ -521,6 +520,7 @@ def _ports_free(cfg: Config, ports: tuple[int, ...], env_names: str) -> None:
                 f"not start: stop it, or set {env_names}"
             )
 
+
 def start_kafka(cfg: Config) -> str:
     """Start the broker unless it runs; wait until a Metadata request lists it. Returns a note."""
     t0 = time.monotonic()
@@ -529,8 +529,11 @@ def start_kafka(cfg: Config) -> str:
         _wait_ready("kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log,
                     lambda: _kafka_probe(cfg), cfg.timeout)  # fmt: skip
         return "already running"
-    _ports_free(cfg, (cfg.kafka_port, cfg.controller_port),
-                "DRAINWATCH_KAFKA_PORT / DRAINWATCH_KAFKA_CONTROLLER_PORT")
+    _ports_free(
+        cfg,
+        (cfg.kafka_port, cfg.controller_port),
+        "DRAINWATCH_KAFKA_PORT / DRAINWATCH_KAFKA_CONTROLLER_PORT",
+    )
     t = time.monotonic()
     if ensure_kafka_jars(cfg):
         notes.append(f"jars resolved in {time.monotonic() - t:.1f}s")
@@ -723,8 +726,11 @@ def start_influx(cfg: Config) -> str:
     t0 = time.monotonic()
     notes = []
     if _running_pid(cfg.influx_pid, INFLUX_MARKER) is None:
-        _ports_free(cfg, (cfg.influx_port, cfg.influx_rpc_port),
-                    "DRAINWATCH_INFLUX_PORT / DRAINWATCH_INFLUX_RPC_PORT")
+        _ports_free(
+            cfg,
+            (cfg.influx_port, cfg.influx_rpc_port),
+            "DRAINWATCH_INFLUX_PORT / DRAINWATCH_INFLUX_RPC_PORT",
+        )
         t = time.monotonic()
         if ensure_influxd(cfg):
             notes.append(f"influxd built in {time.monotonic() - t:.1f}s")

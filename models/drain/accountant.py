@@ -73,8 +73,9 @@ def unique_ints(a: np.ndarray) -> np.ndarray:
     return np.unique(a)
 
 
-def split_at_edges(start: np.ndarray, end: np.ndarray, edges: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def split_at_edges(
+    start: np.ndarray, end: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split intervals [start, end) at sorted ``edges`` (which must cover them).
 
     Returns (interval index, window index, piece start, piece length) for every piece."""
@@ -94,8 +95,12 @@ def split_at_edges(start: np.ndarray, end: np.ndarray, edges: np.ndarray
     if not out_i:
         z = np.empty(0, dtype=np.int64)
         return z, z, z, z
-    return (np.concatenate(out_i), np.concatenate(out_w), np.concatenate(out_s),
-            np.concatenate(out_l))
+    return (
+        np.concatenate(out_i),
+        np.concatenate(out_w),
+        np.concatenate(out_s),
+        np.concatenate(out_l),
+    )
 
 
 class _PairCounter:
@@ -161,8 +166,14 @@ class Counts:
 class DrainAccountant:
     """Streaming accumulator over NodeStatusBatches in arrival order (batch-at-a-time numpy)."""
 
-    def __init__(self, book: Codebook, tz: str = "UTC", max_gap_ms: int = 600_000,
-                 retention_ms: int = 7 * 86_400_000, unit: str = "hour") -> None:
+    def __init__(
+        self,
+        book: Codebook,
+        tz: str = "UTC",
+        max_gap_ms: int = 600_000,
+        retention_ms: int = 7 * 86_400_000,
+        unit: str = "hour",
+    ) -> None:
         """``unit``: the finest window, 'hour' (offline reports) or 'minute' (streaming)."""
         if unit not in ("hour", "minute"):
             raise ValueError(f"finest window must be 'hour' or 'minute', not {unit!r}")
@@ -319,8 +330,15 @@ class DrainAccountant:
         self._run_pairs.add(j, b.node[b.run_row], len(self.book.jobs))
         self._run_pairs.prune(self.job_run_last_ms, int(b.ts_ms.max()))
 
-    def _accrue(self, node: np.ndarray, s: np.ndarray, e: np.ndarray, state: np.ndarray,
-                cmb: np.ndarray, rsv: np.ndarray) -> None:
+    def _accrue(
+        self,
+        node: np.ndarray,
+        s: np.ndarray,
+        e: np.ndarray,
+        state: np.ndarray,
+        cmb: np.ndarray,
+        rsv: np.ndarray,
+    ) -> None:
         if s.size == 0:
             return
         self.counts.intervals += int(s.size)
@@ -339,11 +357,13 @@ class DrainAccountant:
         # per node accumulators
         nn = self.node_ms.shape[0]
         acc = ~gap[pi]
-        flat = np.bincount(pnode[acc] * (ncat - 1) + pcat[acc], weights=pl[acc],
-                           minlength=nn * (ncat - 1))
+        flat = np.bincount(
+            pnode[acc] * (ncat - 1) + pcat[acc], weights=pl[acc], minlength=nn * (ncat - 1)
+        )
         self.node_ms += np.rint(flat).astype(np.int64).reshape(nn, ncat - 1)
-        self.node_gap_ms += np.rint(np.bincount(pnode[~acc], weights=pl[~acc], minlength=nn)
-                                    ).astype(np.int64)
+        self.node_gap_ms += np.rint(
+            np.bincount(pnode[~acc], weights=pl[~acc], minlength=nn)
+        ).astype(np.int64)
 
         # per window category sums
         w0 = int(pw.min())
@@ -363,10 +383,10 @@ class DrainAccountant:
         # distinct nodes per hour and per day (per node, windows only move forward)
         self._distinct(pnode, pw, self.fine.edges, self.last_fine, self._win_nodes)
         if self.unit != "hour":
-            self._distinct(pnode, self.hours.locate(ps), self.hours.edges, self.last_hour,
-                           self._hour_nodes)
-        self._distinct(pnode, self.days.locate(ps), self.days.edges, self.last_day,
-                       self._day_nodes)
+            self._distinct(
+                pnode, self.hours.locate(ps), self.hours.edges, self.last_hour, self._hour_nodes
+            )
+        self._distinct(pnode, self.days.locate(ps), self.days.edges, self.last_day, self._day_nodes)
 
         # per job drain: Idle with a reservation, charged to the first reservation
         dm = (~gap[pi]) & (state[pi] == IDLE) & (rsv[pi] != NO_JOB)
@@ -374,17 +394,18 @@ class DrainAccountant:
             j = rsv[pi][dm]
             lens = pl[dm]
             starts = ps[dm]
-            self.job_drain_ms += np.rint(np.bincount(j, weights=lens,
-                                                     minlength=self.job_drain_ms.size)
-                                         ).astype(np.int64)
+            self.job_drain_ms += np.rint(
+                np.bincount(j, weights=lens, minlength=self.job_drain_ms.size)
+            ).astype(np.int64)
             np.minimum.at(self.job_first_ms, j, starts)
             np.maximum.at(self.job_last_ms, j, starts + lens)
             self._drain_pairs.add(j, pnode[dm], len(self.book.jobs))
             self._drain_pairs.prune(self.job_last_ms, hi)
 
     @staticmethod
-    def _distinct(node: np.ndarray, win: np.ndarray, edges: np.ndarray, last: np.ndarray,
-                  out: dict[int, int]) -> None:
+    def _distinct(
+        node: np.ndarray, win: np.ndarray, edges: np.ndarray, last: np.ndarray, out: dict[int, int]
+    ) -> None:
         """Count nodes new to each window (per node, windows only move forward in time)."""
         if node.size == 0:
             return
@@ -414,8 +435,18 @@ class DrainAccountant:
         rows = []
         for k in sorted(self._win):
             acc, drain, idle_u, down, gap = self._cats(self._win[k])
-            rows.append(WindowRow(k, self.fine.length_ms(k), self._win_nodes.get(k, 0), acc,
-                                  drain, idle_u, down, gap))
+            rows.append(
+                WindowRow(
+                    k,
+                    self.fine.length_ms(k),
+                    self._win_nodes.get(k, 0),
+                    acc,
+                    drain,
+                    idle_u,
+                    down,
+                    gap,
+                )
+            )
         return rows
 
     def _aggregate(self, grid: WindowGrid, nodes: dict[int, int]) -> list[WindowRow]:
@@ -432,13 +463,15 @@ class DrainAccountant:
         rows = []
         for d in sorted(sums):
             acc, drain, idle_u, down, gap = self._cats(sums[d])
-            rows.append(WindowRow(d, grid.length_ms(d), nodes.get(d, 0), acc, drain, idle_u,
-                                  down, gap))
+            rows.append(
+                WindowRow(d, grid.length_ms(d), nodes.get(d, 0), acc, drain, idle_u, down, gap)
+            )
         return rows
 
     def hourly(self) -> list[WindowRow]:
-        return self.windows() if self.unit == "hour" else self._aggregate(self.hours,
-                                                                          self._hour_nodes)
+        return (
+            self.windows() if self.unit == "hour" else self._aggregate(self.hours, self._hour_nodes)
+        )
 
     def daily(self) -> list[WindowRow]:
         return self._aggregate(self.days, self._day_nodes)

@@ -11,8 +11,13 @@ from models.records.jobevent import JobEvent
 
 # seed 000 §V-D: (name, smallest size, largest size) in nodes
 SIZE_GROUPS: tuple[tuple[str, int, int | None], ...] = (
-    ("Tiny", 1, 128), ("Sub1k", 129, 999), ("1k+", 1000, 1999), ("2k+", 2000, 3999),
-    ("4k+", 4000, 7999), ("8k+", 8000, 15999), ("16k+", 16000, None),
+    ("Tiny", 1, 128),
+    ("Sub1k", 129, 999),
+    ("1k+", 1000, 1999),
+    ("2k+", 2000, 3999),
+    ("4k+", 4000, 7999),
+    ("8k+", 8000, 15999),
+    ("16k+", 16000, None),
 )
 FAILURE_TO_LAUNCH_S = 30.0  # seed 000 §V-C: drain, then ran less than 30 seconds
 
@@ -99,11 +104,13 @@ def sliding_jobs(jobs: Iterable[JobDrain]) -> list[JobDrain]:
     return sorted(queued, key=lambda j: (-key(j), j.job))
 
 
-def failure_to_launch(jobs: Iterable[JobDrain], threshold_s: float = FAILURE_TO_LAUNCH_S
-                      ) -> list[JobDrain]:
+def failure_to_launch(
+    jobs: Iterable[JobDrain], threshold_s: float = FAILURE_TO_LAUNCH_S
+) -> list[JobDrain]:
     """Seed 000 §V-C: jobs that accrued drain, then ran < ``threshold_s``; worst first."""
-    out = [j for j in jobs if j.drain_s > 0 and j.runtime_s is not None
-           and j.runtime_s < threshold_s]
+    out = [
+        j for j in jobs if j.drain_s > 0 and j.runtime_s is not None and j.runtime_s < threshold_s
+    ]
     return sorted(out, key=lambda j: (-j.drain_s, j.job))
 
 
@@ -129,6 +136,7 @@ def by_size_group(jobs: Iterable[JobDrain]) -> list[SizeGroupRow]:
     for name, _, _ in SIZE_GROUPS:
         v = acc[name]
         if v:
-            rows.append(SizeGroupRow(name, len(v), sum(v), sum(v) / len(v),
-                                     sum(per_node[name]) / len(v)))
+            rows.append(
+                SizeGroupRow(name, len(v), sum(v), sum(v) / len(v), sum(per_node[name]) / len(v))
+            )
     return rows

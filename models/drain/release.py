@@ -49,8 +49,14 @@ class ReleaseForecast:
     in_the_way: tuple[str, ...]  # jobs among steps that release after `at`
 
 
-def forecast_release(need: int, at: float, held: int, running: Iterable[Holder],
-                     now: float | None = None, checkpoint: bool = False) -> ReleaseForecast:
+def forecast_release(
+    need: int,
+    at: float,
+    held: int,
+    running: Iterable[Holder],
+    now: float | None = None,
+    checkpoint: bool = False,
+) -> ReleaseForecast:
     """When will ``need`` nodes be free for a reservation due at ``at``?
 
     ``held``: nodes the reservation already has (in its use or idle). ``checkpoint``: release
@@ -82,5 +88,13 @@ def forecast_release(need: int, at: float, held: int, running: Iterable[Holder],
             ready = rel
             break
     late = None if ready is None else max(0.0, ready - at)
-    return ReleaseForecast(need, at, held, missing, ready, late, tuple(steps),
-                           tuple(s.job for s in steps if s.in_the_way))
+    return ReleaseForecast(
+        need,
+        at,
+        held,
+        missing,
+        ready,
+        late,
+        tuple(steps),
+        tuple(s.job for s in steps if s.in_the_way),
+    )

@@ -97,7 +97,7 @@ def _expand_one(name: str, expr: str) -> list[str]:
         if j < 0:
             raise HostlistError("unbalanced_bracket", expr)
         pieces.append([name[pos:i]])
-        pieces.append(_expand_ranges(name[i + 1:j], expr))
+        pieces.append(_expand_ranges(name[i + 1 : j], expr))
         pos = j + 1
     total = 1
     for p in pieces:

@@ -120,13 +120,18 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
     tl = d.get("time_limit")
     if tl is not None and (isinstance(tl, bool) or not isinstance(tl, int | float) or tl < 0):
         raise JobEventError("bad_time_limit", repr(tl))
-    ec = _exit_status(d.get("derived_ec") if d.get("derived_ec") not in (None, "") else
-                      d.get("exit_code"))
+    ec = _exit_status(
+        d.get("derived_ec") if d.get("derived_ec") not in (None, "") else d.get("exit_code")
+    )
     common: dict[str, Any] = dict(
-        job=str(jobid), user=_str(d, "username", "user_id"),
-        group=_str(d, "groupname", "group_id"), account=_str(d, "account"),
-        partition=_str(d, "partition"), name=_str(d, "job_name"),
-        nodes=_int(d, "total_nodes"), cores=_int(d, "total_cpus"),
+        job=str(jobid),
+        user=_str(d, "username", "user_id"),
+        group=_str(d, "groupname", "group_id"),
+        account=_str(d, "account"),
+        partition=_str(d, "partition"),
+        name=_str(d, "job_name"),
+        nodes=_int(d, "total_nodes"),
+        cores=_int(d, "total_cpus"),
         req_walltime=None if tl is None else float(tl),
     )
     ran = start is not None and (bool(nodelist) or (end is not None and end > start))
@@ -142,12 +147,26 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
         if submit is not None:
             ev.append(JobEvent(type="submit", ts=submit, **common))
         if ran:
-            ev.append(JobEvent(type="start", ts=start, node_list=nodelist,  # type: ignore[arg-type]
-                               **common))
+            ev.append(
+                JobEvent(
+                    type="start",
+                    ts=start,
+                    node_list=nodelist,  # type: ignore[arg-type]
+                    **common,
+                )
+            )
     elif not ran and submit is not None:
         ev.append(JobEvent(type="submit", ts=submit, **common))  # never started: no start record
-    ev.append(JobEvent(type="end", ts=end, node_list=nodelist if ran else (),  # type: ignore
-                       state=state, exit_code=ec, **common))
+    ev.append(
+        JobEvent(
+            type="end",
+            ts=end,
+            node_list=nodelist if ran else (),  # type: ignore
+            state=state,
+            exit_code=ec,
+            **common,
+        )
+    )
     return ev
 
 

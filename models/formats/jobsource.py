@@ -63,8 +63,9 @@ def iter_job_events(
         raise TypeError(f"format {fmt!r} takes no option(s) {', '.join(sorted(bad))}")
     opts = {k: v for k, v in opts.items() if v is not None}
     if fmt == "sacct":
-        return iter_sacct_events(lines, rejects, source, tz=opts.get("input_tz"),
-                                 steps=bool(opts.get("steps", False)))
+        return iter_sacct_events(
+            lines, rejects, source, tz=opts.get("input_tz"), steps=bool(opts.get("steps", False))
+        )
     if fmt == "jobcomp":
         return iter_jobcomp_events(lines, rejects, source, **opts)
     if fmt == "swf":

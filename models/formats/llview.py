@@ -51,8 +51,7 @@ class LlviewSeries:
         return int(self.num["ts"].shape[0]) if "ts" in self.num else 0
 
 
-def parse_series(text: str, source: str = "-",
-                 rejects: list[Reject] | None = None) -> LlviewSeries:
+def parse_series(text: str, source: str = "-", rejects: list[Reject] | None = None) -> LlviewSeries:
     """One LLview ``*_node.dat`` file. Needs a header line with a ``ts`` column."""
     lines = text.splitlines()
     if not lines:
@@ -110,8 +109,13 @@ def parse_job_report(text: str | bytes) -> JobReport:
     rc = d.get("rc", {})
     wallh = rc.get("rc_wallh")
     runtime = float(wallh) * 3600.0 if wallh is not None else float(job.get("runtime", 0)) * 3600
-    return JobReport(jobid=str(job.get("jobid", "")), nodes=tuple(job.get("nodelist", "").split()),
-                     runtime_s=runtime, queue=str(job.get("queue", "")), sections=d)
+    return JobReport(
+        jobid=str(job.get("jobid", "")),
+        nodes=tuple(job.get("nodelist", "").split()),
+        runtime_s=runtime,
+        queue=str(job.get("queue", "")),
+        sections=d,
+    )
 
 
 def _codes(names: list[str], interner: Interner) -> np.ndarray:
@@ -127,9 +131,14 @@ def grid_dt(ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return g, dt
 
 
-def measures_from_loadmem(lm: LlviewSeries, cores_per_node: float, jobs: Interner,
-                          nodes: Interner, job_class: str = "normal",
-                          classes: Interner | None = None) -> NodeMeasures:
+def measures_from_loadmem(
+    lm: LlviewSeries,
+    cores_per_node: float,
+    jobs: Interner,
+    nodes: Interner,
+    job_class: str = "normal",
+    classes: Interner | None = None,
+) -> NodeMeasures:
     """LoadMem rows -> per (job, node, time stamp) measures: cores consumed = usage / 100 x
     cores_per_node (usage is % of the node's cores), memory = used_mem GiB -> KiB (node-level:
     it includes the OS), swap unknown (NaN). Each distinct time stamp is one measure; the period
@@ -144,16 +153,26 @@ def measures_from_loadmem(lm: LlviewSeries, cores_per_node: float, jobs: Interne
     jc = np.zeros(len(jobs.names), dtype=np.int64)
     jc[np.unique(job)] = classes.code(job_class)
     n = ts.shape[0]
-    return NodeMeasures(job=job, node=node, measure=measure.astype(np.int64), ts=ts,
-                        cores=np.full(n, float(cores_per_node)),
-                        core_used=lm.num["usage"] / 100.0 * cores_per_node,
-                        mem_kb=lm.num["used_mem"] * GIB_KB, swap_kb=np.full(n, np.nan),
-                        jobs=jobs.names, nodes=nodes.names, job_class=jc, classes=classes.names,
-                        period=period)
+    return NodeMeasures(
+        job=job,
+        node=node,
+        measure=measure.astype(np.int64),
+        ts=ts,
+        cores=np.full(n, float(cores_per_node)),
+        core_used=lm.num["usage"] / 100.0 * cores_per_node,
+        mem_kb=lm.num["used_mem"] * GIB_KB,
+        swap_kb=np.full(n, np.nan),
+        jobs=jobs.names,
+        nodes=nodes.names,
+        job_class=jc,
+        classes=classes.names,
+        period=period,
+    )
 
 
-def io_from_fsusage(fs: LlviewSeries, grid_ts: np.ndarray, jobs: Interner,
-                    nodes: Interner) -> IoRates:
+def io_from_fsusage(
+    fs: LlviewSeries, grid_ts: np.ndarray, jobs: Interner, nodes: Interner
+) -> IoRates:
     """FSusage rows -> :class:`models.dfs.IoRates` in MiB/s; each row stands for the seconds
     since the previous time stamp of ``grid_ts`` (the LoadMem time stamps of the job)."""
     g = np.unique(grid_ts)
@@ -163,8 +182,9 @@ def io_from_fsusage(fs: LlviewSeries, grid_ts: np.ndarray, jobs: Interner,
     row_dt = np.where(k > 0, ts - prev, 0.0)
     job = _codes(fs.text["jobid"], jobs)
     node = _codes(fs.text["nodeid"], nodes)
-    return io_from_rates(job, node, ts, fs.num["MbwR"], fs.num["MbrR"], row_dt, jobs.names,
-                         nodes.names)
+    return io_from_rates(
+        job, node, ts, fs.num["MbwR"], fs.num["MbrR"], row_dt, jobs.names, nodes.names
+    )
 
 
 def cores_from_pcore(pc: LlviewSeries) -> dict[str, int]:

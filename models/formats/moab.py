@@ -83,8 +83,12 @@ def local_seconds(heads: list[str]) -> np.ndarray:
     if n == 0:
         return out
     ok = np.fromiter((len(h) == 19 for h in heads), dtype=bool, count=n)
-    raw = np.frombuffer("".join(h if len(h) == 19 else "0000-00-00T00:00:00" for h in heads)
-                        .encode("ascii", "replace"), dtype=np.uint8).reshape(n, 19)
+    raw = np.frombuffer(
+        "".join(h if len(h) == 19 else "0000-00-00T00:00:00" for h in heads).encode(
+            "ascii", "replace"
+        ),
+        dtype=np.uint8,
+    ).reshape(n, 19)
     digits = raw.astype(np.int64) - 48
     dpos = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
     ok &= ((digits[:, dpos] >= 0) & (digits[:, dpos] <= 9)).all(axis=1)
@@ -139,12 +143,14 @@ def classify_line(line: str) -> NodeStatus | str | None:
         ts = parse_timestamp_ms(m["ts"])
     except TimestampError:
         return "bad_timestamp"
-    return NodeStatus(ts, m["node"], m["state"].strip(), split_idlist(m["rsv"]),
-                      split_idlist(m["job"]))
+    return NodeStatus(
+        ts, m["node"], m["state"].strip(), split_idlist(m["rsv"]), split_idlist(m["job"])
+    )
 
 
-def parse_lines_slow(data: bytes, book: Codebook, source: str = "",
-                     first_lineno: int = 1) -> ParsedChunk:
+def parse_lines_slow(
+    data: bytes, book: Codebook, source: str = "", first_lineno: int = 1
+) -> ParsedChunk:
     """Line-by-line parser (the fallback and the definition the fast path must match)."""
     records: list[NodeStatus] = []
     rejects: list[Reject] = []
@@ -164,13 +170,22 @@ def parse_lines_slow(data: bytes, book: Codebook, source: str = "",
 
 
 def _tokenise(data: bytes) -> pl.DataFrame:
-    return pl.read_csv(data, has_header=False, separator="'", quote_char=None, schema=_SCHEMA,
-                       missing_columns="insert", truncate_ragged_lines=True, encoding="utf8",
-                       raise_if_empty=False)
+    return pl.read_csv(
+        data,
+        has_header=False,
+        separator="'",
+        quote_char=None,
+        schema=_SCHEMA,
+        missing_columns="insert",
+        truncate_ragged_lines=True,
+        encoding="utf8",
+        raise_if_empty=False,
+    )
 
 
-def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
-                     first_lineno: int = 1) -> ParsedChunk:
+def parse_moab_chunk(
+    data: bytes, book: Codebook, source: str = "", first_lineno: int = 1
+) -> ParsedChunk:
     """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
 
     The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset); any
@@ -193,13 +208,24 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
 
     c0 = pl.col("c0")
     cols = df.select(
-        (c0.str.ends_with(" Node ") & (c0.str.slice(28, 1) == " ")
-         & (pl.col("c2") == " status: state=") & (pl.col("c4") == " rsvlist=")
-         & (pl.col("c6") == " joblist=") & (pl.col("c8").is_null() | (pl.col("c8") == "\r"))
-         & pl.col("c9").is_null() & pl.col("c1").is_not_null() & pl.col("c3").is_not_null()
-         ).fill_null(False).alias("ok"),
-        code(c0.str.slice(0, 19), "sec"), code(c0.str.slice(19, 9), "tail"),
-        code(pl.col("c1"), "node"), code(pl.col("c3"), "state"), code(pl.col("c5"), "rsv"),
+        (
+            c0.str.ends_with(" Node ")
+            & (c0.str.slice(28, 1) == " ")
+            & (pl.col("c2") == " status: state=")
+            & (pl.col("c4") == " rsvlist=")
+            & (pl.col("c6") == " joblist=")
+            & (pl.col("c8").is_null() | (pl.col("c8") == "\r"))
+            & pl.col("c9").is_null()
+            & pl.col("c1").is_not_null()
+            & pl.col("c3").is_not_null()
+        )
+        .fill_null(False)
+        .alias("ok"),
+        code(c0.str.slice(0, 19), "sec"),
+        code(c0.str.slice(19, 9), "tail"),
+        code(pl.col("c1"), "node"),
+        code(pl.col("c3"), "state"),
+        code(pl.col("c5"), "rsv"),
         code(pl.col("c7"), "job"),
     )
     ok = cols.get_column("ok").to_numpy()
@@ -262,8 +288,7 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     counts = job_len[jc]
     run_row = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
     starts = np.repeat(job_off[jc], counts)
-    within = np.arange(run_row.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
-                                                                  counts)
+    within = np.arange(run_row.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     batch = NodeStatusBatch(
         ts_ms=ts_ms[rows],
         node=node_lut[node_codes[rows]],
@@ -297,8 +322,9 @@ def parse_moab_chunk(data: bytes, book: Codebook, source: str = "",
     return ParsedChunk(batch, rejects, n_lines, ignored)
 
 
-def _merge_rescued(batch: NodeStatusBatch, rows: np.ndarray,
-                   rescued: list[tuple[int, NodeStatus]], book: Codebook) -> NodeStatusBatch:
+def _merge_rescued(
+    batch: NodeStatusBatch, rows: np.ndarray, rescued: list[tuple[int, NodeStatus]], book: Codebook
+) -> NodeStatusBatch:
     """Put records parsed by the slow path back at their line positions (arrival order)."""
     extra = NodeStatusBatch.from_records([r for _, r in rescued], book)
     pos = np.concatenate([rows, np.array([i for i, _ in rescued], dtype=np.int64)])
@@ -313,6 +339,12 @@ def _merge_rescued(batch: NodeStatusBatch, rows: np.ndarray,
     run_row = np.concatenate([inv[batch.run_row], inv[extra.run_row + n0]])
     run_job = np.concatenate([batch.run_job, extra.run_job])
     o2 = np.argsort(run_row, kind="stable")
-    return NodeStatusBatch(cat(batch.ts_ms, extra.ts_ms), cat(batch.node, extra.node),
-                           cat(batch.state, extra.state), cat(batch.rsv, extra.rsv),
-                           cat(batch.has_job, extra.has_job), run_row[o2], run_job[o2])
+    return NodeStatusBatch(
+        cat(batch.ts_ms, extra.ts_ms),
+        cat(batch.node, extra.node),
+        cat(batch.state, extra.state),
+        cat(batch.rsv, extra.rsv),
+        cat(batch.has_job, extra.has_job),
+        run_row[o2],
+        run_job[o2],
+    )

@@ -71,8 +71,15 @@ class ProcIo:
     cancelled_write_bytes: int
 
 
-_IO_KEYS = ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",
-            "cancelled_write_bytes")
+_IO_KEYS = (
+    "rchar",
+    "wchar",
+    "syscr",
+    "syscw",
+    "read_bytes",
+    "write_bytes",
+    "cancelled_write_bytes",
+)
 
 
 def parse_io(text: str) -> ProcIo:
@@ -109,13 +116,20 @@ def parse_stat(text: str) -> ProcStat:
     lp, rp = text.find("("), text.rfind(")")
     if lp < 0 or rp < lp:
         raise ProcParseError("stat_no_comm", text[:80])
-    rest = text[rp + 2:].split()
+    rest = text[rp + 2 :].split()
     if len(rest) < 20:
         raise ProcParseError("stat_short", text[:80])
     try:
         # rest[0] is field 3 (state), so field k is rest[k - 3]
-        return ProcStat(int(text[:lp]), text[lp + 1:rp], rest[0], int(rest[11]), int(rest[12]),
-                        int(rest[19]), int(rest[17]))
+        return ProcStat(
+            int(text[:lp]),
+            text[lp + 1 : rp],
+            rest[0],
+            int(rest[11]),
+            int(rest[12]),
+            int(rest[19]),
+            int(rest[17]),
+        )
     except ValueError as e:
         raise ProcParseError("stat_bad_number", str(e)) from None
 
@@ -243,8 +257,9 @@ def counter_delta(prev: int | None, cur: int) -> int:
     return cur - prev
 
 
-def cpu_percent(prev_ticks: int | None, prev_t: float | None, ticks: int, t: float,
-                start_s: float, clk_tck: int) -> float:
+def cpu_percent(
+    prev_ticks: int | None, prev_t: float | None, ticks: int, t: float, start_s: float, clk_tck: int
+) -> float:
     """% of one core used by a process since the previous sample (``t`` in seconds since boot,
     ``start_s`` its start in seconds since boot). Without a usable previous sample (first sight,
     pid reuse, ticks decreased) it is the average since the process started."""
@@ -254,8 +269,9 @@ def cpu_percent(prev_ticks: int | None, prev_t: float | None, ticks: int, t: flo
     return 100.0 * (ticks - prev_ticks) / clk_tck / (t - prev_t)
 
 
-def counter_deltas(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
-                   first_from_zero: np.ndarray | None = None) -> np.ndarray:
+def counter_deltas(
+    group: np.ndarray, ts: np.ndarray, value: np.ndarray, first_from_zero: np.ndarray | None = None
+) -> np.ndarray:
     """Vectorised :func:`counter_delta` over many series at once.
 
     ``group`` identifies a counter series (e.g. one code per (node, pid, process start)); rows

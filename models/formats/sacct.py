@@ -40,9 +40,32 @@ from models.records.jobevent import JobEvent
 from models.records.reject import RecordError, Reject
 
 FIELDS_26 = (
-    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "gid", "user", "uid",
-    "submit", "eligible", "start", "end", "elapsed", "exitcode", "state", "nnodes", "ncpus",
-    "reqcpus", "reqmem", "reqtres", "alloctres", "timelimit", "nodelist", "jobname",
+    "jobid",
+    "jobidraw",
+    "cluster",
+    "partition",
+    "qos",
+    "account",
+    "group",
+    "gid",
+    "user",
+    "uid",
+    "submit",
+    "eligible",
+    "start",
+    "end",
+    "elapsed",
+    "exitcode",
+    "state",
+    "nnodes",
+    "ncpus",
+    "reqcpus",
+    "reqmem",
+    "reqtres",
+    "alloctres",
+    "timelimit",
+    "nodelist",
+    "jobname",
 )
 FIELDS_27 = (*FIELDS_26, "flags")
 REQUIRED = ("jobid", "submit", "start", "end")
@@ -206,9 +229,7 @@ def _str(text: str | None) -> str | None:
     return s or None
 
 
-def sacct_job_from_fields(
-    vals: dict[str, str], tz: ZoneInfo | None = None
-) -> SacctJob:
+def sacct_job_from_fields(vals: dict[str, str], tz: ZoneInfo | None = None) -> SacctJob:
     """Build a SacctJob from ``{field name: text}``; raises SacctError with a reason."""
     jobid = (vals.get("jobid") or "").strip()
     if not jobid:
@@ -233,19 +254,36 @@ def sacct_job_from_fields(
     el = vals.get("elapsed")
     tl = vals.get("timelimit")
     return SacctJob(
-        jobid=jobid, jobidraw=_str(vals.get("jobidraw")), cluster=_str(vals.get("cluster")),
-        partition=_str(vals.get("partition")), qos=_str(vals.get("qos")),
-        account=_str(vals.get("account")), group=_str(vals.get("group")),
-        gid=_int(vals.get("gid"), "gid"), user=_str(vals.get("user")),
-        uid=_int(vals.get("uid"), "uid"), submit=submit,
-        eligible=parse_time(vals.get("eligible", ""), tz), start=start, end=end,
-        elapsed=None if el is None else parse_duration(el), exit_code=rc, exit_signal=sig,
-        state=state.strip().upper() or None, cancelled_by=by.strip() or None,
-        nnodes=_int(vals.get("nnodes"), "nnodes"), ncpus=_int(vals.get("ncpus"), "ncpus"),
-        reqcpus=_int(vals.get("reqcpus"), "reqcpus"), reqmem_mb=mem, reqmem_per=per,
-        reqtres=_str(vals.get("reqtres")), alloctres=_str(vals.get("alloctres")),
-        timelimit=None if tl is None else parse_duration(tl), nodelist=nodelist,
-        jobname=vals.get("jobname"), backfill=parse_flags(vals.get("flags")),
+        jobid=jobid,
+        jobidraw=_str(vals.get("jobidraw")),
+        cluster=_str(vals.get("cluster")),
+        partition=_str(vals.get("partition")),
+        qos=_str(vals.get("qos")),
+        account=_str(vals.get("account")),
+        group=_str(vals.get("group")),
+        gid=_int(vals.get("gid"), "gid"),
+        user=_str(vals.get("user")),
+        uid=_int(vals.get("uid"), "uid"),
+        submit=submit,
+        eligible=parse_time(vals.get("eligible", ""), tz),
+        start=start,
+        end=end,
+        elapsed=None if el is None else parse_duration(el),
+        exit_code=rc,
+        exit_signal=sig,
+        state=state.strip().upper() or None,
+        cancelled_by=by.strip() or None,
+        nnodes=_int(vals.get("nnodes"), "nnodes"),
+        ncpus=_int(vals.get("ncpus"), "ncpus"),
+        reqcpus=_int(vals.get("reqcpus"), "reqcpus"),
+        reqmem_mb=mem,
+        reqmem_per=per,
+        reqtres=_str(vals.get("reqtres")),
+        alloctres=_str(vals.get("alloctres")),
+        timelimit=None if tl is None else parse_duration(tl),
+        nodelist=nodelist,
+        jobname=vals.get("jobname"),
+        backfill=parse_flags(vals.get("flags")),
     )
 
 
@@ -317,19 +355,40 @@ def sacct_job_events(job: SacctJob) -> list[JobEvent]:
     nodes = job.nnodes
     cores = job.ncpus if job.ncpus else job.reqcpus
     common = dict(
-        job=job.jobid, user=job.user, group=job.group, account=job.account,
-        partition=job.partition, name=job.jobname, nodes=nodes, cores=cores,
+        job=job.jobid,
+        user=job.user,
+        group=job.group,
+        account=job.account,
+        partition=job.partition,
+        name=job.jobname,
+        nodes=nodes,
+        cores=cores,
         req_walltime=job.timelimit,
     )
     ev = [JobEvent(type="submit", ts=job.submit, **common)]  # type: ignore[arg-type]
     ran = job.ran
     if ran:
-        ev.append(JobEvent(type="start", ts=job.start, node_list=job.nodelist,  # type: ignore
-                           backfill=job.backfill, **common))
+        ev.append(
+            JobEvent(
+                type="start",
+                ts=job.start,
+                node_list=job.nodelist,  # type: ignore
+                backfill=job.backfill,
+                **common,
+            )
+        )
     if job.end is not None:
-        ev.append(JobEvent(type="end", ts=job.end, node_list=job.nodelist if ran else (),
-                           state=job.state, exit_code=_exit_status(job),
-                           backfill=job.backfill if ran else None, **common))  # type: ignore
+        ev.append(
+            JobEvent(
+                type="end",
+                ts=job.end,
+                node_list=job.nodelist if ran else (),
+                state=job.state,
+                exit_code=_exit_status(job),
+                backfill=job.backfill if ran else None,
+                **common,
+            )
+        )  # type: ignore
     return ev
 
 

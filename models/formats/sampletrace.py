@@ -27,8 +27,19 @@ import orjson
 from models.records.nodesample import NodeSample
 from models.records.reject import RecordError, Reject
 
-_INT_FIELDS = ("pid", "vmPeak", "vmSize", "vmRss", "vmSwap", "syscr", "syscw", "read_bytes",
-               "write_bytes", "receive", "transmit")
+_INT_FIELDS = (
+    "pid",
+    "vmPeak",
+    "vmSize",
+    "vmRss",
+    "vmSwap",
+    "syscr",
+    "syscw",
+    "read_bytes",
+    "write_bytes",
+    "receive",
+    "transmit",
+)
 
 
 class SampleTraceError(RecordError):
@@ -37,11 +48,22 @@ class SampleTraceError(RecordError):
 
 def sample_to_dict(s: NodeSample) -> dict[str, object]:
     d: dict[str, object] = {
-        "ts": s.ts, "job": s.job, "pid": s.pid, "node": s.node, "command": s.command,
-        "vmPeak": s.vm_peak_kb, "vmSize": s.vm_size_kb, "vmRss": s.vm_rss_kb,
-        "vmSwap": s.vm_swap_kb, "syscr": s.syscr, "syscw": s.syscw,
-        "read_bytes": s.read_bytes, "write_bytes": s.write_bytes, "core": s.core,
-        "receive": s.receive, "transmit": s.transmit,
+        "ts": s.ts,
+        "job": s.job,
+        "pid": s.pid,
+        "node": s.node,
+        "command": s.command,
+        "vmPeak": s.vm_peak_kb,
+        "vmSize": s.vm_size_kb,
+        "vmRss": s.vm_rss_kb,
+        "vmSwap": s.vm_swap_kb,
+        "syscr": s.syscr,
+        "syscw": s.syscw,
+        "read_bytes": s.read_bytes,
+        "write_bytes": s.write_bytes,
+        "core": s.core,
+        "receive": s.receive,
+        "transmit": s.transmit,
     }
     if s.start:
         d["start"] = s.start
@@ -97,9 +119,17 @@ def parse_sample(line: str | bytes) -> NodeSample:
     if not isinstance(fs, dict):
         raise SampleTraceError("bad_fs", repr(fs))
     for name, wr in fs.items():
-        if (not isinstance(wr, list) or len(wr) != 2
-                or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                           and math.isfinite(x) and x >= 0 for x in wr)):
+        if (
+            not isinstance(wr, list)
+            or len(wr) != 2
+            or not all(
+                isinstance(x, int | float)
+                and not isinstance(x, bool)
+                and math.isfinite(x)
+                and x >= 0
+                for x in wr
+            )
+        ):
             raise SampleTraceError("bad_fs", f"{name}={wr!r}")
         fs_rates.append((str(name), float(wr[0]), float(wr[1])))
     job, node = d["job"], d["node"]
@@ -108,18 +138,32 @@ def parse_sample(line: str | bytes) -> NodeSample:
     if not isinstance(node, str) or not node:
         raise SampleTraceError("bad_node", repr(node))
     return NodeSample(
-        ts=floats["ts"], job=str(job), pid=ints["pid"], node=node,
-        command=str(d.get("command", "")), vm_peak_kb=ints["vmPeak"], vm_size_kb=ints["vmSize"],
-        vm_rss_kb=ints["vmRss"], vm_swap_kb=ints["vmSwap"], syscr=ints["syscr"],
-        syscw=ints["syscw"], read_bytes=ints["read_bytes"], write_bytes=ints["write_bytes"],
-        core=floats["core"], receive=ints["receive"], transmit=ints["transmit"],
-        start=floats["start"], cores=cores, job_class=str(d.get("class", "")),
+        ts=floats["ts"],
+        job=str(job),
+        pid=ints["pid"],
+        node=node,
+        command=str(d.get("command", "")),
+        vm_peak_kb=ints["vmPeak"],
+        vm_size_kb=ints["vmSize"],
+        vm_rss_kb=ints["vmRss"],
+        vm_swap_kb=ints["vmSwap"],
+        syscr=ints["syscr"],
+        syscw=ints["syscw"],
+        read_bytes=ints["read_bytes"],
+        write_bytes=ints["write_bytes"],
+        core=floats["core"],
+        receive=ints["receive"],
+        transmit=ints["transmit"],
+        start=floats["start"],
+        cores=cores,
+        job_class=str(d.get("class", "")),
         fs_rates=tuple(fs_rates),
     )
 
 
-def parse_trace(lines: Iterable[str | bytes], source: str = "-",
-                rejects: list[Reject] | None = None) -> Iterator[NodeSample]:
+def parse_trace(
+    lines: Iterable[str | bytes], source: str = "-", rejects: list[Reject] | None = None
+) -> Iterator[NodeSample]:
     """Good samples of a trace; bad lines go to ``rejects`` (if given) and never stop the read."""
     for lineno, line in enumerate(lines, 1):
         if not line.strip():

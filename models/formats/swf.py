@@ -69,8 +69,26 @@ class SwfJob:
 
 
 # Field kinds, in order: True = integer, False = float (may carry decimals in some traces).
-_INT_FIELD = (True, True, True, True, True, False, False, True, True, False,
-              True, True, True, True, True, True, True, True)
+_INT_FIELD = (
+    True,
+    True,
+    True,
+    True,
+    True,
+    False,
+    False,
+    True,
+    True,
+    False,
+    True,
+    True,
+    True,
+    True,
+    True,
+    True,
+    True,
+    True,
+)
 
 
 def _number(tok: str, is_int: bool) -> int | float:

@@ -31,8 +31,14 @@ from models.formats.swf import SwfHeader, SwfJob, parse_swf
 from models.records.jobevent import JobEvent
 from models.records.reject import Reject
 
-STATUS_STATE = {0: "FAILED", 1: "COMPLETED", 2: "PARTIAL", 3: "COMPLETED", 4: "FAILED",
-                5: "CANCELLED"}
+STATUS_STATE = {
+    0: "FAILED",
+    1: "COMPLETED",
+    2: "PARTIAL",
+    3: "COMPLETED",
+    4: "FAILED",
+    5: "CANCELLED",
+}
 
 
 def header_procs_per_node(header: SwfHeader) -> Fraction | None:
@@ -47,7 +53,9 @@ def _s(v: int | None, prefix: str = "") -> str | None:
 
 
 def swf_job_events(
-    job: SwfJob, start_time: float = 0.0, ppn: Fraction | float | None = None,
+    job: SwfJob,
+    start_time: float = 0.0,
+    ppn: Fraction | float | None = None,
     unknown_wait: float | None = None,
 ) -> list[JobEvent]:
     """submit / start / end events of one SWF job; ``start_time`` = header UnixStartTime."""
@@ -60,9 +68,13 @@ def swf_job_events(
         nodes = cores
     state = None if job.status is None else STATUS_STATE.get(job.status, f"STATUS_{job.status}")
     common = dict(
-        job=str(job.job), user=_s(job.user), group=_s(job.group),
+        job=str(job.job),
+        user=_s(job.user),
+        group=_s(job.group),
         partition=_s(job.partition if job.partition is not None else job.queue),
-        name=_s(job.app), nodes=nodes, cores=cores,
+        name=_s(job.app),
+        nodes=nodes,
+        cores=cores,
         req_walltime=None if job.time_req is None else float(job.time_req),
     )
     submit = start_time + job.submit
@@ -78,8 +90,7 @@ def swf_job_events(
     if job.run is None:
         return ev
     ev.append(JobEvent(type="start", ts=float(start), **common))  # type: ignore[arg-type]
-    ev.append(JobEvent(type="end", ts=float(start + job.run), state=state,
-                       **common))  # type: ignore[arg-type]
+    ev.append(JobEvent(type="end", ts=float(start + job.run), state=state, **common))  # type: ignore[arg-type]
     return ev
 
 

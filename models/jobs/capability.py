@@ -47,9 +47,15 @@ def cup_modified(large_nh: float, small_nh: float, backfill_nh: float) -> float 
     return large_nh / tot if tot > 0 else None
 
 
-def p_cup(cup40: float, job_nodes: int, section_nodes: int, fairshare_factor: float,
-          p: float = 1.0, goal: float = DEFAULT_GOAL,
-          fraction: float = DEFAULT_FRACTION) -> float:
+def p_cup(
+    cup40: float,
+    job_nodes: int,
+    section_nodes: int,
+    fairshare_factor: float,
+    p: float = 1.0,
+    goal: float = DEFAULT_GOAL,
+    fraction: float = DEFAULT_FRACTION,
+) -> float:
     """Capability-weighted fair-share priority; the standard factor when CUP40 >= goal."""
     if cup40 >= goal:
         return fairshare_factor
@@ -64,14 +70,16 @@ class SectionShares:
     black: dict[str, float]
 
 
-def section_shares(shares: Mapping[str, float], red_fraction: Mapping[str, float]
-                   ) -> SectionShares:
+def section_shares(shares: Mapping[str, float], red_fraction: Mapping[str, float]) -> SectionShares:
     """f_R = sum_i R_i * sh_i; f_{i,R} = R_i sh_i / f_R; f_{i,B} = (1 - R_i) sh_i / (1 - f_R)."""
     f_r = math.fsum(red_fraction.get(k, 0.0) * v for k, v in shares.items())
     f_b = 1.0 - f_r
     red = {k: red_fraction.get(k, 0.0) * v / f_r for k, v in shares.items()} if f_r > 0 else {}
-    black = ({k: (1.0 - red_fraction.get(k, 0.0)) * v / f_b for k, v in shares.items()}
-             if f_b > 0 else {})
+    black = (
+        {k: (1.0 - red_fraction.get(k, 0.0)) * v / f_b for k, v in shares.items()}
+        if f_b > 0
+        else {}
+    )
     return SectionShares(f_r, f_b, red, black)
 
 
@@ -127,8 +135,7 @@ class CapabilityDay:
 
     @property
     def cup40_modified(self) -> float | None:
-        return cup_modified(self.large_node_hours, self.small_node_hours,
-                            self.backfill_node_hours)
+        return cup_modified(self.large_node_hours, self.small_node_hours, self.backfill_node_hours)
 
 
 def cup_over(days: Iterable[CapabilityDay]) -> tuple[float | None, float | None]:
@@ -144,11 +151,19 @@ def cup_over(days: Iterable[CapabilityDay]) -> tuple[float | None, float | None]
 class CapabilityUse:
     """Daily large / small / backfill node-hours of ended jobs."""
 
-    __slots__ = ("section_nodes", "fraction", "min_large", "cal", "_start", "_days",
-                 "unmatched_ends")
+    __slots__ = (
+        "section_nodes",
+        "fraction",
+        "min_large",
+        "cal",
+        "_start",
+        "_days",
+        "unmatched_ends",
+    )
 
-    def __init__(self, section_nodes: int, fraction: float = DEFAULT_FRACTION,
-                 tz: str = "UTC") -> None:
+    def __init__(
+        self, section_nodes: int, fraction: float = DEFAULT_FRACTION, tz: str = "UTC"
+    ) -> None:
         if section_nodes <= 0:
             raise ValueError("section_nodes must be > 0")
         self.section_nodes = section_nodes

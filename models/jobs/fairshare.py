@@ -51,11 +51,23 @@ _REFUND_CACHE_MAX = 4096
 
 
 class FairShareUsage:
-    __slots__ = ("half_life", "refund_states", "_k", "_start", "_usage", "_period",
-                 "_refund_of", "unmatched_ends", "refunded_jobs")
+    __slots__ = (
+        "half_life",
+        "refund_states",
+        "_k",
+        "_start",
+        "_usage",
+        "_period",
+        "_refund_of",
+        "unmatched_ends",
+        "refunded_jobs",
+    )
 
-    def __init__(self, half_life: float = DEFAULT_HALF_LIFE_S,
-                 refund_states: Iterable[str] | None = DEFAULT_REFUND_STATES) -> None:
+    def __init__(
+        self,
+        half_life: float = DEFAULT_HALF_LIFE_S,
+        refund_states: Iterable[str] | None = DEFAULT_REFUND_STATES,
+    ) -> None:
         if half_life <= 0:
             raise ValueError("half_life must be > 0")
         self.half_life = float(half_life)
@@ -120,8 +132,10 @@ class FairShareUsage:
                     charge = nodes / 3600.0 * h_ln2 * -expm1(neg_ln2 * d / h)
                 else:
                     charge = nodes * d / 3600.0
-                for holder, period, usage in ((e.user, p_user, u_user),
-                                              (e.account, p_account, u_account)):
+                for holder, period, usage in (
+                    (e.user, p_user, u_user),
+                    (e.account, p_account, u_account),
+                ):
                     if holder is None:
                         continue
                     pr = period.get(holder)
@@ -146,8 +160,9 @@ class FairShareUsage:
             return 0.0
         return u[0] * math.exp(-self._k * (ts - u[1])) if ts > u[1] else u[0]
 
-    def snapshot(self, ts: float, min_node_hours: float = 0.005,
-                 changed_only: bool = False) -> list[UsageRow]:
+    def snapshot(
+        self, ts: float, min_node_hours: float = 0.005, changed_only: bool = False
+    ) -> list[UsageRow]:
         """Every holder's decayed usage at ts (sorted); holders whose usage decayed below
         min_node_hours and with nothing charged since the last snapshot are dropped. With
         changed_only, only holders charged or refunded since the last snapshot (cost per job,

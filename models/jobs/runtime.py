@@ -50,14 +50,19 @@ class Prediction:
     upper: float | None
 
 
-def predict_from_history(runs: Sequence[float], min_runs: int = DEFAULT_MIN_RUNS,
-                         trim_from: int = DEFAULT_TRIM_FROM, z: float = DEFAULT_Z) -> Prediction:
+def predict_from_history(
+    runs: Sequence[float],
+    min_runs: int = DEFAULT_MIN_RUNS,
+    trim_from: int = DEFAULT_TRIM_FROM,
+    z: float = DEFAULT_Z,
+) -> Prediction:
     """Prediction from past run times (seconds); None/None when fewer than min_runs."""
     return Prediction(*_estimate(runs, min_runs, trim_from, z))
 
 
-def _estimate(runs: Sequence[float], min_runs: int, trim_from: int, z: float
-              ) -> tuple[int, float | None, float | None]:
+def _estimate(
+    runs: Sequence[float], min_runs: int, trim_from: int, z: float
+) -> tuple[int, float | None, float | None]:
     """(runs, mean, upper) of :func:`predict_from_history`, as a plain tuple (hot path)."""
     n = len(runs)
     if n < max(min_runs, 1):
@@ -113,13 +118,29 @@ class RuntimePredictor:
     Each history keeps its estimate until its next run ends (computed at most once per
     history version)."""
 
-    __slots__ = ("min_runs", "trim_from", "z", "history", "overrun_margin", "cap_by_request",
-                 "request_as_name", "_hist", "_running", "unmatched_ends")
+    __slots__ = (
+        "min_runs",
+        "trim_from",
+        "z",
+        "history",
+        "overrun_margin",
+        "cap_by_request",
+        "request_as_name",
+        "_hist",
+        "_running",
+        "unmatched_ends",
+    )
 
-    def __init__(self, min_runs: int = DEFAULT_MIN_RUNS, trim_from: int = DEFAULT_TRIM_FROM,
-                 z: float = DEFAULT_Z, history: int = DEFAULT_HISTORY,
-                 overrun_margin: float = DEFAULT_OVERRUN_MARGIN_S,
-                 cap_by_request: bool = True, request_as_name: bool = True) -> None:
+    def __init__(
+        self,
+        min_runs: int = DEFAULT_MIN_RUNS,
+        trim_from: int = DEFAULT_TRIM_FROM,
+        z: float = DEFAULT_Z,
+        history: int = DEFAULT_HISTORY,
+        overrun_margin: float = DEFAULT_OVERRUN_MARGIN_S,
+        cap_by_request: bool = True,
+        request_as_name: bool = True,
+    ) -> None:
         self.min_runs = min_runs
         self.trim_from = trim_from
         self.z = z
@@ -201,8 +222,7 @@ class RuntimePredictor:
         """Running jobs with expected ends (upper estimate; ``*1-day`` when unknown), sorted by
         expected end, the order of the seed's ll_jobs display."""
         out = []
-        for job, (start, user, name, nodes, _req, _runs, _pred, up, _hist) in \
-                self._running.items():
+        for job, (start, user, name, nodes, _req, _runs, _pred, up, _hist) in self._running.items():
             known = up is not None
             end = start + (up if known else UNKNOWN_RUNTIME_S)
             out.append(RunningJob(job, user, name, nodes, start, end, known))
@@ -232,8 +252,9 @@ class PredictionScore:
     over_request: float | None  # share of jobs with a request that ran past it + margin
 
 
-def score_predictions(rows: Iterable[PredictionRow], margin: float = DEFAULT_OVERRUN_MARGIN_S
-                      ) -> PredictionScore:
+def score_predictions(
+    rows: Iterable[PredictionRow], margin: float = DEFAULT_OVERRUN_MARGIN_S
+) -> PredictionScore:
     """Mean absolute errors of the history prediction and of the users' requested wall time."""
     n = cov = wr = cov_wr = 0
     e_pred = e_req_cov = e_hyb = e_req = 0.0
@@ -257,7 +278,8 @@ def score_predictions(rows: Iterable[PredictionRow], margin: float = DEFAULT_OVE
                 cov_wr += 1
                 e_req_cov += abs(req - a)
     return PredictionScore(
-        jobs=n, covered=cov,
+        jobs=n,
+        covered=cov,
         mae_predicted=e_pred / cov if cov else None,
         mae_request_covered=e_req_cov / cov_wr if cov_wr else None,
         mae_hybrid=e_hyb / wr if wr else None,

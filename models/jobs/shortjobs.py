@@ -75,13 +75,33 @@ class ShortJobPenalty:
     ``history="ticks"`` emits every holder at every tick while it is in the table (for plots;
     on KTH that is ~17 rows per job)."""
 
-    __slots__ = ("threshold", "min_runtime", "interval", "lam", "floor", "history", "_start",
-                 "_pending", "_adjust", "_drops", "_tick", "last_tick_ts", "unmatched_ends",
-                 "short_jobs", "_log_lam")
+    __slots__ = (
+        "threshold",
+        "min_runtime",
+        "interval",
+        "lam",
+        "floor",
+        "history",
+        "_start",
+        "_pending",
+        "_adjust",
+        "_drops",
+        "_tick",
+        "last_tick_ts",
+        "unmatched_ends",
+        "short_jobs",
+        "_log_lam",
+    )
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLD_S, min_runtime: float | None = None,
-                 interval: float = DEFAULT_INTERVAL_S, lam: float = DEFAULT_LAMBDA,
-                 floor: float = DEFAULT_FLOOR, history: str = "changes") -> None:
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLD_S,
+        min_runtime: float | None = None,
+        interval: float = DEFAULT_INTERVAL_S,
+        lam: float = DEFAULT_LAMBDA,
+        floor: float = DEFAULT_FLOOR,
+        history: str = "changes",
+    ) -> None:
         if interval <= 0:
             raise ValueError("interval must be > 0")
         if not 0.0 < lam < 1.0:

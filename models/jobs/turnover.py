@@ -26,8 +26,25 @@ DEFAULT_WINDOW_S = 3600.0
 DEFAULT_MAX_GAP_S = 3600.0
 DEFAULT_MAX_STACK = 64  # freed-slot runs remembered per node (oldest forgotten first)
 # Histogram edges of w in seconds (last bin open-ended up to max_gap).
-HIST_EDGES: tuple[float, ...] = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 45.0, 60.0,
-                                 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+HIST_EDGES: tuple[float, ...] = (
+    0.0,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    25.0,
+    30.0,
+    45.0,
+    60.0,
+    90.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+)
 MACHINE_POOL = "*"
 _MACHINE = (MACHINE_POOL,)
 
@@ -45,13 +62,32 @@ class TurnoverRow:
 
 
 class SlotTurnover:
-    __slots__ = ("window", "max_gap", "max_stack", "edges", "counts", "_alloc", "_free",
-                 "_win", "_next_win", "n", "sum_w", "sum_w2", "idle_gaps", "unmatched_ends",
-                 "_defer", "_cur")
+    __slots__ = (
+        "window",
+        "max_gap",
+        "max_stack",
+        "edges",
+        "counts",
+        "_alloc",
+        "_free",
+        "_win",
+        "_next_win",
+        "n",
+        "sum_w",
+        "sum_w2",
+        "idle_gaps",
+        "unmatched_ends",
+        "_defer",
+        "_cur",
+    )
 
-    def __init__(self, window: float = DEFAULT_WINDOW_S, max_gap: float = DEFAULT_MAX_GAP_S,
-                 max_stack: int = DEFAULT_MAX_STACK,
-                 edges: tuple[float, ...] = HIST_EDGES) -> None:
+    def __init__(
+        self,
+        window: float = DEFAULT_WINDOW_S,
+        max_gap: float = DEFAULT_MAX_GAP_S,
+        max_stack: int = DEFAULT_MAX_STACK,
+        edges: tuple[float, ...] = HIST_EDGES,
+    ) -> None:
         if window <= 0 or max_gap < 0:
             raise ValueError("window must be > 0 and max_gap >= 0")
         self.window = float(window)

@@ -36,8 +36,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from models.records.jobevent import JobEvent
 
-CSV_HEADER = ("day", "resource", "cpu_hours", "node_hours", "wall_hours", "jobs_started",
-              "jobs_ended")
+CSV_HEADER = (
+    "day",
+    "resource",
+    "cpu_hours",
+    "node_hours",
+    "wall_hours",
+    "jobs_started",
+    "jobs_ended",
+)
 
 
 def _zone(tz: str | ZoneInfo | None) -> ZoneInfo:
@@ -57,8 +64,12 @@ def day_edges(first: date, last: date, tz: str | ZoneInfo | None = "UTC") -> NDA
     z = _zone(tz)
     n = (last - first).days + 1
     return np.array(
-        [datetime.combine(first + timedelta(days=i), datetime.min.time(), z).timestamp()
-         for i in range(n + 1)], dtype=np.float64)
+        [
+            datetime.combine(first + timedelta(days=i), datetime.min.time(), z).timestamp()
+            for i in range(n + 1)
+        ],
+        dtype=np.float64,
+    )
 
 
 @dataclass(slots=True)
@@ -73,15 +84,26 @@ class UsageDaily:
     jobs_ended: NDArray[np.int64]
 
     def totals(self) -> tuple[float, float, float, int, int]:
-        return (float(self.cpu_hours.sum()), float(self.node_hours.sum()),
-                float(self.wall_hours.sum()), int(self.jobs_started.sum()),
-                int(self.jobs_ended.sum()))
+        return (
+            float(self.cpu_hours.sum()),
+            float(self.node_hours.sum()),
+            float(self.wall_hours.sum()),
+            int(self.jobs_started.sum()),
+            int(self.jobs_ended.sum()),
+        )
 
     def rows(self, resource: str = "") -> Iterator[tuple[str, str, float, float, float, int, int]]:
         """``(day, resource, cpu_hours, node_hours, wall_hours, jobs_started, jobs_ended)``."""
         for i, d in enumerate(self.days):
-            yield (d.isoformat(), resource, float(self.cpu_hours[i]), float(self.node_hours[i]),
-                   float(self.wall_hours[i]), int(self.jobs_started[i]), int(self.jobs_ended[i]))
+            yield (
+                d.isoformat(),
+                resource,
+                float(self.cpu_hours[i]),
+                float(self.node_hours[i]),
+                float(self.wall_hours[i]),
+                int(self.jobs_started[i]),
+                int(self.jobs_ended[i]),
+            )
 
 
 def _empty() -> UsageDaily:
@@ -164,8 +186,11 @@ def usage_by_day(
     ones = np.ones_like(cs)
     return UsageDaily(
         days=[first + timedelta(days=i) for i in range(ndays)],
-        cpu_hours=split(kc), node_hours=split(kn), wall_hours=split(ones),
-        jobs_started=started, jobs_ended=ended,
+        cpu_hours=split(kc),
+        node_hours=split(kn),
+        wall_hours=split(ones),
+        jobs_started=started,
+        jobs_ended=ended,
     )
 
 
@@ -198,12 +223,24 @@ def intervals_from_events(events: Iterable[JobEvent]) -> JobIntervals:
             sv = open_.pop(ev.job, None)
             if sv is not None and ev.ts >= sv.ts:
                 _append(jobs, st, en, nd, cp, sv, ev)
-    return JobIntervals(jobs, np.array(st, np.float64), np.array(en, np.float64),
-                        np.array(nd, np.float64), np.array(cp, np.float64))
+    return JobIntervals(
+        jobs,
+        np.array(st, np.float64),
+        np.array(en, np.float64),
+        np.array(nd, np.float64),
+        np.array(cp, np.float64),
+    )
 
 
-def _append(jobs: list[str], st: list[float], en: list[float], nd: list[float], cp: list[float],
-            s: JobEvent, e: JobEvent) -> None:
+def _append(
+    jobs: list[str],
+    st: list[float],
+    en: list[float],
+    nd: list[float],
+    cp: list[float],
+    s: JobEvent,
+    e: JobEvent,
+) -> None:
     jobs.append(s.job)
     st.append(s.ts)
     en.append(e.ts)

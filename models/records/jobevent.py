@@ -43,8 +43,19 @@ class JobEvent:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.type, "ts": self.ts, "job": self.job}
-        for k in ("user", "group", "account", "partition", "name", "nodes", "cores",
-                  "req_walltime", "state", "exit_code", "backfill"):
+        for k in (
+            "user",
+            "group",
+            "account",
+            "partition",
+            "name",
+            "nodes",
+            "cores",
+            "req_walltime",
+            "state",
+            "exit_code",
+            "backfill",
+        ):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
@@ -116,11 +127,21 @@ def jobevent_from_dict(d: Any) -> JobEvent:
         return None if v is None else str(v)
 
     return JobEvent(
-        type=typ, ts=parse_ts(d["ts"]), job=str(job), user=s("user"), group=s("group"),
-        account=s("account"), partition=s("partition"), name=s("name"),
-        nodes=_opt_int(d, "nodes"), cores=_opt_int(d, "cores"),
-        req_walltime=None if rw is None else float(rw), node_list=tuple(str(x) for x in nl),
-        state=s("state"), exit_code=ec, backfill=bf,
+        type=typ,
+        ts=parse_ts(d["ts"]),
+        job=str(job),
+        user=s("user"),
+        group=s("group"),
+        account=s("account"),
+        partition=s("partition"),
+        name=s("name"),
+        nodes=_opt_int(d, "nodes"),
+        cores=_opt_int(d, "cores"),
+        req_walltime=None if rw is None else float(rw),
+        node_list=tuple(str(x) for x in nl),
+        state=s("state"),
+        exit_code=ec,
+        backfill=bf,
     )
 
 

@@ -95,11 +95,20 @@ def to_arrays(samples: Iterable[NodeSample]) -> SampleArrays:
         cls.append(classes.code(s.job_class or "normal"))
     f = np.float64
     return SampleArrays(
-        ts=np.asarray(ts, f), job=np.asarray(job, np.int64), node=np.asarray(node, np.int64),
-        pid=np.asarray(pid, np.int64), start=np.asarray(start, f), vm_rss_kb=np.asarray(rss, f),
-        vm_swap_kb=np.asarray(swap, f), read_bytes=np.asarray(rb, f),
-        write_bytes=np.asarray(wb, f), core=np.asarray(core, f), cores=np.asarray(cores, f),
-        job_class=np.asarray(cls, np.int64), jobs=jobs.names, nodes=nodes.names,
+        ts=np.asarray(ts, f),
+        job=np.asarray(job, np.int64),
+        node=np.asarray(node, np.int64),
+        pid=np.asarray(pid, np.int64),
+        start=np.asarray(start, f),
+        vm_rss_kb=np.asarray(rss, f),
+        vm_swap_kb=np.asarray(swap, f),
+        read_bytes=np.asarray(rb, f),
+        write_bytes=np.asarray(wb, f),
+        core=np.asarray(core, f),
+        cores=np.asarray(cores, f),
+        job_class=np.asarray(cls, np.int64),
+        jobs=jobs.names,
+        nodes=nodes.names,
         classes=classes.names,
     )
 

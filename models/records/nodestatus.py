@@ -134,7 +134,8 @@ class NodeStatusBatch:
         state = np.fromiter((book.states.code(r.state) for r in records), dtype=np.int64, count=n)
         rsv = np.fromiter(
             (book.jobs.code(r.rsvlist[0]) if r.rsvlist else NO_JOB for r in records),
-            dtype=np.int64, count=n,
+            dtype=np.int64,
+            count=n,
         )
         has_job = np.fromiter((bool(r.joblist) for r in records), dtype=bool, count=n)
         rows: list[int] = []
@@ -143,5 +144,12 @@ class NodeStatusBatch:
             for j in r.joblist:
                 rows.append(i)
                 jobs.append(book.jobs.code(j))
-        return cls(ts, node, state, rsv, has_job,
-                   np.asarray(rows, dtype=np.int64), np.asarray(jobs, dtype=np.int64))
+        return cls(
+            ts,
+            node,
+            state,
+            rsv,
+            has_job,
+            np.asarray(rows, dtype=np.int64),
+            np.asarray(jobs, dtype=np.int64),
+        )

@@ -39,8 +39,9 @@ class IoRates:
     nodes: list[str]
 
 
-def _per_job_node_minute(job: np.ndarray, node: np.ndarray, minute: np.ndarray,
-                         cols: list[np.ndarray], how: str) -> tuple[np.ndarray, ...]:
+def _per_job_node_minute(
+    job: np.ndarray, node: np.ndarray, minute: np.ndarray, cols: list[np.ndarray], how: str
+) -> tuple[np.ndarray, ...]:
     g = group_codes(job, node, minute)
     ng = int(g.max()) + 1 if g.size else 0
     first = np.full(ng, -1, dtype=np.int64)
@@ -61,26 +62,54 @@ def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) 
     whole counter; one already running when first seen is the baseline (no delta)."""
     proc = group_codes(arr.node, arr.pid, arr.start)
     new = (arr.start > 0) & (arr.start > arr.ts - period)
-    d = counter_deltas(proc, arr.ts, np.stack([arr.write_bytes, arr.read_bytes], axis=1),
-                       new) / unit
+    d = (
+        counter_deltas(proc, arr.ts, np.stack([arr.write_bytes, arr.read_bytes], axis=1), new)
+        / unit
+    )
     dw, dr = d[:, 0], d[:, 1]
     minute = np.floor(arr.ts / MINUTE).astype(np.int64)
     job, node, mnt, w, r = _per_job_node_minute(arr.job, arr.node, minute, [dw, dr], "sum")
-    return IoRates(job=job, node=node, minute=mnt, write=w / MINUTE, read=r / MINUTE,
-                   write_amount=w, read_amount=r, jobs=arr.jobs, nodes=arr.nodes)
+    return IoRates(
+        job=job,
+        node=node,
+        minute=mnt,
+        write=w / MINUTE,
+        read=r / MINUTE,
+        write_amount=w,
+        read_amount=r,
+        jobs=arr.jobs,
+        nodes=arr.nodes,
+    )
 
 
-def io_from_rates(job: np.ndarray, node: np.ndarray, ts: np.ndarray, write_rate: np.ndarray,
-                  read_rate: np.ndarray, dt: np.ndarray, jobs: list[str],
-                  nodes: list[str]) -> IoRates:
+def io_from_rates(
+    job: np.ndarray,
+    node: np.ndarray,
+    ts: np.ndarray,
+    write_rate: np.ndarray,
+    read_rate: np.ndarray,
+    dt: np.ndarray,
+    jobs: list[str],
+    nodes: list[str],
+) -> IoRates:
     """Sources that give speeds: per (job, node, minute) the mean speed of the samples in that
     minute; amounts = sum of speed x ``dt`` (the time each sample stands for)."""
     minute = np.floor(ts / MINUTE).astype(np.int64)
     j, n, m, w, r = _per_job_node_minute(job, node, minute, [write_rate, read_rate], "mean")
-    _, _, _, wa, ra = _per_job_node_minute(job, node, minute,
-                                           [write_rate * dt, read_rate * dt], "sum")
-    return IoRates(job=j, node=n, minute=m, write=w, read=r, write_amount=wa, read_amount=ra,
-                   jobs=jobs, nodes=nodes)
+    _, _, _, wa, ra = _per_job_node_minute(
+        job, node, minute, [write_rate * dt, read_rate * dt], "sum"
+    )
+    return IoRates(
+        job=j,
+        node=n,
+        minute=m,
+        write=w,
+        read=r,
+        write_amount=wa,
+        read_amount=ra,
+        jobs=jobs,
+        nodes=nodes,
+    )
 
 
 @dataclass(slots=True)
@@ -125,8 +154,9 @@ class HotZone:
     top_jobs: list[tuple[str, float]] = field(default_factory=list)  # (job, share of writes)
 
 
-def hot_zones(dm: DfsMinutely, io: IoRates, threshold: float, top: int = 3,
-              max_gap: int = 0) -> list[HotZone]:
+def hot_zones(
+    dm: DfsMinutely, io: IoRates, threshold: float, top: int = 3, max_gap: int = 0
+) -> list[HotZone]:
     """Episodes of minutes with write speed > ``threshold``. Hot minutes at most ``max_gap``
     minutes apart belong to one episode. Each episode names its ``top`` jobs by share of the
     data written during its hot minutes (share = job's writes / all writes in those minutes)."""
@@ -146,16 +176,23 @@ def hot_zones(dm: DfsMinutely, io: IoRates, threshold: float, top: int = 3,
     out: list[HotZone] = []
     nj = len(io.jobs)
     for e, (a, b) in enumerate(zip(starts, ends, strict=True)):
-        mins = hot[a:b + 1]
+        mins = hot[a : b + 1]
         rows = ep_of == e
         per_job = np.bincount(io.job[rows], io.write[rows], nj)
         total = per_job.sum()
         order = np.argsort(-per_job, kind="stable")[:top]
-        tops = [(io.jobs[j], float(per_job[j] / total)) for j in order
-                if total > 0 and per_job[j] > 0]
-        out.append(HotZone(start=int(mins[0]), end=int(mins[-1]),
-                           peak=float(max(peak_by_min[int(x)] for x in mins)),
-                           minutes=int(mins.size), top_jobs=tops))
+        tops = [
+            (io.jobs[j], float(per_job[j] / total)) for j in order if total > 0 and per_job[j] > 0
+        ]
+        out.append(
+            HotZone(
+                start=int(mins[0]),
+                end=int(mins[-1]),
+                peak=float(max(peak_by_min[int(x)] for x in mins)),
+                minutes=int(mins.size),
+                top_jobs=tops,
+            )
+        )
     return out
 
 
@@ -173,8 +210,12 @@ def job_minutely(io: IoRates) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     ng = int(g.max()) + 1 if g.size else 0
     first = np.zeros(ng, dtype=np.int64)
     first[g] = np.arange(g.shape[0])
-    return (io.job[first], io.minute[first], np.bincount(g, io.write, ng),
-            np.bincount(g, io.read, ng))
+    return (
+        io.job[first],
+        io.minute[first],
+        np.bincount(g, io.write, ng),
+        np.bincount(g, io.read, ng),
+    )
 
 
 def job_write_stats(io: IoRates) -> tuple[np.ndarray, np.ndarray]:

@@ -84,10 +84,21 @@ def measures_from_samples(arr: SampleArrays, period: float = 60.0) -> NodeMeasur
     np.maximum.at(ts, gid, arr.ts[idx])
     job_class = np.zeros(len(arr.jobs), dtype=np.int64)
     job_class[arr.job] = arr.job_class
-    return NodeMeasures(job=job, node=node, measure=b, ts=ts, cores=cores,
-                        core_used=core_used, mem_kb=mem, swap_kb=swap, jobs=arr.jobs,
-                        nodes=arr.nodes, job_class=job_class, classes=arr.classes,
-                        period=period)
+    return NodeMeasures(
+        job=job,
+        node=node,
+        measure=b,
+        ts=ts,
+        cores=cores,
+        core_used=core_used,
+        mem_kb=mem,
+        swap_kb=swap,
+        jobs=arr.jobs,
+        nodes=arr.nodes,
+        job_class=job_class,
+        classes=arr.classes,
+        period=period,
+    )
 
 
 @dataclass(slots=True)
@@ -108,8 +119,9 @@ class JobUtilization:
     run_seconds: np.ndarray
 
 
-def job_utilization(m: NodeMeasures, mem_per_core_kb: float | None = None,
-                    cores_per_node: float | None = None) -> JobUtilization:
+def job_utilization(
+    m: NodeMeasures, mem_per_core_kb: float | None = None, cores_per_node: float | None = None
+) -> JobUtilization:
     """Seed 003 §5 per-job metrics. Allocated cores of a job on a node = the largest ``cores``
     seen there, else ``cores_per_node`` (NaN if neither is known). Run time = (last - first
     measure time) + period. Memory ratios are NaN when ``mem_per_core_kb`` is None."""
@@ -128,9 +140,9 @@ def job_utilization(m: NodeMeasures, mem_per_core_kb: float | None = None,
     cores = np.bincount(jn_job, jn_cores, nj)
     cores[nodes == 0] = np.nan
     # per (job, measure)
-    jm_key = m.job.astype(np.int64) * (int(m.measure.max() - m.measure.min()) + 1 if
-                                       m.measure.size else 1) + (m.measure - (
-                                           m.measure.min() if m.measure.size else 0))
+    jm_key = m.job.astype(np.int64) * (
+        int(m.measure.max() - m.measure.min()) + 1 if m.measure.size else 1
+    ) + (m.measure - (m.measure.min() if m.measure.size else 0))
     ujm, jm_inv = np.unique(jm_key, return_inverse=True)
     jm_job = np.zeros(ujm.shape[0], dtype=np.int64)
     jm_job[jm_inv] = m.job
@@ -158,11 +170,20 @@ def job_utilization(m: NodeMeasures, mem_per_core_kb: float | None = None,
         np.minimum.at(t0, m.job, m.ts)
         np.maximum.at(t1, m.job, m.ts)
         run = np.where(n > 0, t1 - t0 + m.period, np.nan)
-    return JobUtilization(jobs=m.jobs, job_class=m.job_class, classes=m.classes, nodes=nodes,
-                         cores=cores,
-                         measures=n, core_util_mean=core_util, mem_mean_ratio=mem_mean,
-                         mem_max_core_ratio=mem_max, swap_kb_max=swap_max,
-                         sa_core_seconds=cores * run, run_seconds=run)
+    return JobUtilization(
+        jobs=m.jobs,
+        job_class=m.job_class,
+        classes=m.classes,
+        nodes=nodes,
+        cores=cores,
+        measures=n,
+        core_util_mean=core_util,
+        mem_mean_ratio=mem_mean,
+        mem_max_core_ratio=mem_max,
+        swap_kb_max=swap_max,
+        sa_core_seconds=cores * run,
+        run_seconds=run,
+    )
 
 
 def squashed_area(cores: np.ndarray, run_seconds: np.ndarray) -> float:
@@ -205,8 +226,9 @@ UTIL_EDGES = np.concatenate([np.round(np.linspace(0.0, 1.0, 21), 10), [np.inf]])
 MEM_EDGES = np.concatenate([np.round(np.linspace(0.0, 2.0, 41), 10), [np.inf]])
 
 
-def histogram(values: np.ndarray, edges: np.ndarray = UTIL_EDGES,
-              weights: np.ndarray | None = None) -> np.ndarray:
+def histogram(
+    values: np.ndarray, edges: np.ndarray = UTIL_EDGES, weights: np.ndarray | None = None
+) -> np.ndarray:
     """Counts (or weight sums, e.g. SA per bin) of ``values`` per bin [edges[k], edges[k+1]), the
     last bin closed, as numpy.histogram; NaN values are left out. With the default edges a
     utilisation of exactly 1.0 falls in the bin [1.0, inf]."""

@@ -196,8 +196,9 @@ class EasyScheduler:
         rec.state = state
         out.append(SchedEvent("end", t, j, node_ids=rec.node_ids, state=state))
 
-    def _start_job(self, j: int, t: float, ids: np.ndarray, backfill: bool,
-                   out: list[SchedEvent]) -> None:
+    def _start_job(
+        self, j: int, t: float, ids: np.ndarray, backfill: bool, out: list[SchedEvent]
+    ) -> None:
         rec = self.records[j]
         w = self.w
         self.node_job[ids] = j
@@ -328,8 +329,9 @@ class EasyScheduler:
 
     # --- driver ------------------------------------------------------------------------------
 
-    def run(self, start: float, end: float, period: float) -> Iterator[tuple[list[SchedEvent],
-                                                                             Snapshot | None]]:
+    def run(
+        self, start: float, end: float, period: float
+    ) -> Iterator[tuple[list[SchedEvent], Snapshot | None]]:
         """Simulate from the first event up to ``end``; yield (events since the last yield,
         snapshot) for each iteration time start + k*period < end (events before ``start`` come
         with the first snapshot). Events after the last iteration are yielded with None."""

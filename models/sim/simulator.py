@@ -131,9 +131,14 @@ def workload_from_swf(
         req.append(float(j.time_req) if j.time_req else float(max(j.run, 1)))
         users.append("unknown" if j.user is None else f"user{j.user:03d}")
     sel.used = len(ids)
-    return Workload(ids, np.asarray(sub, dtype=np.float64), np.asarray(size, dtype=np.int64),
-                    np.asarray(run, dtype=np.float64), np.asarray(req, dtype=np.float64),
-                    users), sel
+    return Workload(
+        ids,
+        np.asarray(sub, dtype=np.float64),
+        np.asarray(size, dtype=np.int64),
+        np.asarray(run, dtype=np.float64),
+        np.asarray(req, dtype=np.float64),
+        users,
+    ), sel
 
 
 def random_outages(cfg: SimConfig, n_down: int, n_drained: int) -> list[NodeInterval]:
@@ -141,8 +146,10 @@ def random_outages(cfg: SimConfig, n_down: int, n_drained: int) -> list[NodeInte
     (2 - 24 h), on random nodes at uniform times within the written span."""
     rng = np.random.default_rng([cfg.seed, 0xD0_3E])
     out: list[NodeInterval] = []
-    for kind, k, lo, hi in (("down", n_down, 1800.0, 6 * 3600.0),
-                            ("drain", n_drained, 2 * 3600.0, 24 * 3600.0)):
+    for kind, k, lo, hi in (
+        ("down", n_down, 1800.0, 6 * 3600.0),
+        ("drain", n_drained, 2 * 3600.0, 24 * 3600.0),
+    ):
         nodes = rng.integers(0, cfg.nodes, k)
         starts = cfg.start + rng.uniform(0.0, cfg.days * 86400.0, k)
         durs = np.exp(rng.uniform(math.log(lo), math.log(hi), k))
@@ -154,8 +161,7 @@ def random_outages(cfg: SimConfig, n_down: int, n_drained: int) -> list[NodeInte
 class MoabFormatter:
     """Snapshots -> Moab node-status lines (see module docstring)."""
 
-    def __init__(self, node_names: list[str], tz: str, pid: int, seed: int,
-                 period: float) -> None:
+    def __init__(self, node_names: list[str], tz: str, pid: int, seed: int, period: float) -> None:
         self.tz = ZoneInfo(tz)
         self.rng = np.random.default_rng([seed, 0x7135])
         self.n = len(node_names)
@@ -190,15 +196,23 @@ class MoabFormatter:
         ms3 = self.ms3
         states = self.states
         out = []
-        for s, f, h, st, r, j in zip(secs.tolist(), frac, self.heads, snap.state.tolist(),
-                                     snap.rsvlist, snap.joblist, strict=True):
+        for s, f, h, st, r, j in zip(
+            secs.tolist(),
+            frac,
+            self.heads,
+            snap.state.tolist(),
+            snap.rsvlist,
+            snap.joblist,
+            strict=True,
+        ):
             a, b = stamp[s]
             out.append(f"{a}{ms3[f]}{b}{h}{states[st]}{r}' joblist='{j}'\n")
         return "".join(out)
 
 
-def simulate(workload: Workload, cfg: SimConfig,
-             outages: Iterable[NodeInterval] = ()) -> Iterator[SimChunk]:
+def simulate(
+    workload: Workload, cfg: SimConfig, outages: Iterable[NodeInterval] = ()
+) -> Iterator[SimChunk]:
     """Run the workload through EASY backfilling and yield one chunk per iteration (plus a last
     chunk of events after the last iteration, if any). Jobs larger than the machine raise."""
     sched = EasyScheduler(cfg.nodes, workload, list(outages), depth=cfg.depth)
@@ -213,21 +227,42 @@ def simulate(workload: Workload, cfg: SimConfig,
             j = e.job
             ts = round(e.ts, 3)
             if e.type == "submit":
-                evs.append(JobEvent(type="submit", ts=ts, job=w.job_id[j], user=user[j],
-                                    nodes=int(w.nodes[j]),
-                                    req_walltime=float(w.req_walltime[j])))
+                evs.append(
+                    JobEvent(
+                        type="submit",
+                        ts=ts,
+                        job=w.job_id[j],
+                        user=user[j],
+                        nodes=int(w.nodes[j]),
+                        req_walltime=float(w.req_walltime[j]),
+                    )
+                )
             elif e.type == "start":
-                evs.append(JobEvent(type="start", ts=ts, job=w.job_id[j], user=user[j],
-                                    nodes=int(w.nodes[j]),
-                                    req_walltime=float(w.req_walltime[j]),
-                                    node_list=tuple(names[i] for i in e.node_ids),
-                                    backfill=bool(e.backfill)))
+                evs.append(
+                    JobEvent(
+                        type="start",
+                        ts=ts,
+                        job=w.job_id[j],
+                        user=user[j],
+                        nodes=int(w.nodes[j]),
+                        req_walltime=float(w.req_walltime[j]),
+                        node_list=tuple(names[i] for i in e.node_ids),
+                        backfill=bool(e.backfill),
+                    )
+                )
             else:
-                evs.append(JobEvent(type="end", ts=ts, job=w.job_id[j], user=user[j],
-                                    nodes=int(w.nodes[j]),
-                                    req_walltime=float(w.req_walltime[j]),
-                                    node_list=tuple(names[i] for i in e.node_ids),
-                                    state=e.state))
+                evs.append(
+                    JobEvent(
+                        type="end",
+                        ts=ts,
+                        job=w.job_id[j],
+                        user=user[j],
+                        nodes=int(w.nodes[j]),
+                        req_walltime=float(w.req_walltime[j]),
+                        node_list=tuple(names[i] for i in e.node_ids),
+                        state=e.state,
+                    )
+                )
         if snap is None:
             yield SimChunk("", 0, evs, None)
         else:

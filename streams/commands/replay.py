@@ -43,10 +43,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=fmts, help="input format")
     p.add_argument("paths", nargs="+", metavar="PATH", help="input files (gzip is detected)")
     p.add_argument("--out", required=True, help="output directory (created)")
-    p.add_argument("--tz", default=None,
-                   help="IANA time zone of day/hour windows (default: settings, else UTC)")
-    p.add_argument("--nodes", type=int, default=None,
-                   help="static basis: schedulable nodes (default: settings, else nodes seen)")
+    p.add_argument(
+        "--tz",
+        default=None,
+        help="IANA time zone of day/hour windows (default: settings, else UTC)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="static basis: schedulable nodes (default: settings, else nodes seen)",
+    )
     p.add_argument("--rejects", default=None, help="write rejected records with reasons here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     for m in mods.values():

@@ -52,11 +52,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--period", type=float, default=60.0, help="seconds between sweeps (60)")
     s.add_argument("--out", default="-", help="output file (appended) or - for stdout")
     s.add_argument("--count", type=int, default=None, help="stop after N sweeps (default: run)")
-    s.add_argument("--resolver", choices=sorted(RESOLVERS), default="all",
-                   help="job id from: slurm (job_<id> in any cgroup path), cpuset (OAR "
-                   "/oar/<user>_<id> or job_<id> in the cpuset hierarchy), all (slurm then "
-                   "cpuset), cgroup (the cgroup v2 path itself, for machines without a batch "
-                   "system)")
+    s.add_argument(
+        "--resolver",
+        choices=sorted(RESOLVERS),
+        default="all",
+        help="job id from: slurm (job_<id> in any cgroup path), cpuset (OAR "
+        "/oar/<user>_<id> or job_<id> in the cpuset hierarchy), all (slurm then "
+        "cpuset), cgroup (the cgroup v2 path itself, for machines without a batch "
+        "system)",
+    )
     s.add_argument("--node", default=None, help="node name (default: host name)")
     s.add_argument("--job-class", default="", help="class written with every sample")
     s.set_defaults(func=_ship_samples)

@@ -37,8 +37,13 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = SimConfig(
-        nodes=args.nodes, days=args.days, start=parse_start(args.start, args.tz),
-        period=args.period, tz=args.tz, seed=args.seed, warmup=args.warmup * 3600.0,
+        nodes=args.nodes,
+        days=args.days,
+        start=parse_start(args.start, args.tz),
+        period=args.period,
+        tz=args.tz,
+        seed=args.seed,
+        warmup=args.warmup * 3600.0,
         depth=args.depth,
     )
     skipped: dict[str, int] = {}
@@ -78,10 +83,17 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
         raw.close()
     span = 0.0 if first_ts is None or last_ts is None else last_ts - first_ts + cfg.period
     return {
-        "jobs": len(workload), "events": n_events, "lines": n_lines, "nodes": cfg.nodes,
-        "span_seconds": span, "log": str(log_path), "jobs_file": str(jobs_path),
-        "skipped_jobs": skipped, "rejected_swf_lines": dict(count_reasons(rejects)),
-        "outages": args.outages, "drained": args.drained,
+        "jobs": len(workload),
+        "events": n_events,
+        "lines": n_lines,
+        "nodes": cfg.nodes,
+        "span_seconds": span,
+        "log": str(log_path),
+        "jobs_file": str(jobs_path),
+        "skipped_jobs": skipped,
+        "rejected_swf_lines": dict(count_reasons(rejects)),
+        "outages": args.outages,
+        "drained": args.drained,
     }
 
 
@@ -99,9 +111,11 @@ def run(args: argparse.Namespace) -> int:
         extra += f", skipped jobs {s['skipped_jobs']}"
     if s["rejected_swf_lines"]:
         extra += f", rejected SWF lines {s['rejected_swf_lines']}"
-    print(f"simulated {s['jobs']} jobs ({s['events']} events) on {s['nodes']} nodes: "
-          f"{s['lines']} Moab lines over {float(s['span_seconds']) / 86400:.2f} days "
-          f"-> {s['log']}, {s['jobs_file']}{extra}")
+    print(
+        f"simulated {s['jobs']} jobs ({s['events']} events) on {s['nodes']} nodes: "
+        f"{s['lines']} Moab lines over {float(s['span_seconds']) / 86400:.2f} days "
+        f"-> {s['log']}, {s['jobs_file']}{extra}"
+    )
     return 0
 
 
@@ -111,24 +125,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--model", choices=["lublin"], help="generate a workload from a model")
     p.add_argument("--nodes", type=int, required=True, help="nodes in the machine")
     p.add_argument("--days", type=float, required=True, help="days of log to write")
-    p.add_argument("--period", type=float, default=120.0,
-                   help="seconds between scheduler iterations (default 120)")
+    p.add_argument(
+        "--period",
+        type=float,
+        default=120.0,
+        help="seconds between scheduler iterations (default 120)",
+    )
     p.add_argument("--out", required=True, help="output directory (created)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--tz", default="America/Chicago",
-                   help="IANA zone of the log timestamps (default America/Chicago)")
-    p.add_argument("--start", default="2014-12-31T00:00:00",
-                   help="first iteration, ISO 8601; local to --tz without an offset")
+    p.add_argument(
+        "--tz",
+        default="America/Chicago",
+        help="IANA zone of the log timestamps (default America/Chicago)",
+    )
+    p.add_argument(
+        "--start",
+        default="2014-12-31T00:00:00",
+        help="first iteration, ISO 8601; local to --tz without an offset",
+    )
     p.add_argument("--outages", type=int, default=0, help="node failures (Down) to inject")
     p.add_argument("--drained", type=int, default=0, help="admin drains (Drained) to inject")
     p.add_argument("--gzip", action="store_true", help="write moab.log.gz")
-    p.add_argument("--warmup", type=float, default=24.0,
-                   help="hours of workload run before the first line (default 24)")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=24.0,
+        help="hours of workload run before the first line (default 24)",
+    )
     p.add_argument("--depth", type=int, default=1, help="reservation depth (default 1)")
-    p.add_argument("--load", type=float, default=0.85,
-                   help="offered load the Lublin model is scaled to (default 0.85)")
-    p.add_argument("--swf-skip-days", type=float, default=0.0,
-                   help="start the replay this many days into the trace")
+    p.add_argument(
+        "--load",
+        type=float,
+        default=0.85,
+        help="offered load the Lublin model is scaled to (default 0.85)",
+    )
+    p.add_argument(
+        "--swf-skip-days",
+        type=float,
+        default=0.0,
+        help="start the replay this many days into the trace",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -136,7 +172,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "simulate",
         help="simulate a workload under EASY backfilling and write a Moab log + job events",
         description="Run a Lublin-Feitelson workload or an SWF trace through an EASY-backfill "
-                    "scheduler and write Moab node-status lines and job events.",
+        "scheduler and write Moab node-status lines and job events.",
     )
     add_arguments(p)
     p.set_defaults(func=run)

@@ -19,8 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run the streaming worker (Faust) against Kafka",
         description="Start the drainwatch Faust worker; stop it with SIGINT or SIGTERM.",
     )
-    p.add_argument("--print-settings", action="store_true",
-                   help="print the effective settings (secrets masked) and exit")
+    p.add_argument(
+        "--print-settings",
+        action="store_true",
+        help="print the effective settings (secrets masked) and exit",
+    )
     p.set_defaults(func=run)
 
 
@@ -42,8 +45,11 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     # before the worker starts (and so before /health/ answers): a log task could lose the race
-    print(f"drainwatch worker: settings (secrets masked): {settings.describe()}", file=sys.stderr,
-          flush=True)
+    print(
+        f"drainwatch worker: settings (secrets masked): {settings.describe()}",
+        file=sys.stderr,
+        flush=True,
+    )
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:
         worker.execute_from_commandline()

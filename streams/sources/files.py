@@ -85,8 +85,10 @@ class Progress:
         self._last = now
         rate = lines / max(now - self.t0, 1e-9)
         pct = 100.0 * min(done_bytes, self.total) / self.total
-        sys.stderr.write(f"\r{self.label}: {done_bytes / 1e6:,.1f}/{self.total / 1e6:,.1f} MB "
-                         f"({pct:5.1f}%)  {lines:,} lines  {rate / 1e6:.2f} M lines/s ")
+        sys.stderr.write(
+            f"\r{self.label}: {done_bytes / 1e6:,.1f}/{self.total / 1e6:,.1f} MB "
+            f"({pct:5.1f}%)  {lines:,} lines  {rate / 1e6:.2f} M lines/s "
+        )
         sys.stderr.flush()
 
     def close(self) -> None:

@@ -41,9 +41,14 @@ class Sampler:
     """Reads /proc (or another mount of it: ``proc``) and keeps, per process (pid + start time),
     the previous CPU tick count so each sweep gives the CPU % over the last interval."""
 
-    def __init__(self, resolver: PidResolver, node: str | None = None,
-                 proc: str | Path = "/proc", clock: Callable[[], float] = time.time,
-                 job_class: str = "") -> None:
+    def __init__(
+        self,
+        resolver: PidResolver,
+        node: str | None = None,
+        proc: str | Path = "/proc",
+        clock: Callable[[], float] = time.time,
+        job_class: str = "",
+    ) -> None:
         self.resolver = resolver
         self.node = node or socket.gethostname()
         self.proc = Path(proc)
@@ -102,25 +107,51 @@ class Sampler:
             key = (pid, st.starttime)
             prev = self._prev.get(key)
             start_s = st.starttime / self.clk_tck
-            core = procfs.cpu_percent(prev[0] if prev else None, prev[1] if prev else None,
-                                      ticks, up, start_s, self.clk_tck)
+            core = procfs.cpu_percent(
+                prev[0] if prev else None,
+                prev[1] if prev else None,
+                ticks,
+                up,
+                start_s,
+                self.clk_tck,
+            )
             seen[key] = (ticks, up)
-            out.append(NodeSample(
-                ts=round(now, 3), job=job, pid=pid, node=self.node, command=status.name,
-                vm_peak_kb=status.vm_peak_kb, vm_size_kb=status.vm_size_kb,
-                vm_rss_kb=status.vm_rss_kb, vm_swap_kb=status.vm_swap_kb,
-                syscr=io.syscr if io else 0, syscw=io.syscw if io else 0,
-                read_bytes=io.read_bytes if io else 0, write_bytes=io.write_bytes if io else 0,
-                core=round(core, 3), receive=rx, transmit=tx,
-                start=round(self.btime + start_s, 2), cores=cores, job_class=self.job_class))
+            out.append(
+                NodeSample(
+                    ts=round(now, 3),
+                    job=job,
+                    pid=pid,
+                    node=self.node,
+                    command=status.name,
+                    vm_peak_kb=status.vm_peak_kb,
+                    vm_size_kb=status.vm_size_kb,
+                    vm_rss_kb=status.vm_rss_kb,
+                    vm_swap_kb=status.vm_swap_kb,
+                    syscr=io.syscr if io else 0,
+                    syscw=io.syscw if io else 0,
+                    read_bytes=io.read_bytes if io else 0,
+                    write_bytes=io.write_bytes if io else 0,
+                    core=round(core, 3),
+                    receive=rx,
+                    transmit=tx,
+                    start=round(self.btime + start_s, 2),
+                    cores=cores,
+                    job_class=self.job_class,
+                )
+            )
         self._prev = seen  # processes gone since the last sweep are forgotten
         self.stats["sweeps"] += 1
         self.stats["samples"] += len(out)
         return out
 
-    def run(self, sink: Sink, period: float = 60.0, count: int | None = None,
-            sleep: Callable[[float], None] = time.sleep,
-            monotonic: Callable[[], float] = time.monotonic) -> int:
+    def run(
+        self,
+        sink: Sink,
+        period: float = 60.0,
+        count: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> int:
         """Sweep every ``period`` seconds (on a fixed grid: a slow sweep does not shift the
         next ones; missed ticks are skipped) until ``count`` sweeps are done (None: forever).
         Returns the number of sweeps."""

@@ -45,17 +45,41 @@ QUALITY_MIN = 0.95  # a window whose mean seconds per node is below 95 % of its 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("moab (drain accounting, seed 000)")
-    g.add_argument("--max-gap", type=float, default=None, metavar="S",
-                   help="longest interval accrued to a state; longer is unaccounted "
-                        "(default: settings, else 600)")
-    g.add_argument("--jobs", action="append", default=[], metavar="FILE",
-                   help="job events for job-aware analytics (repeatable)")
-    g.add_argument("--jobs-format", choices=JOB_FORMATS, default="jobevents",
-                   help="format of --jobs files (default jobevents: the simulator's JSON lines)")
-    g.add_argument("--ftl-threshold", type=float, default=FAILURE_TO_LAUNCH_S, metavar="S",
-                   help="failure to launch: drained, then ran less than S seconds (default 30)")
-    g.add_argument("--quality-min", type=float, default=QUALITY_MIN, metavar="F",
-                   help="flag a window 'short' below F x its length per node (default 0.95)")
+    g.add_argument(
+        "--max-gap",
+        type=float,
+        default=None,
+        metavar="S",
+        help="longest interval accrued to a state; longer is unaccounted "
+        "(default: settings, else 600)",
+    )
+    g.add_argument(
+        "--jobs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="job events for job-aware analytics (repeatable)",
+    )
+    g.add_argument(
+        "--jobs-format",
+        choices=JOB_FORMATS,
+        default="jobevents",
+        help="format of --jobs files (default jobevents: the simulator's JSON lines)",
+    )
+    g.add_argument(
+        "--ftl-threshold",
+        type=float,
+        default=FAILURE_TO_LAUNCH_S,
+        metavar="S",
+        help="failure to launch: drained, then ran less than S seconds (default 30)",
+    )
+    g.add_argument(
+        "--quality-min",
+        type=float,
+        default=QUALITY_MIN,
+        metavar="F",
+        help="flag a window 'short' below F x its length per node (default 0.95)",
+    )
     g.add_argument("--chunk-mb", type=int, default=32, help="read size per parse batch")
 
 
@@ -67,8 +91,11 @@ def ms_s(ms: int) -> str:
 
 
 def iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def fmt(x: float | None, nd: int = 6) -> str:
@@ -85,14 +112,31 @@ def _window_rows(rows: list[WindowRow], label, basis_nodes: int, quality_min: fl
         dynamic = w.drain_ms / avail * 100 if avail > 0 else None
         per_node = w.accounted_ms / 1000 / w.nodes if w.nodes else 0.0
         quality = "ok" if per_node >= quality_min * length_s else "short"
-        yield [label(w.start_ms), ms_s(w.accounted_ms), ms_s(w.drain_ms),
-               ms_s(w.idle_unallocated_ms), ms_s(w.down_ms), ms_s(w.unaccounted_ms),
-               fmt(static), fmt(dynamic), f"{per_node:.3f}", quality]
+        yield [
+            label(w.start_ms),
+            ms_s(w.accounted_ms),
+            ms_s(w.drain_ms),
+            ms_s(w.idle_unallocated_ms),
+            ms_s(w.down_ms),
+            ms_s(w.unaccounted_ms),
+            fmt(static),
+            fmt(dynamic),
+            f"{per_node:.3f}",
+            quality,
+        ]
 
 
-WINDOW_COLS = ["accounted_node_seconds", "drain_node_seconds", "unallocated_idle_node_seconds",
-               "down_node_seconds", "unaccounted_node_seconds", "drain_pct_static",
-               "drain_pct_dynamic", "basis_seconds_per_node", "data_quality"]
+WINDOW_COLS = [
+    "accounted_node_seconds",
+    "drain_node_seconds",
+    "unallocated_idle_node_seconds",
+    "down_node_seconds",
+    "unaccounted_node_seconds",
+    "drain_pct_static",
+    "drain_pct_dynamic",
+    "basis_seconds_per_node",
+    "data_quality",
+]
 
 
 def _load_jobs(paths: list[str], fmt_: str, rejects: list[Reject]) -> dict[str, JobTimes]:
@@ -167,19 +211,34 @@ def run(args: argparse.Namespace) -> int:
         "basis_nodes": args.nodes or nodes_seen,
         "jobs_and_reservations": len(book.jobs),
         "jobs_charged_drain": int(acc.jobs_charged().size),
-        "records_by_state": {name: int(n) for name, n in zip(
-            book.states.names, acc.state_records.tolist(), strict=False)},
-        "unknown_states": {name: int(n) for name, n in zip(
-            book.states.names[len(KNOWN_STATES):],
-            acc.state_records[len(KNOWN_STATES):].tolist(), strict=False)},
-        "window": {"first": iso_ms(acc.first_ms) if acc.first_ms is not None else None,
-                   "last": iso_ms(acc.last_ms) if acc.last_ms is not None else None,
-                   "tz": args.tz},
+        "records_by_state": {
+            name: int(n)
+            for name, n in zip(book.states.names, acc.state_records.tolist(), strict=False)
+        },
+        "unknown_states": {
+            name: int(n)
+            for name, n in zip(
+                book.states.names[len(KNOWN_STATES) :],
+                acc.state_records[len(KNOWN_STATES) :].tolist(),
+                strict=False,
+            )
+        },
+        "window": {
+            "first": iso_ms(acc.first_ms) if acc.first_ms is not None else None,
+            "last": iso_ms(acc.last_ms) if acc.last_ms is not None else None,
+            "tz": args.tz,
+        },
         "max_gap_seconds": args.max_gap,
-        "job_events": {"files": list(args.jobs), "jobs": len(jobs_info),
-                       "rejected": len(job_rejects)},
-        "timings_seconds": {"parse": round(t_parse, 3), "account": round(t_acc, 3),
-                            "total": round(time.perf_counter() - t_start, 3)},
+        "job_events": {
+            "files": list(args.jobs),
+            "jobs": len(jobs_info),
+            "rejected": len(job_rejects),
+        },
+        "timings_seconds": {
+            "parse": round(t_parse, 3),
+            "account": round(t_acc, 3),
+            "total": round(time.perf_counter() - t_start, 3),
+        },
         "lines_per_second": round(lines / max(t_parse + t_acc, 1e-9)),
         "files": files,
     }
@@ -187,8 +246,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _job_records(acc: DrainAccountant, book: Codebook, info: dict[str, JobTimes]
-                 ) -> list[JobDrain]:
+def _job_records(acc: DrainAccountant, book: Codebook, info: dict[str, JobTimes]) -> list[JobDrain]:
     charged = acc.nodes_charged()
     running = acc.nodes_running()
     seen = acc.seen_running()
@@ -197,27 +255,48 @@ def _job_records(acc: DrainAccountant, book: Codebook, info: dict[str, JobTimes]
         name = book.jobs.names[j]
         jt = info.get(name)
         size = jt.nodes if jt and jt.nodes else (int(running[j]) or None)
-        out.append(JobDrain(name, int(acc.job_drain_ms[j]) / 1000, int(charged[j]),
-                            int(acc.job_first_ms[j]), int(acc.job_last_ms[j]), size,
-                            jt.runtime if jt else None,
-                            bool(seen[j]) or bool(jt and jt.start is not None)))
+        out.append(
+            JobDrain(
+                name,
+                int(acc.job_drain_ms[j]) / 1000,
+                int(charged[j]),
+                int(acc.job_first_ms[j]),
+                int(acc.job_last_ms[j]),
+                size,
+                jt.runtime if jt else None,
+                bool(seen[j]) or bool(jt and jt.start is not None),
+            )
+        )
     return out
 
 
-def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argparse.Namespace,
-                   info: dict[str, JobTimes]) -> list[str]:
+def _write_reports(
+    out: Path,
+    acc: DrainAccountant,
+    book: Codebook,
+    args: argparse.Namespace,
+    info: dict[str, JobTimes],
+) -> list[str]:
     written = []
     basis_nodes = args.nodes or len(book.nodes)
     header = ["day", *WINDOW_COLS]
-    write_csv(out / "drain_daily.csv", header,
-               _window_rows(acc.daily(), acc.days.local_label, basis_nodes, args.quality_min))
-    write_csv(out / "drain_hourly.csv", ["hour", *WINDOW_COLS],
-               _window_rows(acc.hourly(), acc.hours.label, basis_nodes, args.quality_min))
+    write_csv(
+        out / "drain_daily.csv",
+        header,
+        _window_rows(acc.daily(), acc.days.local_label, basis_nodes, args.quality_min),
+    )
+    write_csv(
+        out / "drain_hourly.csv",
+        ["hour", *WINDOW_COLS],
+        _window_rows(acc.hourly(), acc.hours.label, basis_nodes, args.quality_min),
+    )
     written += ["drain_daily.csv", "drain_hourly.csv"]
 
     ns = acc.node_state_ms()
-    rows = ([book.nodes.names[n], book.states.names[s], int(c >> 1), int(c & 1), ms_s(ns[n, s, c])]
-            for n, s, c in zip(*ns.nonzero(), strict=True))
+    rows = (
+        [book.nodes.names[n], book.states.names[s], int(c >> 1), int(c & 1), ms_s(ns[n, s, c])]
+        for n, s, c in zip(*ns.nonzero(), strict=True)
+    )
     write_csv(out / "node_states.csv", ["node", "state", "has_rsv", "has_job", "seconds"], rows)
     written.append("node_states.csv")
 
@@ -228,11 +307,20 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
         cols += ["size", "runtime", "drain_per_node", "drain_runtime_ratio"]
 
     def job_row(j: JobDrain) -> list[str]:
-        r = [j.job, f"{j.drain_s:.3f}", str(j.nodes_charged), iso_ms(j.first_charged_ms),
-             iso_ms(j.last_charged_ms)]
+        r = [
+            j.job,
+            f"{j.drain_s:.3f}",
+            str(j.nodes_charged),
+            iso_ms(j.first_charged_ms),
+            iso_ms(j.last_charged_ms),
+        ]
         if with_events:
-            r += [str(j.size or ""), fmt(j.runtime_s, 3), fmt(j.drain_per_node, 3),
-                  fmt(j.drain_runtime_ratio)]
+            r += [
+                str(j.size or ""),
+                fmt(j.runtime_s, 3),
+                fmt(j.drain_per_node, 3),
+                fmt(j.drain_runtime_ratio),
+            ]
         return r
 
     ranked = sorted(jobs, key=lambda j: (-j.drain_s, j.job))
@@ -241,27 +329,71 @@ def _write_reports(out: Path, acc: DrainAccountant, book: Codebook, args: argpar
 
     groups = by_size_group(jobs)
     if groups:
-        write_csv(out / "size_groups.csv",
-                   ["group", "jobs", "drain_node_seconds", "mean_drain_node_seconds",
-                    "mean_drain_per_node"],
-                   ([g.group, g.jobs, f"{g.drain_s:.3f}", f"{g.mean_drain_s:.3f}",
-                     f"{g.mean_drain_per_node:.3f}"] for g in groups))
+        write_csv(
+            out / "size_groups.csv",
+            [
+                "group",
+                "jobs",
+                "drain_node_seconds",
+                "mean_drain_node_seconds",
+                "mean_drain_per_node",
+            ],
+            (
+                [
+                    g.group,
+                    g.jobs,
+                    f"{g.drain_s:.3f}",
+                    f"{g.mean_drain_s:.3f}",
+                    f"{g.mean_drain_per_node:.3f}",
+                ]
+                for g in groups
+            ),
+        )
         written.append("size_groups.csv")
     sliding = sliding_jobs(jobs)
     if sliding:
-        write_csv(out / "sliding_jobs.csv",
-                   ["rank", "job", "drain_node_seconds", "size", "drain_per_node",
-                    "nodes_charged", "first_charged", "last_charged"],
-                   ([i + 1, j.job, f"{j.drain_s:.3f}", j.size or "",
-                     f"{j.drain_s / (j.size or max(j.nodes_charged, 1)):.3f}", j.nodes_charged,
-                     iso_ms(j.first_charged_ms), iso_ms(j.last_charged_ms)]
-                    for i, j in enumerate(sliding)))
+        write_csv(
+            out / "sliding_jobs.csv",
+            [
+                "rank",
+                "job",
+                "drain_node_seconds",
+                "size",
+                "drain_per_node",
+                "nodes_charged",
+                "first_charged",
+                "last_charged",
+            ],
+            (
+                [
+                    i + 1,
+                    j.job,
+                    f"{j.drain_s:.3f}",
+                    j.size or "",
+                    f"{j.drain_s / (j.size or max(j.nodes_charged, 1)):.3f}",
+                    j.nodes_charged,
+                    iso_ms(j.first_charged_ms),
+                    iso_ms(j.last_charged_ms),
+                ]
+                for i, j in enumerate(sliding)
+            ),
+        )
         written.append("sliding_jobs.csv")
     if with_events:
         ftl = failure_to_launch(jobs, args.ftl_threshold)
-        write_csv(out / "failure_to_launch.csv",
-                   ["job", "drain_node_seconds", "size", "runtime", "drain_runtime_ratio"],
-                   ([j.job, f"{j.drain_s:.3f}", j.size or "", fmt(j.runtime_s, 3),
-                     fmt(j.drain_runtime_ratio)] for j in ftl))
+        write_csv(
+            out / "failure_to_launch.csv",
+            ["job", "drain_node_seconds", "size", "runtime", "drain_runtime_ratio"],
+            (
+                [
+                    j.job,
+                    f"{j.drain_s:.3f}",
+                    j.size or "",
+                    fmt(j.runtime_s, 3),
+                    fmt(j.drain_runtime_ratio),
+                ]
+                for j in ftl
+            ),
+        )
         written.append("failure_to_launch.csv")
     return written

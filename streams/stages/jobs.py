@@ -75,33 +75,92 @@ BATCH = 8192
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("job analytics (--format sacct|swf|jobevents)")
-    g.add_argument("--resource", default=None, metavar="NAME",
-                   help="resource name in usage_daily.csv (default: input file stem)")
-    g.add_argument("--short-threshold", type=float, default=DEFAULT_THRESHOLD_S, metavar="S",
-                   help="jobs shorter than this are short (seed 002; default 600 s)")
-    g.add_argument("--short-min-runtime", type=float, default=None, metavar="S",
-                   help="run time short jobs are charged as (default: the threshold)")
-    g.add_argument("--short-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
-                   help="penalty update period (seed 002: 180 s)")
-    g.add_argument("--short-lambda", type=float, default=DEFAULT_LAMBDA, metavar="L",
-                   help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)")
-    g.add_argument("--turnover-window", type=float, default=DEFAULT_WINDOW_S, metavar="S",
-                   help="window T of U = sum(w)/T (default 3600 s)")
-    g.add_argument("--turnover-max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S",
-                   help="longer gaps are idle time, not turnover (default 3600 s)")
-    g.add_argument("--history-runs", type=int, default=DEFAULT_HISTORY, metavar="N",
-                   help="runs kept per (user, job name) for run-time prediction (default 5)")
-    g.add_argument("--half-life", type=float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
-                   help="fair-share usage half-life (default 7 days)")
-    g.add_argument("--refund-states", default="NODE_FAIL", metavar="STATES",
-                   help="comma-separated end states refunded in fair share ('' = none)")
-    g.add_argument("--capability-fraction", type=float, default=DEFAULT_FRACTION, metavar="F",
-                   help="large job: >= F of the section (seed 004: 0.40)")
-    g.add_argument("--section-nodes", type=int, default=None, metavar="N",
-                   help="capability section size (default: --nodes, SWF MaxNodes, ...)")
+    g.add_argument(
+        "--resource",
+        default=None,
+        metavar="NAME",
+        help="resource name in usage_daily.csv (default: input file stem)",
+    )
+    g.add_argument(
+        "--short-threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD_S,
+        metavar="S",
+        help="jobs shorter than this are short (seed 002; default 600 s)",
+    )
+    g.add_argument(
+        "--short-min-runtime",
+        type=float,
+        default=None,
+        metavar="S",
+        help="run time short jobs are charged as (default: the threshold)",
+    )
+    g.add_argument(
+        "--short-interval",
+        type=float,
+        default=DEFAULT_INTERVAL_S,
+        metavar="S",
+        help="penalty update period (seed 002: 180 s)",
+    )
+    g.add_argument(
+        "--short-lambda",
+        type=float,
+        default=DEFAULT_LAMBDA,
+        metavar="L",
+        help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)",
+    )
+    g.add_argument(
+        "--turnover-window",
+        type=float,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help="window T of U = sum(w)/T (default 3600 s)",
+    )
+    g.add_argument(
+        "--turnover-max-gap",
+        type=float,
+        default=DEFAULT_MAX_GAP_S,
+        metavar="S",
+        help="longer gaps are idle time, not turnover (default 3600 s)",
+    )
+    g.add_argument(
+        "--history-runs",
+        type=int,
+        default=DEFAULT_HISTORY,
+        metavar="N",
+        help="runs kept per (user, job name) for run-time prediction (default 5)",
+    )
+    g.add_argument(
+        "--half-life",
+        type=float,
+        default=DEFAULT_HALF_LIFE_S / 86400,
+        metavar="DAYS",
+        help="fair-share usage half-life (default 7 days)",
+    )
+    g.add_argument(
+        "--refund-states",
+        default="NODE_FAIL",
+        metavar="STATES",
+        help="comma-separated end states refunded in fair share ('' = none)",
+    )
+    g.add_argument(
+        "--capability-fraction",
+        type=float,
+        default=DEFAULT_FRACTION,
+        metavar="F",
+        help="large job: >= F of the section (seed 004: 0.40)",
+    )
+    g.add_argument(
+        "--section-nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="capability section size (default: --nodes, SWF MaxNodes, ...)",
+    )
 
 
 # ---- input ------------------------------------------------------------------------------------
+
 
 def swf_max_nodes(path: str | Path) -> int | None:
     with open_text(path) as f:
@@ -123,8 +182,9 @@ def read_events(fmt: str, paths: list[str], rejects: list[Reject]) -> list[JobEv
     return sort_events(evs)
 
 
-def section_size(fmt: str, paths: list[str], events: list[JobEvent],
-                 nodes: int | None) -> tuple[int, str]:
+def section_size(
+    fmt: str, paths: list[str], events: list[JobEvent], nodes: int | None
+) -> tuple[int, str]:
     if nodes:
         return nodes, "option"
     if fmt == "swf":
@@ -139,6 +199,7 @@ def section_size(fmt: str, paths: list[str], events: list[JobEvent],
 
 
 # ---- the analytics ----------------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class JobAnalytics:
@@ -216,16 +277,20 @@ class JobAnalytics:
         self.finish(last, hi)
 
 
-def make_analytics(section_nodes: int, tz: str = "UTC", short_threshold: float =
-                   DEFAULT_THRESHOLD_S, short_min_runtime: float | None = None,
-                   short_interval: float = DEFAULT_INTERVAL_S,
-                   short_lambda: float = DEFAULT_LAMBDA,
-                   turnover_window: float = DEFAULT_WINDOW_S,
-                   turnover_max_gap: float = DEFAULT_MAX_GAP_S,
-                   history_runs: int = DEFAULT_HISTORY,
-                   half_life_s: float = DEFAULT_HALF_LIFE_S,
-                   refund_states: tuple[str, ...] = ("NODE_FAIL",),
-                   capability_fraction: float = DEFAULT_FRACTION) -> JobAnalytics:
+def make_analytics(
+    section_nodes: int,
+    tz: str = "UTC",
+    short_threshold: float = DEFAULT_THRESHOLD_S,
+    short_min_runtime: float | None = None,
+    short_interval: float = DEFAULT_INTERVAL_S,
+    short_lambda: float = DEFAULT_LAMBDA,
+    turnover_window: float = DEFAULT_WINDOW_S,
+    turnover_max_gap: float = DEFAULT_MAX_GAP_S,
+    history_runs: int = DEFAULT_HISTORY,
+    half_life_s: float = DEFAULT_HALF_LIFE_S,
+    refund_states: tuple[str, ...] = ("NODE_FAIL",),
+    capability_fraction: float = DEFAULT_FRACTION,
+) -> JobAnalytics:
     return JobAnalytics(
         short=ShortJobPenalty(short_threshold, short_min_runtime, short_interval, short_lambda),
         turnover=SlotTurnover(turnover_window, turnover_max_gap),
@@ -237,6 +302,7 @@ def make_analytics(section_nodes: int, tz: str = "UTC", short_threshold: float =
 
 
 # ---- output -----------------------------------------------------------------------------------
+
 
 def iso(ts: float) -> str:
     dt = datetime.fromtimestamp(ts, UTC)
@@ -251,75 +317,156 @@ def num(x: float | None, nd: int = 6) -> str:
     return str(int(r)) if r == int(r) else repr(r)
 
 
-def write_outputs(out: Path, a: JobAnalytics, events: list[JobEvent], tz: str,
-                  resource: str) -> dict[str, Any]:
+def write_outputs(
+    out: Path, a: JobAnalytics, events: list[JobEvent], tz: str, resource: str
+) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     usage = usage_from_events(events, tz=tz)
     counts["usage_daily.csv"] = write_csv(
-        out / "usage_daily.csv", USAGE_HEADER,
-        ([d, r, num(c, 4), num(nh, 4), num(w, 4), s, e]
-         for d, r, c, nh, w, s, e in usage.rows(resource)))
+        out / "usage_daily.csv",
+        USAGE_HEADER,
+        (
+            [d, r, num(c, 4), num(nh, 4), num(w, 4), s, e]
+            for d, r, c, nh, w, s, e in usage.rows(resource)
+        ),
+    )
     counts["shortjobs.csv"] = write_csv(
         out / "shortjobs.csv",
         ["ts", "holder_kind", "holder", "n_short", "penalty_seconds", "adjust"],
-        ([iso(r.ts), r.holder_kind, r.holder, r.n_short, num(r.penalty_s, 3), num(r.adjust, 3)]
-         for r in a.short_rows))
+        (
+            [iso(r.ts), r.holder_kind, r.holder, r.n_short, num(r.penalty_s, 3), num(r.adjust, 3)]
+            for r in a.short_rows
+        ),
+    )
     tables = {k: a.short.table(k) for k in ("user", "group")}
     (out / "fairshare_adjust.tsv").write_text(
-        "".join(lookup_table_text(tables[k], k) for k in ("group", "user")))
+        "".join(lookup_table_text(tables[k], k) for k in ("group", "user"))
+    )
     (out / "fairshare_adjust.json").write_bytes(lookup_table_json(tables, a.short.last_tick_ts))
     counts["turnover.csv"] = write_csv(
         out / "turnover.csv",
         ["window_start", "window_end", "n_gaps", "turnover_seconds", "unusable_slots"],
-        ([iso(r.start), iso(r.end), r.n_gaps, num(r.sum_w, 3), num(r.unusable_slots, 6)]
-         for r in a.turnover_rows))
-    write_csv(out / "turnover_hist.csv", ["w_lo_s", "w_hi_s", "count"],
-               ([num(lo), num(hi), c] for lo, hi, c in a.turnover.histogram()))
+        (
+            [iso(r.start), iso(r.end), r.n_gaps, num(r.sum_w, 3), num(r.unusable_slots, 6)]
+            for r in a.turnover_rows
+        ),
+    )
+    write_csv(
+        out / "turnover_hist.csv",
+        ["w_lo_s", "w_hi_s", "count"],
+        ([num(lo), num(hi), c] for lo, hi, c in a.turnover.histogram()),
+    )
     counts["runtime_predictions.csv"] = write_csv(
         out / "runtime_predictions.csv",
         ["job", "user", "name", "history_runs", "predicted_s", "upper_s", "actual_s", "overran"],
-        ([r.job, r.user or "", r.name or "", r.history_runs, num(r.predicted_s, 1),
-          num(r.upper_s, 1), num(r.actual_s, 3), int(r.overran)] for r in a.predictions))
+        (
+            [
+                r.job,
+                r.user or "",
+                r.name or "",
+                r.history_runs,
+                num(r.predicted_s, 1),
+                num(r.upper_s, 1),
+                num(r.actual_s, 3),
+                int(r.overran),
+            ]
+            for r in a.predictions
+        ),
+    )
     counts["capability_daily.csv"] = write_csv(
         out / "capability_daily.csv",
-        ["day", "large_node_hours", "small_node_hours", "backfill_node_hours", "cup40",
-         "cup40_modified"],
-        ([d.day.isoformat(), num(d.large_node_hours, 4), num(d.small_node_hours, 4),
-          num(d.backfill_node_hours, 4), num(d.cup40, 6), num(d.cup40_modified, 6)]
-         for d in a.capability_days))
+        [
+            "day",
+            "large_node_hours",
+            "small_node_hours",
+            "backfill_node_hours",
+            "cup40",
+            "cup40_modified",
+        ],
+        (
+            [
+                d.day.isoformat(),
+                num(d.large_node_hours, 4),
+                num(d.small_node_hours, 4),
+                num(d.backfill_node_hours, 4),
+                num(d.cup40, 6),
+                num(d.cup40_modified, 6),
+            ]
+            for d in a.capability_days
+        ),
+    )
     counts["fairshare_usage.csv"] = write_csv(
         out / "fairshare_usage.csv",
-        ["ts", "holder_kind", "holder", "usage_node_hours", "charged_node_hours",
-         "refunded_node_hours"],
-        ([iso(r.ts), r.holder_kind, r.holder, num(r.usage_node_hours, 4),
-          num(r.charged_node_hours, 4), num(r.refunded_node_hours, 4)]
-         for r in a.fairshare_rows))
+        [
+            "ts",
+            "holder_kind",
+            "holder",
+            "usage_node_hours",
+            "charged_node_hours",
+            "refunded_node_hours",
+        ],
+        (
+            [
+                iso(r.ts),
+                r.holder_kind,
+                r.holder,
+                num(r.usage_node_hours, 4),
+                num(r.charged_node_hours, 4),
+                num(r.refunded_node_hours, 4),
+            ]
+            for r in a.fairshare_rows
+        ),
+    )
     cpu, node, wall, started, ended = usage.totals()
     score = score_predictions(a.predictions)
     cup_all, cupm_all = cup_over(a.capability_days)
     t = a.turnover
     return {
         "rows": counts,
-        "usage_totals": {"cpu_hours": round(cpu, 4), "node_hours": round(node, 4),
-                         "wall_hours": round(wall, 4), "jobs_started": started,
-                         "jobs_ended": ended},
-        "shortjobs": {"short_jobs": a.short.short_jobs, "threshold_s": a.short.threshold,
-                      "min_runtime_s": a.short.min_runtime, "interval_s": a.short.interval,
-                      "lambda": a.short.lam, "holders_in_table": sum(map(len, tables.values()))},
-        "turnover": {"gaps": t.n, "mean_w_s": t.mean_w, "std_w_s": t.std_w,
-                     "idle_gaps": t.idle_gaps, "window_s": t.window, "max_gap_s": t.max_gap},
-        "runtime": {"jobs": score.jobs, "covered": score.covered,
-                    "mae_predicted_s": score.mae_predicted,
-                    "mae_request_same_jobs_s": score.mae_request_covered,
-                    "mae_hybrid_s": score.mae_hybrid, "mae_request_s": score.mae_request,
-                    "share_overran_upper": score.overran_upper,
-                    "share_over_request": score.over_request},
-        "capability": {"section_nodes": a.capability.section_nodes,
-                       "min_large_nodes": a.capability.min_large, "cup40": cup_all,
-                       "cup40_modified": cupm_all},
-        "fairshare": {"half_life_s": a.fairshare.half_life,
-                      "refunded_jobs": a.fairshare.refunded_jobs},
+        "usage_totals": {
+            "cpu_hours": round(cpu, 4),
+            "node_hours": round(node, 4),
+            "wall_hours": round(wall, 4),
+            "jobs_started": started,
+            "jobs_ended": ended,
+        },
+        "shortjobs": {
+            "short_jobs": a.short.short_jobs,
+            "threshold_s": a.short.threshold,
+            "min_runtime_s": a.short.min_runtime,
+            "interval_s": a.short.interval,
+            "lambda": a.short.lam,
+            "holders_in_table": sum(map(len, tables.values())),
+        },
+        "turnover": {
+            "gaps": t.n,
+            "mean_w_s": t.mean_w,
+            "std_w_s": t.std_w,
+            "idle_gaps": t.idle_gaps,
+            "window_s": t.window,
+            "max_gap_s": t.max_gap,
+        },
+        "runtime": {
+            "jobs": score.jobs,
+            "covered": score.covered,
+            "mae_predicted_s": score.mae_predicted,
+            "mae_request_same_jobs_s": score.mae_request_covered,
+            "mae_hybrid_s": score.mae_hybrid,
+            "mae_request_s": score.mae_request,
+            "share_overran_upper": score.overran_upper,
+            "share_over_request": score.over_request,
+        },
+        "capability": {
+            "section_nodes": a.capability.section_nodes,
+            "min_large_nodes": a.capability.min_large,
+            "cup40": cup_all,
+            "cup40_modified": cupm_all,
+        },
+        "fairshare": {
+            "half_life_s": a.fairshare.half_life,
+            "refunded_jobs": a.fairshare.refunded_jobs,
+        },
         "ends_without_start": a.runtime.unmatched_ends,
     }
 
@@ -336,16 +483,24 @@ def run(args: argparse.Namespace) -> int:
     rejects: list[Reject] = []
     events = read_events(fmt, paths, rejects)
     t_read = time.perf_counter()
-    section, section_from = section_size(fmt, paths, events,
-                                         getattr(args, "section_nodes", None) or args.nodes)
+    section, section_from = section_size(
+        fmt, paths, events, getattr(args, "section_nodes", None) or args.nodes
+    )
     refund = tuple(s.strip() for s in (args.refund_states or "").split(",") if s.strip())
     a = make_analytics(
-        section, tz=args.tz, short_threshold=args.short_threshold,
-        short_min_runtime=args.short_min_runtime, short_interval=args.short_interval,
-        short_lambda=args.short_lambda, turnover_window=args.turnover_window,
-        turnover_max_gap=args.turnover_max_gap, history_runs=args.history_runs,
-        half_life_s=args.half_life * 86400.0, refund_states=refund,
-        capability_fraction=args.capability_fraction)
+        section,
+        tz=args.tz,
+        short_threshold=args.short_threshold,
+        short_min_runtime=args.short_min_runtime,
+        short_interval=args.short_interval,
+        short_lambda=args.short_lambda,
+        turnover_window=args.turnover_window,
+        turnover_max_gap=args.turnover_max_gap,
+        history_runs=args.history_runs,
+        half_life_s=args.half_life * 86400.0,
+        refund_states=refund,
+        capability_fraction=args.capability_fraction,
+    )
     a.run(events)
     t_an = time.perf_counter()
     resource = args.resource or Path(paths[0]).name.split(".")[0]
@@ -357,20 +512,29 @@ def run(args: argparse.Namespace) -> int:
                 f.write(r.tsv())
     by_type = Counter(e.type for e in events)
     summary = {
-        "format": fmt, "inputs": paths, "tz": args.tz,
-        "events_read": len(events), "events_by_type": dict(sorted(by_type.items())),
+        "format": fmt,
+        "inputs": paths,
+        "tz": args.tz,
+        "events_read": len(events),
+        "events_by_type": dict(sorted(by_type.items())),
         "rejected": len(rejects),
         "rejected_by_reason": dict(sorted(count_reasons(rejects).items())),
         "section_nodes_from": section_from,
         **summary,
-        "timings_s": {"read_parse_sort": round(t_read - t0, 3),
-                      "analytics": round(t_an - t_read, 3),
-                      "usage_and_write": round(t_out - t_an, 3),
-                      "total": round(t_out - t0, 3)},
+        "timings_s": {
+            "read_parse_sort": round(t_read - t0, 3),
+            "analytics": round(t_an - t_read, 3),
+            "usage_and_write": round(t_out - t_an, 3),
+            "total": round(t_out - t0, 3),
+        },
     }
     (out / "summary_jobs.json").write_bytes(
-        orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+        orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    )
     if not args.no_progress:
-        print(f"{len(events)} events, {len(rejects)} rejected, analytics "
-              f"{t_an - t_read:.2f} s -> {out}", file=sys.stderr)
+        print(
+            f"{len(events)} events, {len(rejects)} rejected, analytics "
+            f"{t_an - t_read:.2f} s -> {out}",
+            file=sys.stderr,
+        )
     return 0

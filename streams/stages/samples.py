@@ -55,9 +55,19 @@ from models.samples.utilization import (
 )
 from streams.sources.files import read_text, write_csv
 
-JOB_COLUMNS = ["job", "nodes", "cores", "measures", "core_util_mean", "mem_mean_ratio",
-               "mem_max_core_ratio", "swap_kb_max", "sa_core_seconds", "write_max_node_mb_s",
-               "write_total_mb"]
+JOB_COLUMNS = [
+    "job",
+    "nodes",
+    "cores",
+    "measures",
+    "core_util_mean",
+    "mem_mean_ratio",
+    "mem_max_core_ratio",
+    "swap_kb_max",
+    "sa_core_seconds",
+    "write_max_node_mb_s",
+    "write_total_mb",
+]
 DFS_COLUMNS = ["minute", "write_mb_s", "read_mb_s", "jobs_writing"]
 HOT_COLUMNS = ["start", "end", "peak_mb_s", "minutes", "top_jobs"]
 GIB_KB = 1024.0 * 1024.0
@@ -65,28 +75,69 @@ GIB_KB = 1024.0 * 1024.0
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("samples / llview (seed 003: utilisation and DFS hot zones)")
-    g.add_argument("--mem-per-core", type=float, default=None, metavar="GB",
-                   help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
-                   "Without it the memory ratios are left empty")
-    g.add_argument("--hot-zone", type=float, default=None, metavar="MBps",
-                   help="DFS hot-zone threshold in the source's unit/s (default 93, the seed's "
-                   "Gofree NFS: IOR 98 +- 5 MB/s)")
-    g.add_argument("--hot-zone-bw", default=None, metavar="MEAN,STD",
-                   help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)")
-    g.add_argument("--hot-zone-fs", action="append", default=[], metavar="FS=MBps",
-                   help="hot-zone threshold of one file system (repeatable; others use "
-                   "--hot-zone)")
-    g.add_argument("--hot-zone-gap", type=int, default=0, metavar="MIN",
-                   help="hot minutes at most this many minutes apart form one episode (0)")
-    g.add_argument("--hot-zone-top", type=int, default=3, metavar="N",
-                   help="jobs named per hot-zone episode (3)")
-    g.add_argument("--cores-per-node", type=float, default=None,
-                   help="allocated cores per node when the data does not say (samples without "
-                   "'cores'; llview without PCOREusage)")
-    g.add_argument("--sample-period", type=float, default=60.0, metavar="S",
-                   help="sampling period of node-sample traces, seconds (60)")
-    g.add_argument("--util-below", type=float, default=0.25,
-                   help="SA ratio reported for jobs under this core utilisation (0.25)")
+    g.add_argument(
+        "--mem-per-core",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
+        "Without it the memory ratios are left empty",
+    )
+    g.add_argument(
+        "--hot-zone",
+        type=float,
+        default=None,
+        metavar="MBps",
+        help="DFS hot-zone threshold in the source's unit/s (default 93, the seed's "
+        "Gofree NFS: IOR 98 +- 5 MB/s)",
+    )
+    g.add_argument(
+        "--hot-zone-bw",
+        default=None,
+        metavar="MEAN,STD",
+        help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)",
+    )
+    g.add_argument(
+        "--hot-zone-fs",
+        action="append",
+        default=[],
+        metavar="FS=MBps",
+        help="hot-zone threshold of one file system (repeatable; others use --hot-zone)",
+    )
+    g.add_argument(
+        "--hot-zone-gap",
+        type=int,
+        default=0,
+        metavar="MIN",
+        help="hot minutes at most this many minutes apart form one episode (0)",
+    )
+    g.add_argument(
+        "--hot-zone-top",
+        type=int,
+        default=3,
+        metavar="N",
+        help="jobs named per hot-zone episode (3)",
+    )
+    g.add_argument(
+        "--cores-per-node",
+        type=float,
+        default=None,
+        help="allocated cores per node when the data does not say (samples without "
+        "'cores'; llview without PCOREusage)",
+    )
+    g.add_argument(
+        "--sample-period",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="sampling period of node-sample traces, seconds (60)",
+    )
+    g.add_argument(
+        "--util-below",
+        type=float,
+        default=0.25,
+        help="SA ratio reported for jobs under this core utilisation (0.25)",
+    )
 
 
 def _threshold(args: argparse.Namespace) -> float:
@@ -96,8 +147,9 @@ def _threshold(args: argparse.Namespace) -> float:
     return 93.0 if args.hot_zone is None else float(args.hot_zone)
 
 
-def _load_samples(args: argparse.Namespace, rejects: list[Reject]
-                  ) -> tuple[NodeMeasures, IoRates, np.ndarray, str]:
+def _load_samples(
+    args: argparse.Namespace, rejects: list[Reject]
+) -> tuple[NodeMeasures, IoRates, np.ndarray, str]:
     from models.samples.dfs import io_from_samples
 
     samples = []
@@ -123,8 +175,16 @@ def _fs_from_rates(samples: list, arr, period: float) -> dict[str, IoRates]:
     out = {}
     for fs, rs in rows.items():
         a = np.array(rs, dtype=float)
-        out[fs] = io_from_rates(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2],
-                                a[:, 3], a[:, 4], np.full(len(rs), period), arr.jobs, arr.nodes)
+        out[fs] = io_from_rates(
+            a[:, 0].astype(np.int64),
+            a[:, 1].astype(np.int64),
+            a[:, 2],
+            a[:, 3],
+            a[:, 4],
+            np.full(len(rs), period),
+            arr.jobs,
+            arr.nodes,
+        )
     return out
 
 
@@ -143,7 +203,7 @@ def _llview_files(paths: list[str]) -> list[dict[str, Path]]:
             g["fs"] = f
         elif n.startswith("FSusage_") and n.endswith("_node.dat"):
             # FSusage_<job>_<file system>_node.dat
-            g["fs:" + n[len("FSusage_"):-len("_node.dat")].split("_", 1)[-1]] = f
+            g["fs:" + n[len("FSusage_") : -len("_node.dat")].split("_", 1)[-1]] = f
         elif n.startswith("PCOREusage_"):
             g["pcore"] = f
         elif n.startswith("jobreport_") and n.endswith(".json"):
@@ -151,8 +211,9 @@ def _llview_files(paths: list[str]) -> list[dict[str, Path]]:
     return [g for g in groups.values() if "loadmem" in g]
 
 
-def _load_llview(args: argparse.Namespace, rejects: list[Reject]
-                 ) -> tuple[NodeMeasures, IoRates, np.ndarray, str]:
+def _load_llview(
+    args: argparse.Namespace, rejects: list[Reject]
+) -> tuple[NodeMeasures, IoRates, np.ndarray, str]:
     jobs, nodes, classes = Interner(), Interner(), Interner()
     parts_m: list[NodeMeasures] = []
     parts_io: list[IoRates] = []
@@ -165,12 +226,15 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         lm = llview.parse_series(read_text(g["loadmem"]), str(g["loadmem"]), rejects)
         cpn = args.cores_per_node
         if cpn is None and "pcore" in g:
-            per = llview.cores_from_pcore(llview.parse_series(read_text(g["pcore"]),
-                                                              str(g["pcore"]), rejects))
+            per = llview.cores_from_pcore(
+                llview.parse_series(read_text(g["pcore"]), str(g["pcore"]), rejects)
+            )
             cpn = max(per.values()) if per else None
         if cpn is None:
-            raise SystemExit(f"replay llview: {g['loadmem'].parent}: cores per node unknown "
-                             "(no PCOREusage file): give --cores-per-node")
+            raise SystemExit(
+                f"replay llview: {g['loadmem'].parent}: cores per node unknown "
+                "(no PCOREusage file): give --cores-per-node"
+            )
         cls = "normal"
         if "report" in g:
             cls = llview.parse_job_report(g["report"].read_bytes()).queue or cls
@@ -182,7 +246,8 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         for key in sorted(k for k in g if k.startswith("fs:")):
             fs = llview.parse_series(read_text(g[key]), str(g[key]), rejects)
             fs_parts.setdefault(key[3:], []).append(
-                llview.io_from_fsusage(fs, lm.num["ts"], jobs, nodes))
+                llview.io_from_fsusage(fs, lm.num["ts"], jobs, nodes)
+            )
     cat = np.concatenate
     nj = len(jobs.names)
     jc = np.zeros(nj, dtype=np.int64)
@@ -190,14 +255,21 @@ def _load_llview(args: argparse.Namespace, rejects: list[Reject]
         present = np.unique(pm.job)
         jc[present] = pm.job_class[present]
     m = NodeMeasures(
-        job=cat([x.job for x in parts_m]), node=cat([x.node for x in parts_m]),
+        job=cat([x.job for x in parts_m]),
+        node=cat([x.node for x in parts_m]),
         # measure ids must not collide between jobs: offset each part
         measure=cat([x.measure + i * 10**9 for i, x in enumerate(parts_m)]),
-        ts=cat([x.ts for x in parts_m]), cores=cat([x.cores for x in parts_m]),
-        core_used=cat([x.core_used for x in parts_m]), mem_kb=cat([x.mem_kb for x in parts_m]),
-        swap_kb=cat([x.swap_kb for x in parts_m]), jobs=jobs.names, nodes=nodes.names,
-        job_class=jc, classes=classes.names,
-        period=float(np.median([x.period for x in parts_m])))
+        ts=cat([x.ts for x in parts_m]),
+        cores=cat([x.cores for x in parts_m]),
+        core_used=cat([x.core_used for x in parts_m]),
+        mem_kb=cat([x.mem_kb for x in parts_m]),
+        swap_kb=cat([x.swap_kb for x in parts_m]),
+        jobs=jobs.names,
+        nodes=nodes.names,
+        job_class=jc,
+        classes=classes.names,
+        period=float(np.median([x.period for x in parts_m])),
+    )
     io = _concat_io(parts_io, jobs.names, nodes.names)
     per_fs = {fs: _concat_io(parts, jobs.names, nodes.names) for fs, parts in fs_parts.items()}
     return m, io, np.unique(cat(minutes)), "MiB", per_fs
@@ -208,11 +280,16 @@ def _concat_io(parts: list[IoRates], jobs: list[str], nodes: list[str]) -> IoRat
     zi = np.zeros(0, dtype=np.int64)
     cat = np.concatenate
     return IoRates(
-        job=cat([x.job for x in parts] or [zi]), node=cat([x.node for x in parts] or [zi]),
+        job=cat([x.job for x in parts] or [zi]),
+        node=cat([x.node for x in parts] or [zi]),
         minute=cat([x.minute for x in parts] or [zi]),
-        write=cat([x.write for x in parts] or [z]), read=cat([x.read for x in parts] or [z]),
+        write=cat([x.write for x in parts] or [z]),
+        read=cat([x.read for x in parts] or [z]),
         write_amount=cat([x.write_amount for x in parts] or [z]),
-        read_amount=cat([x.read_amount for x in parts] or [z]), jobs=jobs, nodes=nodes)
+        read_amount=cat([x.read_amount for x in parts] or [z]),
+        jobs=jobs,
+        nodes=nodes,
+    )
 
 
 def _fs_thresholds(args: argparse.Namespace) -> dict[str, float]:
@@ -245,10 +322,21 @@ def _write_jobs(path: Path, u: JobUtilization, wmax: np.ndarray, wtot: np.ndarra
         for j, name in enumerate(u.jobs):
             if u.measures[j] == 0:
                 continue
-            w.writerow([name, int(u.nodes[j]), _num(u.cores[j]), int(u.measures[j]),
-                        _num(u.core_util_mean[j]), _num(u.mem_mean_ratio[j]),
-                        _num(u.mem_max_core_ratio[j]), _num(u.swap_kb_max[j]),
-                        _num(u.sa_core_seconds[j]), _num(wmax[j]), _num(wtot[j])])
+            w.writerow(
+                [
+                    name,
+                    int(u.nodes[j]),
+                    _num(u.cores[j]),
+                    int(u.measures[j]),
+                    _num(u.core_util_mean[j]),
+                    _num(u.mem_mean_ratio[j]),
+                    _num(u.mem_max_core_ratio[j]),
+                    _num(u.swap_kb_max[j]),
+                    _num(u.sa_core_seconds[j]),
+                    _num(wmax[j]),
+                    _num(wtot[j]),
+                ]
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -269,21 +357,40 @@ def run(args: argparse.Namespace) -> int:
         w = csv.writer(f)
         w.writerow(DFS_COLUMNS)
         for k in range(dm.minute.shape[0]):
-            w.writerow([_iso(int(dm.minute[k]), tz), _num(dm.write[k]), _num(dm.read[k]),
-                        int(dm.jobs_writing[k])])
+            w.writerow(
+                [
+                    _iso(int(dm.minute[k]), tz),
+                    _num(dm.write[k]),
+                    _num(dm.read[k]),
+                    int(dm.jobs_writing[k]),
+                ]
+            )
     thr = _threshold(args)
     zones = hot_zones(dm, io, thr, top=args.hot_zone_top, max_gap=args.hot_zone_gap)
     with open(out / "hot_zones.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(HOT_COLUMNS)
         for z in zones:
-            w.writerow([_iso(z.start, tz), _iso(z.end + 1, tz), _num(z.peak), z.minutes,
-                        ";".join(f"{j}:{s:.4f}" for j, s in z.top_jobs)])
+            w.writerow(
+                [
+                    _iso(z.start, tz),
+                    _iso(z.end + 1, tz),
+                    _num(z.peak),
+                    z.minutes,
+                    ";".join(f"{j}:{s:.4f}" for j, s in z.top_jobs),
+                ]
+            )
     jc, jm, jw, jr = job_minutely(io)
-    write_csv(out / "job_write_series.csv", ["job", "minute", "write_mb_s", "read_mb_s"],
-              ([u.jobs[j], _iso(int(mi), tz), _num(w_), _num(r_)]
-               for j, mi, w_, r_ in zip(jc.tolist(), jm.tolist(), jw.tolist(), jr.tolist(),
-                                        strict=True)))
+    write_csv(
+        out / "job_write_series.csv",
+        ["job", "minute", "write_mb_s", "read_mb_s"],
+        (
+            [u.jobs[j], _iso(int(mi), tz), _num(w_), _num(r_)]
+            for j, mi, w_, r_ in zip(
+                jc.tolist(), jm.tolist(), jw.tolist(), jr.tolist(), strict=True
+            )
+        ),
+    )
     fs_thr = _fs_thresholds(args)
     fs_zones: dict[str, int] = {}
     if per_fs:
@@ -291,19 +398,39 @@ def run(args: argparse.Namespace) -> int:
         for fs in sorted(per_fs):
             fio = per_fs[fs]
             fdm = dfs_minutely(fio, minutes)
-            fs_rows += [[fs, _iso(int(fdm.minute[k]), tz), _num(fdm.write[k]), _num(fdm.read[k]),
-                         int(fdm.jobs_writing[k])] for k in range(fdm.minute.shape[0])]
-            fz = hot_zones(fdm, fio, fs_thr.get(fs, thr), top=args.hot_zone_top,
-                           max_gap=args.hot_zone_gap)
+            fs_rows += [
+                [
+                    fs,
+                    _iso(int(fdm.minute[k]), tz),
+                    _num(fdm.write[k]),
+                    _num(fdm.read[k]),
+                    int(fdm.jobs_writing[k]),
+                ]
+                for k in range(fdm.minute.shape[0])
+            ]
+            fz = hot_zones(
+                fdm, fio, fs_thr.get(fs, thr), top=args.hot_zone_top, max_gap=args.hot_zone_gap
+            )
             fs_zones[fs] = len(fz)
-            zone_rows += [[fs, _iso(z.start, tz), _iso(z.end + 1, tz), _num(z.peak), z.minutes,
-                           ";".join(f"{j}:{sh:.4f}" for j, sh in z.top_jobs)] for z in fz]
+            zone_rows += [
+                [
+                    fs,
+                    _iso(z.start, tz),
+                    _iso(z.end + 1, tz),
+                    _num(z.peak),
+                    z.minutes,
+                    ";".join(f"{j}:{sh:.4f}" for j, sh in z.top_jobs),
+                ]
+                for z in fz
+            ]
         write_csv(out / "dfs_minutely_fs.csv", ["fs", *DFS_COLUMNS], fs_rows)
         write_csv(out / "hot_zones_fs.csv", ["fs", *HOT_COLUMNS], zone_rows)
     summary = {
         "format": args.format,
-        "file_systems": {fs: {"threshold": fs_thr.get(fs, thr), "hot_zone_episodes": n}
-                         for fs, n in fs_zones.items()},
+        "file_systems": {
+            fs: {"threshold": fs_thr.get(fs, thr), "hot_zone_episodes": n}
+            for fs, n in fs_zones.items()
+        },
         "io_unit": unit,
         "rate_unit": f"{unit}/s",
         "hot_zone_threshold": thr,
@@ -315,8 +442,9 @@ def run(args: argparse.Namespace) -> int:
         "histograms": {
             "util_edges": UTIL_EDGES.tolist(),
             "core_util_mean_jobs": histogram(u.core_util_mean, UTIL_EDGES).tolist(),
-            "core_util_mean_sa": histogram(u.core_util_mean, UTIL_EDGES,
-                                           u.sa_core_seconds).tolist(),
+            "core_util_mean_sa": histogram(
+                u.core_util_mean, UTIL_EDGES, u.sa_core_seconds
+            ).tolist(),
             "mem_edges": MEM_EDGES.tolist(),
             "mem_mean_ratio_jobs": histogram(u.mem_mean_ratio, MEM_EDGES).tolist(),
             "mem_max_core_ratio_jobs": histogram(u.mem_max_core_ratio, MEM_EDGES).tolist(),
@@ -324,11 +452,15 @@ def run(args: argparse.Namespace) -> int:
         "rejects": dict(count_reasons(rejects)),
     }
     (out / "summary.json").write_bytes(
-        orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+        orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    )
     if args.rejects:
         with open(args.rejects, "w") as f:
             f.writelines(r.tsv() for r in rejects)
-    print(f"replay {args.format}: {summary['jobs']} jobs, {summary['minutes']} minutes, "
-          f"{len(zones)} hot-zone episodes above {thr:g} {unit}/s, {len(rejects)} rejects "
-          f"-> {out}", file=sys.stderr)
+    print(
+        f"replay {args.format}: {summary['jobs']} jobs, {summary['minutes']} minutes, "
+        f"{len(zones)} hot-zone episodes above {thr:g} {unit}/s, {len(rejects)} rejects "
+        f"-> {out}",
+        file=sys.stderr,
+    )
     return 0

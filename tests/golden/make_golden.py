@@ -31,34 +31,107 @@ DATA = ROOT.parent / "shared" / "data"
 
 # name -> (argv after `replay`, needs ../shared/data)
 CASES: dict[str, tuple[list[str], bool]] = {
-    "moab": (["--format", "moab", "{in}/moab.log.gz", "--jobs", "{in}/jobs.jsonl.gz",
-              "--nodes", "40", "--tz", "America/Chicago"], False),
-    "moab_nojobs": (["--format", "moab", "{in}/moab.log.gz", "--tz", "UTC",
-                     "--max-gap", "200"], False),
-    "jobevents": (["--format", "jobevents", "{in}/jobs.jsonl.gz", "--nodes", "40",
-                   "--tz", "America/Chicago"], False),
-    "samples": (["--format", "samples", "{in}/samples.jsonl.gz", "--mem-per-core", "6",
-                 "--hot-zone", "40", "--hot-zone-gap", "1", "--tz", "Europe/Paris"], False),
+    "moab": (
+        [
+            "--format",
+            "moab",
+            "{in}/moab.log.gz",
+            "--jobs",
+            "{in}/jobs.jsonl.gz",
+            "--nodes",
+            "40",
+            "--tz",
+            "America/Chicago",
+        ],
+        False,
+    ),
+    "moab_nojobs": (
+        ["--format", "moab", "{in}/moab.log.gz", "--tz", "UTC", "--max-gap", "200"],
+        False,
+    ),
+    "jobevents": (
+        ["--format", "jobevents", "{in}/jobs.jsonl.gz", "--nodes", "40", "--tz", "America/Chicago"],
+        False,
+    ),
+    "samples": (
+        [
+            "--format",
+            "samples",
+            "{in}/samples.jsonl.gz",
+            "--mem-per-core",
+            "6",
+            "--hot-zone",
+            "40",
+            "--hot-zone-gap",
+            "1",
+            "--tz",
+            "Europe/Paris",
+        ],
+        False,
+    ),
     "sacct": (["--format", "sacct", "{data}/sacct/phillips.log", "--tz", "UTC"], True),
     "swf": (["--format", "swf", "{data}/swf/NASA-iPSC-1993-3.1-cln.swf.gz", "--tz", "UTC"], True),
-    "llview": (["--format", "llview", "{data}/llview/job-9438058", "--mem-per-core", "10.67",
-                "--tz", "Europe/Berlin"], True),
+    "llview": (
+        [
+            "--format",
+            "llview",
+            "{data}/llview/job-9438058",
+            "--mem-per-core",
+            "10.67",
+            "--tz",
+            "Europe/Berlin",
+        ],
+        True,
+    ),
 }
 
 
 def argv(name: str, out: Path) -> list[str]:
     args, _ = CASES[name]
-    return ["replay", *(a.format(**{"in": INPUTS, "data": DATA}) for a in args), "--out",
-            str(out), "--no-progress"]
+    return [
+        "replay",
+        *(a.format(**{"in": INPUTS, "data": DATA}) for a in args),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
 
 
 def make_inputs() -> None:
     INPUTS.mkdir(exist_ok=True)
     tmp = HERE / "_sim"
-    assert main(["simulate", "--model", "lublin", "--nodes", "40", "--days", "2", "--period",
-                 "300", "--seed", "7", "--outages", "2", "--drained", "1", "--depth", "2",
-                 "--tz", "America/Chicago", "--start", "2015-03-07T00:00:00", "--warmup", "12",
-                 "--out", str(tmp)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--model",
+                "lublin",
+                "--nodes",
+                "40",
+                "--days",
+                "2",
+                "--period",
+                "300",
+                "--seed",
+                "7",
+                "--outages",
+                "2",
+                "--drained",
+                "1",
+                "--depth",
+                "2",
+                "--tz",
+                "America/Chicago",
+                "--start",
+                "2015-03-07T00:00:00",
+                "--warmup",
+                "12",
+                "--out",
+                str(tmp),
+            ]
+        )
+        == 0
+    )
     for src, dst in (("moab.log", "moab.log.gz"), ("jobs.jsonl", "jobs.jsonl.gz")):
         (INPUTS / dst).write_bytes(gzip.compress((tmp / src).read_bytes(), mtime=0))
     shutil.rmtree(tmp)
@@ -92,15 +165,31 @@ def _samples() -> bytes:
                         wb = 1e6  # counter reset
                     if j == 5 and m >= first + 4:
                         start = t0 + 60 * (first + 4)  # pid reused by a new process
-                    lines.append(dumps(NodeSample(
-                        ts=t0 + 60 * m + float(rng.uniform(0, 3)), job=f"J{j}", pid=pid,
-                        node=f"n{n:02d}", command="app", vm_peak_kb=4_000_000,
-                        vm_size_kb=4_000_000, vm_rss_kb=int(rng.integers(100_000, 5_000_000)),
-                        vm_swap_kb=0 if rng.random() < 0.9 else 2048, syscr=m, syscw=m,
-                        read_bytes=int(rb), write_bytes=int(wb),
-                        core=round(float(rng.uniform(5, 100)), 2), receive=0, transmit=0,
-                        start=start, cores=4,
-                        job_class="normal" if j % 3 else "besteffort")))
+                    lines.append(
+                        dumps(
+                            NodeSample(
+                                ts=t0 + 60 * m + float(rng.uniform(0, 3)),
+                                job=f"J{j}",
+                                pid=pid,
+                                node=f"n{n:02d}",
+                                command="app",
+                                vm_peak_kb=4_000_000,
+                                vm_size_kb=4_000_000,
+                                vm_rss_kb=int(rng.integers(100_000, 5_000_000)),
+                                vm_swap_kb=0 if rng.random() < 0.9 else 2048,
+                                syscr=m,
+                                syscw=m,
+                                read_bytes=int(rb),
+                                write_bytes=int(wb),
+                                core=round(float(rng.uniform(5, 100)), 2),
+                                receive=0,
+                                transmit=0,
+                                start=start,
+                                cores=4,
+                                job_class="normal" if j % 3 else "besteffort",
+                            )
+                        )
+                    )
     lines.insert(17, b'{"ts": "yesterday", "job": "J0"}')
     return b"\n".join(lines) + b"\n"
 

@@ -35,15 +35,17 @@ def test_topic_names_from_prefix() -> None:
 
 
 def test_app_configuration_comes_from_settings(tmp_path: Path) -> None:
-    s = load_settings(env={
-        "DRAINWATCH_KAFKA_BOOTSTRAP": "k1:9092,k2:9093",
-        "DRAINWATCH_WEB_PORT": "7123",
-        "DRAINWATCH_STATE_DIR": str(tmp_path),
-        "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10",
-        "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1",
-        "DRAINWATCH_TOPIC_PARTITIONS": "3",
-        "DRAINWATCH_TOPIC_PREFIX": "x.",
-    })
+    s = load_settings(
+        env={
+            "DRAINWATCH_KAFKA_BOOTSTRAP": "k1:9092,k2:9093",
+            "DRAINWATCH_WEB_PORT": "7123",
+            "DRAINWATCH_STATE_DIR": str(tmp_path),
+            "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10",
+            "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1",
+            "DRAINWATCH_TOPIC_PARTITIONS": "3",
+            "DRAINWATCH_TOPIC_PREFIX": "x.",
+        }
+    )
     app = create_app(s, app_id="dw-test")
     conf = app.conf
     assert conf.id == "dw-test"
@@ -71,12 +73,14 @@ def test_faust_environment_variables_do_not_override_settings(
 
 
 def test_app_gets_sasl_credentials() -> None:
-    s = load_settings(env={
-        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-        "DRAINWATCH_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
-        "DRAINWATCH_KAFKA_SASL_USERNAME": "dw",
-        "DRAINWATCH_KAFKA_SASL_PASSWORD": "pw",
-    })
+    s = load_settings(
+        env={
+            "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+            "DRAINWATCH_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+            "DRAINWATCH_KAFKA_SASL_USERNAME": "dw",
+            "DRAINWATCH_KAFKA_SASL_PASSWORD": "pw",
+        }
+    )
     creds = create_app(s).conf.broker_credentials
     assert isinstance(creds, faust.SASLCredentials)
     assert creds.username == "dw" and creds.mechanism.value == "SCRAM-SHA-256"
@@ -85,8 +89,14 @@ def test_app_gets_sasl_credentials() -> None:
 def test_worker_print_settings_masks_token(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
     env["DRAINWATCH_INFLUX_TOKEN"] = "very-secret-token"
-    r = subprocess.run([sys.executable, "-m", "streams.cli", "worker", "--print-settings"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "worker", "--print-settings"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "influx_token = '***'" in r.stdout and "very-secret-token" not in r.stdout
 
@@ -94,8 +104,14 @@ def test_worker_print_settings_masks_token(tmp_path: Path) -> None:
 def test_worker_config_error_exits_2_naming_the_key() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
     env["DRAINWATCH_MAX_GAP"] = "soon"
-    r = subprocess.run([sys.executable, "-m", "streams.cli", "worker"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "worker"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "DRAINWATCH_MAX_GAP" in r.stderr
 
@@ -129,8 +145,9 @@ async def test_round_trip_through_app_topic(
     """The app's producer (from settings) writes to its topic; aiokafka reads it back."""
     from aiokafka import AIOKafkaConsumer
 
-    s = load_settings(env=_local_settings(kafka_bootstrap, f"{topic_name}.", tmp_path,
-                                          _free_port()))
+    s = load_settings(
+        env=_local_settings(kafka_bootstrap, f"{topic_name}.", tmp_path, _free_port())
+    )
     app = create_app(s, app_id=f"{topic_name}-app")
     app.loop = asyncio.get_running_loop()
     app.finalize()
@@ -161,15 +178,22 @@ def test_worker_command_starts_serves_health_and_stops_cleanly(
     kafka_bootstrap: str, topic_name: str, tmp_path: Path
 ) -> None:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("DRAINWATCH_") and k not in ("BROKER_URL", "WEB_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DRAINWATCH_") and k not in ("BROKER_URL", "WEB_PORT")
+    }
     env.update(_local_settings(kafka_bootstrap, f"{topic_name}.", tmp_path, port))
     env["DRAINWATCH_INFLUX_TOKEN"] = "worker-secret-token-123"
     cfg = tmp_path / "dw.toml"
     cfg.write_text('log_level = "info"\n[accounting]\ntz = "America/Chicago"\n')
     proc = subprocess.Popen(
         [sys.executable, "-m", "streams.cli", "--config", str(cfg), "worker"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30

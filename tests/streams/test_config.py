@@ -33,13 +33,48 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     def ossl(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
-    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-         "-subj", "/CN=drainwatch test CA")
+    ossl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=drainwatch test CA",
+    )
     ossl("req", *ec, "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=client")
-    ossl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "client.pem", "-days", "2")
-    ossl("req", "-x509", *ec, "-keyout", "other.key", "-out", "other.pem", "-days", "2",
-         "-subj", "/CN=other")
+    ossl(
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "client.pem",
+        "-days",
+        "2",
+    )
+    ossl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "other.key",
+        "-out",
+        "other.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=other",
+    )
     return {n: d / f"{n}" for n in ("ca.pem", "client.pem", "client.key", "other.key")}
 
 
@@ -59,7 +94,9 @@ def test_defaults_match_spec_table() -> None:
 
 
 def test_precedence_defaults_toml_env(tmp_path: Path) -> None:
-    cfg = write(tmp_path / "dw.toml", """
+    cfg = write(
+        tmp_path / "dw.toml",
+        """
 state_dir = "state"
 [kafka]
 bootstrap = "k1:9092,k2:9092"
@@ -69,7 +106,8 @@ tz = "America/Chicago"
 nodes = 26846
 [worker]
 web_port = 7000
-""")
+""",
+    )
     s = load_settings(cfg, env={"DRAINWATCH_WEB_PORT": "7100", "DRAINWATCH_NODES": "100"})
     assert s.kafka_bootstrap == "k1:9092,k2:9092"  # TOML
     assert s.bootstrap_servers == ["k1:9092", "k2:9092"]
@@ -113,12 +151,14 @@ def test_token_from_env_file_and_toml_file(tmp_path: Path) -> None:
 
 def test_token_never_in_repr_str_or_describe(tmp_path: Path) -> None:
     pw = write(tmp_path / "pw", "kafka-pass-xyz")
-    s = load_settings(env={
-        "DRAINWATCH_INFLUX_TOKEN": TOKEN,
-        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-        "DRAINWATCH_KAFKA_SASL_USERNAME": "dw",
-        "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
-    })
+    s = load_settings(
+        env={
+            "DRAINWATCH_INFLUX_TOKEN": TOKEN,
+            "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+            "DRAINWATCH_KAFKA_SASL_USERNAME": "dw",
+            "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
+        }
+    )
     for text in (repr(s), str(s), repr(s.describe()), str(s.influx_token), f"{s.influx_token}"):
         assert TOKEN not in text and "kafka-pass-xyz" not in text
     assert "'***'" in repr(s)
@@ -142,8 +182,9 @@ def test_secret_value_inline_in_toml_is_refused(tmp_path: Path) -> None:
 def test_secret_env_and_file_both_set_is_ambiguous(tmp_path: Path) -> None:
     tok = write(tmp_path / "token", TOKEN)
     with pytest.raises(ConfigError, match="DRAINWATCH_INFLUX_TOKEN"):
-        load_settings(env={"DRAINWATCH_INFLUX_TOKEN": "x",
-                           "DRAINWATCH_INFLUX_TOKEN_FILE": str(tok)})
+        load_settings(
+            env={"DRAINWATCH_INFLUX_TOKEN": "x", "DRAINWATCH_INFLUX_TOKEN_FILE": str(tok)}
+        )
 
 
 def test_missing_or_empty_token_file(tmp_path: Path) -> None:
@@ -160,21 +201,25 @@ def test_missing_or_empty_token_file(tmp_path: Path) -> None:
 
 def test_plaintext_kwargs() -> None:
     s = load_settings(env={"DRAINWATCH_KAFKA_BOOTSTRAP": "a:1, b:2"})
-    assert s.aiokafka_kwargs() == {"bootstrap_servers": ["a:1", "b:2"],
-                                   "security_protocol": "PLAINTEXT"}
+    assert s.aiokafka_kwargs() == {
+        "bootstrap_servers": ["a:1", "b:2"],
+        "security_protocol": "PLAINTEXT",
+    }
     assert s.faust_kwargs() == {"broker": "kafka://a:1;kafka://b:2"}
 
 
 def test_sasl_ssl_scram_maps_to_aiokafka_and_faust(tmp_path: Path, pki: dict[str, Path]) -> None:
     pw = write(tmp_path / "pw", "scram-pass\n")
-    s = load_settings(env={
-        "DRAINWATCH_KAFKA_BOOTSTRAP": "broker.example:9093",
-        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
-        "DRAINWATCH_KAFKA_SASL_MECHANISM": "scram-sha-512",
-        "DRAINWATCH_KAFKA_SASL_USERNAME": "drainwatch",
-        "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
-        "DRAINWATCH_KAFKA_SSL_CAFILE": str(pki["ca.pem"]),
-    })
+    s = load_settings(
+        env={
+            "DRAINWATCH_KAFKA_BOOTSTRAP": "broker.example:9093",
+            "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
+            "DRAINWATCH_KAFKA_SASL_MECHANISM": "scram-sha-512",
+            "DRAINWATCH_KAFKA_SASL_USERNAME": "drainwatch",
+            "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
+            "DRAINWATCH_KAFKA_SSL_CAFILE": str(pki["ca.pem"]),
+        }
+    )
     kw = s.aiokafka_kwargs()
     ctx = kw.pop("ssl_context")
     assert kw == {
@@ -202,12 +247,14 @@ def test_sasl_ssl_scram_maps_to_aiokafka_and_faust(tmp_path: Path, pki: dict[str
 
 
 def test_sasl_plaintext_has_no_ssl_context(tmp_path: Path) -> None:
-    s = load_settings(env={
-        "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-        "DRAINWATCH_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
-        "DRAINWATCH_KAFKA_SASL_USERNAME": "u",
-        "DRAINWATCH_KAFKA_SASL_PASSWORD": "p",
-    })
+    s = load_settings(
+        env={
+            "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+            "DRAINWATCH_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+            "DRAINWATCH_KAFKA_SASL_USERNAME": "u",
+            "DRAINWATCH_KAFKA_SASL_PASSWORD": "p",
+        }
+    )
     assert "ssl_context" not in s.aiokafka_kwargs()
     creds = s.faust_kwargs()["broker_credentials"]
     assert creds.protocol.value == "SASL_PLAINTEXT" and creds.ssl_context is None
@@ -215,13 +262,16 @@ def test_sasl_plaintext_has_no_ssl_context(tmp_path: Path) -> None:
 
 
 def test_mutual_tls_from_toml(tmp_path: Path, pki: dict[str, Path]) -> None:
-    cfg = write(tmp_path / "dw.toml", f"""
+    cfg = write(
+        tmp_path / "dw.toml",
+        f"""
 [kafka]
 security_protocol = "SSL"
-ssl_cafile = "{pki['ca.pem']}"
-ssl_certfile = "{pki['client.pem']}"
-ssl_keyfile = "{pki['client.key']}"
-""")
+ssl_cafile = "{pki["ca.pem"]}"
+ssl_certfile = "{pki["client.pem"]}"
+ssl_keyfile = "{pki["client.key"]}"
+""",
+    )
     s = load_settings(cfg, env={})
     kw = s.aiokafka_kwargs()
     assert kw["security_protocol"] == "SSL" and isinstance(kw["ssl_context"], ssl.SSLContext)
@@ -245,27 +295,55 @@ ssl_keyfile = "{pki['client.key']}"
         ({"DRAINWATCH_MAX_GAP": "nan"}, "DRAINWATCH_MAX_GAP", "finite"),
         ({"DRAINWATCH_NODES": "2.5"}, "DRAINWATCH_NODES", "integer"),
         ({"DRAINWATCH_TZ": "Mars/Olympus"}, "DRAINWATCH_TZ", "IANA"),
-        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "TLS"}, "DRAINWATCH_KAFKA_SECURITY_PROTOCOL",
-         "SASL_SSL"),
-        ({"DRAINWATCH_KAFKA_SASL_MECHANISM": "GSSAPI"}, "DRAINWATCH_KAFKA_SASL_MECHANISM",
-         "SCRAM-SHA-512"),
-        ({"DRAINWATCH_KAFKA_BOOTSTRAP": "kafka://h:9092"}, "DRAINWATCH_KAFKA_BOOTSTRAP",
-         "scheme"),
+        (
+            {"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "TLS"},
+            "DRAINWATCH_KAFKA_SECURITY_PROTOCOL",
+            "SASL_SSL",
+        ),
+        (
+            {"DRAINWATCH_KAFKA_SASL_MECHANISM": "GSSAPI"},
+            "DRAINWATCH_KAFKA_SASL_MECHANISM",
+            "SCRAM-SHA-512",
+        ),
+        ({"DRAINWATCH_KAFKA_BOOTSTRAP": "kafka://h:9092"}, "DRAINWATCH_KAFKA_BOOTSTRAP", "scheme"),
         ({"DRAINWATCH_KAFKA_BOOTSTRAP": "h:99999"}, "DRAINWATCH_KAFKA_BOOTSTRAP", "host:port"),
-        ({"DRAINWATCH_KAFKA_BOOTSTRAPS": "h:1"}, "DRAINWATCH_KAFKA_BOOTSTRAPS",
-         "did you mean DRAINWATCH_KAFKA_BOOTSTRAP"),
+        (
+            {"DRAINWATCH_KAFKA_BOOTSTRAPS": "h:1"},
+            "DRAINWATCH_KAFKA_BOOTSTRAPS",
+            "did you mean DRAINWATCH_KAFKA_BOOTSTRAP",
+        ),
         ({"DRAINWATCH_STORE": "redis://"}, "DRAINWATCH_STORE", "memory://"),
-        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "DRAINWATCH_KAFKA_SASL_USERNAME",
-         "required"),
-        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-          "DRAINWATCH_KAFKA_SASL_USERNAME": "u"}, "DRAINWATCH_KAFKA_SASL_PASSWORD", "required"),
-        ({"DRAINWATCH_KAFKA_SSL_CAFILE": "/etc/hostname"}, "DRAINWATCH_KAFKA_SSL_CAFILE",
-         "PLAINTEXT"),
-        ({"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SSL",
-          "DRAINWATCH_KAFKA_SSL_CAFILE": "/no/such/ca.pem"}, "DRAINWATCH_KAFKA_SSL_CAFILE",
-         "does not exist"),
-        ({"DRAINWATCH_BROKER_SESSION_TIMEOUT": "6"}, "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL",
-         "third"),
+        (
+            {"DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"},
+            "DRAINWATCH_KAFKA_SASL_USERNAME",
+            "required",
+        ),
+        (
+            {
+                "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+                "DRAINWATCH_KAFKA_SASL_USERNAME": "u",
+            },
+            "DRAINWATCH_KAFKA_SASL_PASSWORD",
+            "required",
+        ),
+        (
+            {"DRAINWATCH_KAFKA_SSL_CAFILE": "/etc/hostname"},
+            "DRAINWATCH_KAFKA_SSL_CAFILE",
+            "PLAINTEXT",
+        ),
+        (
+            {
+                "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": "SSL",
+                "DRAINWATCH_KAFKA_SSL_CAFILE": "/no/such/ca.pem",
+            },
+            "DRAINWATCH_KAFKA_SSL_CAFILE",
+            "does not exist",
+        ),
+        (
+            {"DRAINWATCH_BROKER_SESSION_TIMEOUT": "6"},
+            "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL",
+            "third",
+        ),
         ({"DRAINWATCH_TOPIC_PREFIX": "bad prefix/"}, "DRAINWATCH_TOPIC_PREFIX", "topic names"),
     ],
 )
@@ -279,7 +357,7 @@ def test_bad_env_values_name_the_key(env: dict[str, str], key: str, fragment: st
 @pytest.mark.parametrize(
     ("toml", "key", "fragment"),
     [
-        ("[worker]\nweb_port = \"x\"\n", "worker.web_port", "not an integer"),
+        ('[worker]\nweb_port = "x"\n', "worker.web_port", "not an integer"),
         ("[worker]\nweb_prot = 1\n", "worker.web_prot", "did you mean worker.web_port"),
         ("[kafka]\nbootstrap = 9092\n", "kafka.bootstrap", "expected a string"),
         ("[accounting]\nnodes = true\n", "accounting.nodes", "expected a number"),

@@ -55,9 +55,11 @@ def same_cell(old: str, new: str) -> bool:
     if TIME.match(old) and TIME.match(new):
         return datetime.fromisoformat(old) == datetime.fromisoformat(new)
     nums_old, nums_new = NUM_IN_TEXT.findall(old), NUM_IN_TEXT.findall(new)
-    return (NUM_IN_TEXT.sub("#", old) == NUM_IN_TEXT.sub("#", new)
-            and len(nums_old) == len(nums_new)
-            and all(same_number(a, b) for a, b in zip(nums_old, nums_new, strict=True)))
+    return (
+        NUM_IN_TEXT.sub("#", old) == NUM_IN_TEXT.sub("#", new)
+        and len(nums_old) == len(nums_new)
+        and all(same_number(a, b) for a, b in zip(nums_old, nums_new, strict=True))
+    )
 
 
 def _table(text: str, delimiter: str) -> list[list[str]]:
@@ -105,7 +107,8 @@ def compare_summary(name: str, old: dict[str, Any], new: dict[str, Any]) -> None
             continue
         assert target in fn, f"{name}: summary key {key!r} (now {target!r}) missing"
         assert same_json_value(value, fn[target]), (
-            f"{name}: summary {key}: {value!r} before, {fn[target]!r} now")
+            f"{name}: summary {key}: {value!r} before, {fn[target]!r} now"
+        )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -125,5 +128,9 @@ def test_replay_matches_golden(case: str, tmp_path: Path) -> None:
         if name.endswith(".json"):
             compare_summary(f"{case}/{name}", orjson.loads(raw), orjson.loads(now.read_bytes()))
         else:
-            compare_table(f"{case}/{name}", gzip.decompress(raw).decode(),
-                          now.read_text(), "\t" if name.endswith(".tsv") else ",")
+            compare_table(
+                f"{case}/{name}",
+                gzip.decompress(raw).decode(),
+                now.read_text(),
+                "\t" if name.endswith(".tsv") else ",",
+            )

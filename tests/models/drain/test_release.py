@@ -22,12 +22,15 @@ RUNNING = [
 
 
 def test_figure9_with_checkpoint() -> None:
-    f = forecast_release(need=116, at=hm(10, 9), held=66 + 2, running=RUNNING,
-                         now=hm(10, 13, 34), checkpoint=True)
+    f = forecast_release(
+        need=116, at=hm(10, 9), held=66 + 2, running=RUNNING, now=hm(10, 13, 34), checkpoint=True
+    )
     assert f.missing == 48
     assert [(s.name, s.nodes, s.need_after) for s in f.steps] == [
-        ("ehf9_model_fc", 16, 32), ("ehht_ifstraj_uptraj_0", 16, 16),
-        ("ehba_ifstraj_uptraj_0", 16, 0)]
+        ("ehf9_model_fc", 16, 32),
+        ("ehht_ifstraj_uptraj_0", 16, 16),
+        ("ehba_ifstraj_uptraj_0", 16, 0),
+    ]
     assert f.steps[0].checkpointed and f.steps[0].release_at == hm(10, 13, 34)
     assert f.ready_at == hm(10, 21)
     assert f.late_by == 12 * 60  # within the seed's 15-minute flexibility
@@ -46,8 +49,7 @@ def test_enough_nodes_and_not_enough() -> None:
     assert ok.missing == 0 and ok.late_by == 0.0 and ok.steps == ()
     short = forecast_release(need=200, at=100.0, held=10, running=RUNNING)
     assert short.ready_at is None and short.late_by is None and len(short.steps) == 3
-    early = forecast_release(need=84, at=hm(10, 30), held=68,
-                             running=RUNNING[1:], now=hm(10, 0))
+    early = forecast_release(need=84, at=hm(10, 30), held=68, running=RUNNING[1:], now=hm(10, 0))
     assert early.ready_at == hm(10, 17) and early.late_by == 0.0 and early.in_the_way == ()
 
 
@@ -55,8 +57,10 @@ def test_from_predictor_running_view() -> None:
     m = RuntimePredictor()
     evs = []
     for i in range(2):
-        evs += [JobEvent("start", i * 1000.0, f"h{i}", user="rdx", name="fc", nodes=16),
-                JobEvent("end", i * 1000.0 + 600, f"h{i}", user="rdx", name="fc", nodes=16)]
+        evs += [
+            JobEvent("start", i * 1000.0, f"h{i}", user="rdx", name="fc", nodes=16),
+            JobEvent("end", i * 1000.0 + 600, f"h{i}", user="rdx", name="fc", nodes=16),
+        ]
     evs += [JobEvent("start", 5000.0, "r1", user="rdx", name="fc", nodes=16)]
     m.update(evs)
     holders = [Holder(r.job, r.nodes, r.expected_end, r.name) for r in m.running(5100)]

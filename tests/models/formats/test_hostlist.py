@@ -37,17 +37,27 @@ def reference_expand(expr: str) -> list[str]:
 @pytest.mark.parametrize(
     ("expr", "hosts"),
     [
-        ("cpn-f13-03-[01-02],cpn-f13-04-[01-02]",
-         ["cpn-f13-03-01", "cpn-f13-03-02", "cpn-f13-04-01", "cpn-f13-04-02"]),
+        (
+            "cpn-f13-03-[01-02],cpn-f13-04-[01-02]",
+            ["cpn-f13-03-01", "cpn-f13-03-02", "cpn-f13-04-01", "cpn-f13-04-02"],
+        ),
         ("cpn-f11-31", ["cpn-f11-31"]),
         ("node[1-3,7]", ["node1", "node2", "node3", "node7"]),
         ("n[8-11]", ["n8", "n9", "n10", "n11"]),
         ("n[08-11]", ["n08", "n09", "n10", "n11"]),
         ("n[001-3]", ["n001", "n002", "n003"]),
         ("n[98-101]", ["n98", "n99", "n100", "n101"]),
-        ("rack[1-2]-node[01-03]",
-         ["rack1-node01", "rack1-node02", "rack1-node03",
-          "rack2-node01", "rack2-node02", "rack2-node03"]),
+        (
+            "rack[1-2]-node[01-03]",
+            [
+                "rack1-node01",
+                "rack1-node02",
+                "rack1-node03",
+                "rack2-node01",
+                "rack2-node02",
+                "rack2-node03",
+            ],
+        ),
         ("gpu[1-2]x", ["gpu1x", "gpu2x"]),
         ("a,b[1-2],c", ["a", "b1", "b2", "c"]),
         ("n[3,1]", ["n3", "n1"]),
@@ -91,8 +101,10 @@ def test_expand_errors(expr: str, reason: str) -> None:
 @pytest.mark.parametrize(
     ("hosts", "expr"),
     [
-        (["cpn-f13-03-01", "cpn-f13-03-02", "cpn-f13-04-01", "cpn-f13-04-02"],
-         "cpn-f13-03-[01-02],cpn-f13-04-[01-02]"),
+        (
+            ["cpn-f13-03-01", "cpn-f13-03-02", "cpn-f13-04-01", "cpn-f13-04-02"],
+            "cpn-f13-03-[01-02],cpn-f13-04-[01-02]",
+        ),
         (["n1", "n2", "n3", "n7"], "n[1-3,7]"),
         (["n9", "n10"], "n[9-10]"),
         (["n09", "n10"], "n[09-10]"),
@@ -116,11 +128,12 @@ def test_compress_rejects_bad_names() -> None:
 _prefix = st.text(alphabet="abcxyz-", min_size=1, max_size=4)
 _num = st.integers(min_value=0, max_value=120)
 _range = st.tuples(_num, st.integers(min_value=0, max_value=5), st.integers(0, 3)).map(
-    lambda t: f"{str(t[0]).rjust(len(str(t[0])) + t[2], '0')}"
-    + (f"-{t[0] + t[1]}" if t[1] else ""))
+    lambda t: f"{str(t[0]).rjust(len(str(t[0])) + t[2], '0')}" + (f"-{t[0] + t[1]}" if t[1] else "")
+)
 _group = st.lists(_range, min_size=1, max_size=3).map(lambda r: "[" + ",".join(r) + "]")
 _name = st.lists(st.tuples(_prefix, st.one_of(st.just(""), _group)), min_size=1, max_size=2).map(
-    lambda parts: "".join(p + g for p, g in parts))
+    lambda parts: "".join(p + g for p, g in parts)
+)
 _expr = st.lists(_name, min_size=1, max_size=3).map(",".join)
 
 
@@ -138,8 +151,11 @@ def test_compress_expand_round_trip(expr: str) -> None:
     assert compress_hostlist(expand_hostlist(packed)) == packed
 
 
-@given(st.lists(st.tuples(st.sampled_from(["n", "cpn-f1-", "gpu"]), _num,
-                          st.integers(0, 2)), max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["n", "cpn-f1-", "gpu"]), _num, st.integers(0, 2)), max_size=30
+    )
+)
 def test_host_lists_round_trip(items: list[tuple[str, int, int]]) -> None:
     hosts = [f"{p}{str(n).rjust(len(str(n)) + pad, '0')}" for p, n, pad in items]
     assert expand_hostlist(compress_hostlist(hosts)) == hosts

@@ -39,11 +39,13 @@ def report() -> dict:
 
 
 def test_parse_series_rejects_bad_rows_and_keeps_good_ones():
-    text = ("jobid ts nodeid MbwR MbrR ocR\n"
-            "1 100 n1 1.5 0.5 3\n"
-            "1 160 n1 oops 0.5 3\n"
-            "1 220 n1 1.0\n"
-            "1 280 n2 2.0 0.0 0\n")
+    text = (
+        "jobid ts nodeid MbwR MbrR ocR\n"
+        "1 100 n1 1.5 0.5 3\n"
+        "1 160 n1 oops 0.5 3\n"
+        "1 220 n1 1.0\n"
+        "1 280 n2 2.0 0.0 0\n"
+    )
     rej: list[Reject] = []
     s = llview.parse_series(text, "f", rej)
     assert s.num["ts"].tolist() == [100, 280] and s.text["nodeid"] == ["n1", "n2"]
@@ -59,8 +61,15 @@ def test_loadmem_averages_and_extremes_are_the_reports(report):
     lm = _series("LoadMem_9438058_node.dat")
     assert len(lm) == 1980 and np.unique(lm.num["ts"]).size == report["num_datapoints"]["ld_ndps"]
     # columns printed with 2 decimals: the mean of rounded values is within 0.005 of the true mean
-    for col in ("load", "usage", "used_cores", "used_cores_phys", "used_cores_logic",
-                "currentwatts", "avewatts"):
+    for col in (
+        "load",
+        "usage",
+        "used_cores",
+        "used_cores_phys",
+        "used_cores_logic",
+        "currentwatts",
+        "avewatts",
+    ):
         avg, mn, mx = llview.summary(lm, col)
         assert avg == pytest.approx(cpu[f"{col}_avg"], abs=0.005), col
         assert mn == pytest.approx(cpu[f"{col}_min"], abs=0.005), col
@@ -70,8 +79,9 @@ def test_loadmem_averages_and_extremes_are_the_reports(report):
     # used_mem: GiB in the file, MiB in the report
     avg, mn, mx = llview.summary(lm, "used_mem")
     assert avg * 1024 == pytest.approx(cpu["used_mem_avg"], abs=0.005 * 1024)
-    assert (mn * 1024, mx * 1024) == pytest.approx((cpu["used_mem_min"], cpu["used_mem_max"]),
-                                                   abs=0.005 * 1024)
+    assert (mn * 1024, mx * 1024) == pytest.approx(
+        (cpu["used_mem_min"], cpu["used_mem_max"]), abs=0.005 * 1024
+    )
 
 
 @pytest.mark.data
@@ -120,9 +130,11 @@ def test_job_utilization_of_9438058(report):
     # core use = usage % of the node's cores: the report's usage_avg / 100
     assert u.core_util_mean[0] == pytest.approx(report["cpu"]["usage_avg"] / 100, abs=5e-5)
     assert u.mem_mean_ratio[0] == pytest.approx(
-        report["cpu"]["used_mem_avg"] / 1024 / 512, abs=1e-4)
-    assert u.mem_max_core_ratio[0] == pytest.approx(report["cpu"]["used_mem_max"] / 1024 / 512,
-                                                    abs=1e-4)
+        report["cpu"]["used_mem_avg"] / 1024 / 512, abs=1e-4
+    )
+    assert u.mem_max_core_ratio[0] == pytest.approx(
+        report["cpu"]["used_mem_max"] / 1024 / 512, abs=1e-4
+    )
     # run time from the series: first to last time stamp + one median interval, vs the
     # report's wall time (11.32 h): within one sampling interval
     assert abs(u.run_seconds[0] - report["rc"]["rc_wallh"] * 3600) < 120

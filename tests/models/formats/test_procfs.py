@@ -47,20 +47,30 @@ write_bytes: 1048576
 cancelled_write_bytes: 0
 """
 
-NET_DEV = "\n".join([
-    "Inter-|   Receive                                                |  Transmit",
-    " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
-    "drop fifo colls carrier compressed",
-    "    lo:  999999  100 0 0 0 0 0 0   999999  100 0 0 0 0 0 0",
-    "  eth0: 1000000 2000 0 0 0 0 0 0   300000 1500 0 0 0 0 0 0",
-    "   ib0:     500    5 0 0 0 0 0 0      700    7 0 0 0 0 0 0",
-]) + "\n"
+NET_DEV = (
+    "\n".join(
+        [
+            "Inter-|   Receive                                                |  Transmit",
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+            "drop fifo colls carrier compressed",
+            "    lo:  999999  100 0 0 0 0 0 0   999999  100 0 0 0 0 0 0",
+            "  eth0: 1000000 2000 0 0 0 0 0 0   300000 1500 0 0 0 0 0 0",
+            "   ib0:     500    5 0 0 0 0 0 0      700    7 0 0 0 0 0 0",
+        ]
+    )
+    + "\n"
+)
 
 
 def test_parse_status_fields_in_kb():
     s = parse_status(STATUS)
     assert (s.name, s.vm_peak_kb, s.vm_size_kb, s.vm_rss_kb, s.vm_swap_kb) == (
-        "python3", 123456, 120000, 65536, 12)
+        "python3",
+        123456,
+        120000,
+        65536,
+        12,
+    )
 
 
 def test_parse_status_kernel_thread_has_no_vm_lines():
@@ -77,7 +87,12 @@ def test_parse_status_without_name_is_an_error():
 def test_parse_io():
     io = parse_io(IO)
     assert (io.syscr, io.syscw, io.read_bytes, io.write_bytes, io.wchar) == (
-        10, 20, 4096, 1048576, 1048576)
+        10,
+        20,
+        4096,
+        1048576,
+        1048576,
+    )
     with pytest.raises(ProcParseError) as e:
         parse_io("rchar: 1\n")
     assert e.value.reason == "io_missing_field"
@@ -86,11 +101,20 @@ def test_parse_io():
 def test_parse_stat_command_with_spaces_and_parentheses():
     # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
     #              utime stime cutime cstime priority nice num_threads itrealvalue starttime
-    text = "77 (my (odd) cmd) R 1 77 77 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 123456 " \
-           "1000 200 18446744073709551615\n"
+    text = (
+        "77 (my (odd) cmd) R 1 77 77 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 123456 "
+        "1000 200 18446744073709551615\n"
+    )
     s = parse_stat(text)
     assert (s.pid, s.comm, s.state, s.utime, s.stime, s.num_threads, s.starttime) == (
-        77, "my (odd) cmd", "R", 250, 50, 3, 123456)
+        77,
+        "my (odd) cmd",
+        "R",
+        250,
+        50,
+        3,
+        123456,
+    )
     with pytest.raises(ProcParseError):
         parse_stat("77 (x) R 1 2")
 
@@ -117,9 +141,11 @@ def test_net_dev_skips_loopback():
 # --------------------------------------------------------------------------- resolvers
 
 SLURM_V2 = "0::/system.slice/slurmstepd.scope/job_12345/step_0/user/task_0\n"
-SLURM_V1 = ("12:cpuset:/slurm/uid_1000/job_12345/step_batch\n"
-            "11:memory:/slurm/uid_1000/job_12345/step_batch/task_0\n"
-            "1:name=systemd:/system.slice/slurmd.service\n")
+SLURM_V1 = (
+    "12:cpuset:/slurm/uid_1000/job_12345/step_batch\n"
+    "11:memory:/slurm/uid_1000/job_12345/step_batch/task_0\n"
+    "1:name=systemd:/system.slice/slurmd.service\n"
+)
 OAR = "3:cpuset:/oar/user_12345\n2:cpu:/\n0::/\n"
 
 
@@ -194,9 +220,14 @@ def _ref_counter_deltas(group, ts, value, first_from_zero):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**6), st.integers(0, 10**9),
-                          st.booleans()), min_size=0, max_size=60,
-                unique_by=lambda r: (r[0], r[1])))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 10**6), st.integers(0, 10**9), st.booleans()),
+        min_size=0,
+        max_size=60,
+        unique_by=lambda r: (r[0], r[1]),
+    )
+)
 def test_counter_deltas_matches_reference(rows):
     group = np.array([r[0] for r in rows], np.int64)
     ts = np.array([r[1] for r in rows], np.float64)
@@ -204,5 +235,6 @@ def test_counter_deltas_matches_reference(rows):
     ffz = np.array([r[3] for r in rows], bool)
     got = counter_deltas(group, ts, value, ffz)
     assert (got >= 0).all()
-    assert got.tolist() == _ref_counter_deltas(group.tolist(), ts.tolist(), value.tolist(),
-                                               ffz.tolist())
+    assert got.tolist() == _ref_counter_deltas(
+        group.tolist(), ts.tolist(), value.tolist(), ffz.tolist()
+    )

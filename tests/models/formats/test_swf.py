@@ -31,12 +31,30 @@ HEADER = """\
 
 
 def test_parse_job_line_fields_in_order():
-    j = parse_swf_job("   15   599850 192180   3477    4     -1    -1    4  53940    -1  1  12  12"
-                      "  -1 -1 -1 -1 -1")
-    assert j == SwfJob(job=15, submit=599850, wait=192180, run=3477, procs_alloc=4, cpu_avg=None,
-                       mem_used=None, procs_req=4, time_req=53940, mem_req=None, status=1, user=12,
-                       group=12, app=None, queue=None, partition=None, preceding_job=None,
-                       think_time=None)
+    j = parse_swf_job(
+        "   15   599850 192180   3477    4     -1    -1    4  53940    -1  1  12  12"
+        "  -1 -1 -1 -1 -1"
+    )
+    assert j == SwfJob(
+        job=15,
+        submit=599850,
+        wait=192180,
+        run=3477,
+        procs_alloc=4,
+        cpu_avg=None,
+        mem_used=None,
+        procs_req=4,
+        time_req=53940,
+        mem_req=None,
+        status=1,
+        user=12,
+        group=12,
+        app=None,
+        queue=None,
+        partition=None,
+        preceding_job=None,
+        think_time=None,
+    )
 
 
 def test_parse_job_line_float_fields_and_whole_float_ints():
@@ -71,7 +89,8 @@ def test_header_fields_and_continuations():
     assert hdr.time_zone_string == "Europe/Stockholm"
     assert hdr.raw["Version"] == "2.2"
     assert hdr.raw["Information"] == (
-        "http://www.pdc.kth.se/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/")
+        "http://www.pdc.kth.se/\nhttp://www.cs.huji.ac.il/labs/parallel/workload/"
+    )
     assert hdr.raw["Queue"] == "0  interactive\n1  batch"
     assert list(jobs) == []
 
@@ -90,7 +109,9 @@ def test_bad_lines_become_rejects_and_good_ones_survive():
     got = list(jobs)
     assert [j.job for j in got] == [1, 4]
     assert [(r.reason, r.lineno, r.source) for r in rejects] == [
-        ("bad_number", 13, "t.swf"), ("wrong_field_count", 16, "t.swf")]
+        ("bad_number", 13, "t.swf"),
+        ("wrong_field_count", 16, "t.swf"),
+    ]
     assert rejects[1].text == "3 9 0 10 1"
 
 
@@ -118,7 +139,8 @@ def test_kth_trace():
     assert hdr.raw["MaxRecords"] == "28476"
     assert len(jobs) == 28476 and rejects == []
     assert jobs[0] == parse_swf_job(
-        "15 599850 192180 3477 4 -1 -1 4 53940 -1 1 12 12 -1 -1 -1 -1 -1")
+        "15 599850 192180 3477 4 -1 -1 4 53940 -1 1 12 12 -1 -1 -1 -1 -1"
+    )
     assert all(1 <= j.procs_req <= 100 for j in jobs if j.procs_req is not None)
 
 

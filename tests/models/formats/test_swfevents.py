@@ -43,9 +43,19 @@ def test_completed_job() -> None:
     assert en.state == "COMPLETED" and st.state is None
 
 
-@pytest.mark.parametrize(("status", "state"), [(0, "FAILED"), (1, "COMPLETED"), (5, "CANCELLED"),
-                                               (2, "PARTIAL"), (3, "COMPLETED"), (4, "FAILED"),
-                                               (-1, None), (7, "STATUS_7")])
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        (0, "FAILED"),
+        (1, "COMPLETED"),
+        (5, "CANCELLED"),
+        (2, "PARTIAL"),
+        (3, "COMPLETED"),
+        (4, "FAILED"),
+        (-1, None),
+        (7, "STATUS_7"),
+    ],
+)
 def test_status_codes(status: int, state: str | None) -> None:
     job = parse_swf_job(f"1 0 0 10 4 -1 -1 4 20 -1 {status} 1 1 1 1 1 -1 -1")
     assert swf_job_events(job)[-1].state == state
@@ -81,16 +91,24 @@ def test_nodes_without_header_and_override() -> None:
 
 def test_bad_lines_rejected() -> None:
     rejects: list[Reject] = []
-    lines = HEADER.splitlines() + ["1 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1", "1 2 3",
-                                   "2 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1"]
+    lines = HEADER.splitlines() + [
+        "1 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1",
+        "1 2 3",
+        "2 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1",
+    ]
     ev = list(iter_swf_events(lines, rejects, source="t.swf"))
     assert [e.job for e in ev] == ["1"] * 3 + ["2"] * 3
     assert [(r.reason, r.lineno, r.source) for r in rejects] == [("wrong_field_count", 6, "t.swf")]
 
 
 @pytest.mark.data
-@pytest.mark.parametrize(("name", "jobs", "t0"), [("KTH-SP2-1996-2.1-cln.swf.gz", 28476, 843480031),
-                                                  ("NASA-iPSC-1993-3.1-cln.swf.gz", 18239, None)])
+@pytest.mark.parametrize(
+    ("name", "jobs", "t0"),
+    [
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 28476, 843480031),
+        ("NASA-iPSC-1993-3.1-cln.swf.gz", 18239, None),
+    ],
+)
 def test_real_traces(name: str, jobs: int, t0: int | None) -> None:
     path = DATA / name
     if not path.exists():
@@ -113,12 +131,17 @@ def test_real_traces(name: str, jobs: int, t0: int | None) -> None:
 def test_nasa_header_says_submit_is_start_so_jobs_run_at_submit() -> None:
     from models.formats.swfevents import iter_swf_events
 
-    lines = ["; UnixStartTime: 749458803",
-             "; Note: There is no information on wait times - the given submit",
-             ";       times are actually start times",
-             "1 0 -1 1451 128 -1 -1 128 -1 -1 1 1 1 1 1 -1 -1 -1"]
+    lines = [
+        "; UnixStartTime: 749458803",
+        "; Note: There is no information on wait times - the given submit",
+        ";       times are actually start times",
+        "1 0 -1 1451 128 -1 -1 128 -1 -1 1 1 1 1 1 -1 -1 -1",
+    ]
     ev = list(iter_swf_events(lines))
     assert [(e.type, e.ts) for e in ev] == [
-        ("submit", 749458803.0), ("start", 749458803.0), ("end", 749458803.0 + 1451)]
+        ("submit", 749458803.0),
+        ("start", 749458803.0),
+        ("end", 749458803.0 + 1451),
+    ]
     # without the note an unknown wait leaves the job without a start
     assert [e.type for e in iter_swf_events([lines[0], lines[3]])] == ["submit"]

@@ -28,8 +28,10 @@ def pct1(x: float) -> float:
 
 
 def test_seed_allocation_shares() -> None:
-    s = section_shares({"S": 0.45, "LA": 0.225, "LL": 0.225, "AC": 0.10},
-                       {"S": 0.75, "LA": 0.85, "LL": 0.90, "AC": 0.0})
+    s = section_shares(
+        {"S": 0.45, "LA": 0.225, "LL": 0.225, "AC": 0.10},
+        {"S": 0.75, "LA": 0.85, "LL": 0.90, "AC": 0.0},
+    )
     assert s.f_red == pytest.approx(0.73125)
     assert pct1(s.f_red) == 73.1 and pct1(s.f_black) == 26.9
     # Red section: seed 26.1 %, 27.7 %, 46.2 %; Black: 37.2 %, 12.6 %, 8.4 %, 41.8 %.
@@ -73,14 +75,20 @@ def ev(t: str, ts: float, job: str, nodes: int, bf: bool | None = None) -> JobEv
 
 def test_daily_split_and_modified() -> None:
     m = CapabilityUse(section_nodes=100)
-    m.update([ev("start", D0 + 20 * 3600, "big", 40), ev("start", D0 + 3600, "bf", 10, True),
-              ev("end", D0 + 3 * 3600, "bf", 10), ev("start", D0 + 3600, "small", 39),
-              ev("end", D0 + 2 * 3600, "small", 39), ev("end", D0 + 28 * 3600, "big", 40)])
+    m.update(
+        [
+            ev("start", D0 + 20 * 3600, "big", 40),
+            ev("start", D0 + 3600, "bf", 10, True),
+            ev("end", D0 + 3 * 3600, "bf", 10),
+            ev("start", D0 + 3600, "small", 39),
+            ev("end", D0 + 2 * 3600, "small", 39),
+            ev("end", D0 + 28 * 3600, "big", 40),
+        ]
+    )
     days = m.flush(D0 + 2 * 86400, final=True)
     assert [d.day for d in days] == [date(2023, 11, 15), date(2023, 11, 16)]
     d1, d2 = days
-    assert (d1.large_node_hours, d1.small_node_hours, d1.backfill_node_hours) == (160.0, 59.0,
-                                                                                  20.0)
+    assert (d1.large_node_hours, d1.small_node_hours, d1.backfill_node_hours) == (160.0, 59.0, 20.0)
     assert d1.cup40 == pytest.approx(160 / 219) and d1.cup40_modified == pytest.approx(160 / 199)
     assert d2.large_node_hours == 160.0 and d2.cup40 == 1.0
     assert cup_over(days) == (pytest.approx(320 / 379), pytest.approx(320 / 359))
@@ -109,8 +117,10 @@ def test_matches_reference(specs) -> None:
     evs = build_events(specs)
     m = CapabilityUse(section_nodes=10)
     m.update(evs)
-    got = {d.day.isoformat(): [d.large_node_hours, d.small_node_hours, d.backfill_node_hours]
-           for d in m.flush(0, final=True)}
+    got = {
+        d.day.isoformat(): [d.large_node_hours, d.small_node_hours, d.backfill_node_hours]
+        for d in m.flush(0, final=True)
+    }
     ref = capability_ref(evs, min_large_nodes(10))
     assert set(got) == set(ref)
     for k in got:

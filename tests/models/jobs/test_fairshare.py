@@ -14,8 +14,15 @@ from tests.reference_jobs import build_events, fairshare_ref, job_specs
 DAY = 86400.0
 
 
-def ev(t: str, ts: float, job: str, nodes: int = 1, user: str = "u", account: str = "snl",
-       state: str | None = None) -> JobEvent:
+def ev(
+    t: str,
+    ts: float,
+    job: str,
+    nodes: int = 1,
+    user: str = "u",
+    account: str = "snl",
+    state: str | None = None,
+) -> JobEvent:
     return JobEvent(t, ts, job, user=user, account=account, nodes=nodes, state=state)
 
 
@@ -39,8 +46,14 @@ def test_long_job_charge_is_decayed_integral() -> None:
 
 def test_node_fail_refund() -> None:
     m = FairShareUsage()
-    m.update([ev("start", 0, "a", 4), ev("end", 3600, "a", 4, state="NODE_FAIL"),
-              ev("start", 0, "b", 2), ev("end", 3600, "b", 2, state="COMPLETED")])
+    m.update(
+        [
+            ev("start", 0, "a", 4),
+            ev("end", 3600, "a", 4, state="NODE_FAIL"),
+            ev("start", 0, "b", 2),
+            ev("end", 3600, "b", 2, state="COMPLETED"),
+        ]
+    )
     rows = {(r.holder_kind, r.holder): r for r in m.snapshot(3600)}
     r = rows[("user", "u")]
     assert r.refunded_node_hours == 4.0 and r.charged_node_hours == 2.0

@@ -27,15 +27,33 @@ def hms(s: float) -> str:
 
 # A 17-run history like Figure 4's (the seed does not list the runs): shortest and longest
 # discarded, kept runs spread 00:44:58 .. 00:51:52 with mean 00:49:27, longest run 00:52:29.
-FIG4_KEPT = [2698, 2845, 2871, 2929, 2945, 2951, 2956, 2970, 2991, 3026, 3030, 3048, 3058, 3075,
-             3112]
+FIG4_KEPT = [
+    2698,
+    2845,
+    2871,
+    2929,
+    2945,
+    2951,
+    2956,
+    2970,
+    2991,
+    3026,
+    3030,
+    3048,
+    3058,
+    3075,
+    3112,
+]
 FIG4 = [2590, *FIG4_KEPT, 3149]
 
 
 def test_figure4_numbers() -> None:
     assert len(FIG4) == 17
-    assert (hms(min(FIG4_KEPT)), hms(max(FIG4_KEPT)), hms(max(FIG4))) == \
-        ("00:44:58", "00:51:52", "00:52:29")
+    assert (hms(min(FIG4_KEPT)), hms(max(FIG4_KEPT)), hms(max(FIG4))) == (
+        "00:44:58",
+        "00:51:52",
+        "00:52:29",
+    )
     p = predict_from_history(FIG4)
     assert p.runs == 17
     assert hms(p.predicted) == "00:49:27"
@@ -61,8 +79,9 @@ def test_unknown_until_two_runs_and_trimming() -> None:
     assert p5.predicted == 20.0
 
 
-def ev(t: str, ts: float, job: str, user: str = "rdx", name: str = "ifstraj",
-       req: float | None = None) -> JobEvent:
+def ev(
+    t: str, ts: float, job: str, user: str = "rdx", name: str = "ifstraj", req: float | None = None
+) -> JobEvent:
     return JobEvent(t, ts, job, user=user, name=name, nodes=16, req_walltime=req)
 
 
@@ -85,8 +104,16 @@ def test_stream_history_and_overrun_flag() -> None:
 
 def test_running_view_and_overruns() -> None:
     m = RuntimePredictor()
-    m.update([ev("start", 0, "a"), ev("end", 100, "a"), ev("start", 200, "b"),
-              ev("end", 300, "b"), ev("start", 1000, "c"), ev("start", 1000, "x", name="new")])
+    m.update(
+        [
+            ev("start", 0, "a"),
+            ev("end", 100, "a"),
+            ev("start", 200, "b"),
+            ev("end", 300, "b"),
+            ev("start", 1000, "c"),
+            ev("start", 1000, "x", name="new"),
+        ]
+    )
     run = m.running(1100)
     assert [r.job for r in run] == ["c", "x"]
     assert run[0].expected_end == 1100.0 and run[0].known

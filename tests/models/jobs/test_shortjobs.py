@@ -19,8 +19,9 @@ from tests.reference_jobs import build_events, job_specs, shortjobs_ref
 T0 = 1_700_000_100.0  # a multiple of 180 s plus 100 s
 
 
-def job(i: int, start: float, dur: float, user: str = "flood", group: str = "g",
-        cores: int | None = 1) -> list[JobEvent]:
+def job(
+    i: int, start: float, dur: float, user: str = "flood", group: str = "g", cores: int | None = 1
+) -> list[JobEvent]:
     c = dict(job=f"j{i}", user=user, group=group, cores=cores, nodes=1)
     return [JobEvent("start", start, **c), JobEvent("end", start + dur, **c)]
 
@@ -131,8 +132,8 @@ def test_batches_equal_one_pass() -> None:
     two = ShortJobPenalty(floor=0.5)
     rows2 = []
     for k in range(0, len(evs), 7):
-        rows2 += two.update(evs[k:k + 7])
-        rows2 += two.advance(evs[k:k + 7][-1].ts)
+        rows2 += two.update(evs[k : k + 7])
+        rows2 += two.advance(evs[k : k + 7][-1].ts)
     rows2 += two.flush(T0 + 10_000)
     assert rows1 == rows2
 

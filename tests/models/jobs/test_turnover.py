@@ -14,8 +14,14 @@ H = 3600.0
 B = 1_700_000_000.0 - (1_700_000_000.0 % H)  # an hour boundary
 
 
-def ev(t: str, ts: float, job: str, nodes: tuple[str, ...] = (), cores: int | None = None,
-       n: int | None = None) -> JobEvent:
+def ev(
+    t: str,
+    ts: float,
+    job: str,
+    nodes: tuple[str, ...] = (),
+    cores: int | None = None,
+    n: int | None = None,
+) -> JobEvent:
     return JobEvent(t, ts, job, node_list=nodes, cores=cores, nodes=n or len(nodes) or None)
 
 
@@ -39,19 +45,29 @@ def test_seed_like_gaps_on_one_16_slot_node() -> None:
 
 def test_gap_clipped_across_windows_and_idle_dropped() -> None:
     m = SlotTurnover(window=H, max_gap=600)
-    evs = [ev("start", B - 100, "a", ("n1",)), ev("end", B - 30, "a", ("n1",)),
-           ev("start", B + 30, "b", ("n1",)),  # 60 s gap, 30 s in each hour
-           ev("end", B + 100, "b", ("n1",)), ev("start", B + 1000, "c", ("n1",))]  # idle 900 s
+    evs = [
+        ev("start", B - 100, "a", ("n1",)),
+        ev("end", B - 30, "a", ("n1",)),
+        ev("start", B + 30, "b", ("n1",)),  # 60 s gap, 30 s in each hour
+        ev("end", B + 100, "b", ("n1",)),
+        ev("start", B + 1000, "c", ("n1",)),
+    ]  # idle 900 s
     rows = m.update(evs) + m.flush(B + 2 * H)
-    assert [(r.start, r.n_gaps, r.sum_w) for r in rows] == [(B - H, 0, 30.0), (B, 1, 30.0),
-                                                           (B + H, 0, 0.0)]
+    assert [(r.start, r.n_gaps, r.sum_w) for r in rows] == [
+        (B - H, 0, 30.0),
+        (B, 1, 30.0),
+        (B + H, 0, 0.0),
+    ]
     assert m.idle_gaps == 1 and m.n == 1
 
 
 def test_same_instant_refill_is_zero_gap() -> None:
     m = SlotTurnover()
-    evs = [ev("start", B, "a", ("n1",)), ev("start", B + 50, "b", ("n1",)),
-           ev("end", B + 50, "a", ("n1",))]  # sorted: start before end at equal ts
+    evs = [
+        ev("start", B, "a", ("n1",)),
+        ev("start", B + 50, "b", ("n1",)),
+        ev("end", B + 50, "a", ("n1",)),
+    ]  # sorted: start before end at equal ts
     m.update(evs)
     m.flush(B + H)
     assert m.n == 1 and m.sum_w == 0.0
@@ -59,8 +75,12 @@ def test_same_instant_refill_is_zero_gap() -> None:
 
 def test_machine_pool_when_no_node_list() -> None:
     m = SlotTurnover()
-    evs = [ev("start", B, "a", cores=8), ev("end", B + 10, "a", cores=8),
-           ev("start", B + 15, "b", cores=4), ev("start", B + 25, "c", cores=8)]
+    evs = [
+        ev("start", B, "a", cores=8),
+        ev("end", B + 10, "a", cores=8),
+        ev("start", B + 15, "b", cores=4),
+        ev("start", B + 25, "c", cores=8),
+    ]
     m.update(evs)
     m.flush(B + H)
     # b refills 4 slots after 5 s; c refills the other 4 after 15 s and finds nothing more

@@ -29,8 +29,9 @@ def utc(*a: int) -> float:
     return datetime(*a, tzinfo=UTC).timestamp()
 
 
-def reference_usage(jobs: list[tuple[int, int, float, float]], tz: str, first: date, last: date
-                    ) -> dict[date, list[float]]:
+def reference_usage(
+    jobs: list[tuple[int, int, float, float]], tz: str, first: date, last: date
+) -> dict[date, list[float]]:
     """XDMoD's per-period share, written the way statistic_ratio_case.sql states it, one job and
     one day at a time: period [Ds, De] with De = next midnight - 1 (whole seconds), and
       inside -> wall; starts before, ends inside -> wall*(Se-Ds)/(Se-Ss);
@@ -72,8 +73,7 @@ def test_phillips_matches_open_xdmod() -> None:
         pytest.skip("../shared/data/sacct/phillips.log is not present")
     window = (utc(2016, 12, 22), utc(2017, 1, 1, 23, 59, 59) + 1)
     with PHILLIPS.open() as f:
-        u = usage_from_events(iter_job_events("sacct", f, "phillips.log"), tz="UTC",
-                              window=window)
+        u = usage_from_events(iter_job_events("sacct", f, "phillips.log"), tz="UTC", window=window)
     cpu, node, wall, started, ended = u.totals()
     assert (round(cpu, 4), round(node, 4), round(wall, 4)) == (11767.9883, 1344.8686, 438.8203)
     assert u.days[0] == date(2016, 12, 22) and u.days[-1] == date(2017, 1, 1)
@@ -82,8 +82,10 @@ def test_phillips_matches_open_xdmod() -> None:
     # per day: the reference (XDMoD's formula, job by job) agrees day by day
     with PHILLIPS.open() as f:
         iv = intervals_from_events(iter_job_events("sacct", f))
-    jobs = [(int(s), int(e), n, c) for s, e, n, c in zip(iv.start, iv.end, iv.nodes, iv.cpus,
-                                                          strict=True)]
+    jobs = [
+        (int(s), int(e), n, c)
+        for s, e, n, c in zip(iv.start, iv.end, iv.nodes, iv.cpus, strict=True)
+    ]
     ref = reference_usage(jobs, "UTC", date(2016, 12, 22), date(2017, 1, 1))
     for i, d in enumerate(u.days):
         assert u.cpu_hours[i] == pytest.approx(ref[d][0], abs=1e-9)
@@ -128,8 +130,13 @@ def test_dst_days_in_local_time() -> None:
 
 def test_window_clips_usage_and_counts() -> None:
     w = (utc(2024, 1, 2), utc(2024, 1, 3))
-    u = usage_by_day([utc(2024, 1, 1, 20), utc(2024, 1, 2, 5)],
-                     [utc(2024, 1, 2, 4), utc(2024, 1, 5)], [1, 2], [1, 2], window=w)
+    u = usage_by_day(
+        [utc(2024, 1, 1, 20), utc(2024, 1, 2, 5)],
+        [utc(2024, 1, 2, 4), utc(2024, 1, 5)],
+        [1, 2],
+        [1, 2],
+        window=w,
+    )
     assert u.days == [date(2024, 1, 2)]
     assert list(u.wall_hours) == [4.0 + 19.0]
     assert list(u.node_hours) == [4.0 + 38.0]
@@ -147,10 +154,19 @@ def test_degenerate_inputs() -> None:
 
 def test_rows_and_header() -> None:
     u = usage_by_day([utc(2024, 1, 1, 22)], [utc(2024, 1, 2, 2)], [2], [8])
-    assert CSV_HEADER == ("day", "resource", "cpu_hours", "node_hours", "wall_hours",
-                          "jobs_started", "jobs_ended")
-    assert list(u.rows("alpha")) == [("2024-01-01", "alpha", 16.0, 4.0, 2.0, 1, 0),
-                                     ("2024-01-02", "alpha", 16.0, 4.0, 2.0, 0, 1)]
+    assert CSV_HEADER == (
+        "day",
+        "resource",
+        "cpu_hours",
+        "node_hours",
+        "wall_hours",
+        "jobs_started",
+        "jobs_ended",
+    )
+    assert list(u.rows("alpha")) == [
+        ("2024-01-01", "alpha", 16.0, 4.0, 2.0, 1, 0),
+        ("2024-01-02", "alpha", 16.0, 4.0, 2.0, 0, 1),
+    ]
 
 
 def test_intervals_from_events_pairs_and_skips() -> None:
@@ -171,13 +187,16 @@ def test_intervals_from_events_pairs_and_skips() -> None:
 
 
 _T0 = int(utc(2024, 3, 28))
-_job = st.tuples(st.integers(0, 9 * 86400), st.integers(0, 4 * 86400), st.integers(1, 64),
-                 st.integers(1, 256)).map(lambda t: (_T0 + t[0], _T0 + t[0] + t[1], t[2], t[3]))
+_job = st.tuples(
+    st.integers(0, 9 * 86400), st.integers(0, 4 * 86400), st.integers(1, 64), st.integers(1, 256)
+).map(lambda t: (_T0 + t[0], _T0 + t[0] + t[1], t[2], t[3]))
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_job, min_size=1, max_size=25),
-       st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata"]))
+@given(
+    st.lists(_job, min_size=1, max_size=25),
+    st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata"]),
+)
 def test_numpy_split_equals_reference(jobs: list[tuple[int, int, int, int]], tz: str) -> None:
     s, e, n, c = (np.array(x, dtype=np.float64) for x in zip(*jobs, strict=True))
     u = usage_by_day(s, e, n, c, tz=tz)

@@ -25,9 +25,25 @@ MB = 10**6
 
 
 def w(ts, job="1", pid=1, node="n1", wb=0, rb=0, start=0.0):
-    return NodeSample(ts=ts, job=job, pid=pid, node=node, command="x", vm_peak_kb=0,
-                      vm_size_kb=0, vm_rss_kb=0, vm_swap_kb=0, syscr=0, syscw=0, read_bytes=rb,
-                      write_bytes=wb, core=0.0, receive=0, transmit=0, start=start)
+    return NodeSample(
+        ts=ts,
+        job=job,
+        pid=pid,
+        node=node,
+        command="x",
+        vm_peak_kb=0,
+        vm_size_kb=0,
+        vm_rss_kb=0,
+        vm_swap_kb=0,
+        syscr=0,
+        syscw=0,
+        read_bytes=rb,
+        write_bytes=wb,
+        core=0.0,
+        receive=0,
+        transmit=0,
+        start=start,
+    )
 
 
 def test_hot_zone_threshold_is_the_seeds_93():
@@ -57,16 +73,35 @@ def test_write_deltas_per_minute_and_counter_reset():
 def _io(rows, jobs=("A", "B", "C")):
     """rows: (job code, minute, MB/s) on one node."""
     a = np.array(rows, dtype=float)
-    return IoRates(job=a[:, 0].astype(np.int64), node=np.zeros(len(rows), np.int64),
-                   minute=a[:, 1].astype(np.int64), write=a[:, 2], read=np.zeros(len(rows)),
-                   write_amount=a[:, 2] * 60, read_amount=np.zeros(len(rows)), jobs=list(jobs),
-                   nodes=["n"])
+    return IoRates(
+        job=a[:, 0].astype(np.int64),
+        node=np.zeros(len(rows), np.int64),
+        minute=a[:, 1].astype(np.int64),
+        write=a[:, 2],
+        read=np.zeros(len(rows)),
+        write_amount=a[:, 2] * 60,
+        read_amount=np.zeros(len(rows)),
+        jobs=list(jobs),
+        nodes=["n"],
+    )
 
 
 def test_hot_zone_episodes_with_top_jobs_and_shares():
     # minutes 10..16: load 50, 95, 120, 90, 94, 94, 10 with threshold 93
-    io = _io([(0, 10, 50), (0, 11, 60), (1, 11, 35), (0, 12, 30), (1, 12, 90), (0, 13, 90),
-              (2, 14, 94), (0, 15, 47), (1, 15, 47), (0, 16, 10)])
+    io = _io(
+        [
+            (0, 10, 50),
+            (0, 11, 60),
+            (1, 11, 35),
+            (0, 12, 30),
+            (1, 12, 90),
+            (0, 13, 90),
+            (2, 14, 94),
+            (0, 15, 47),
+            (1, 15, 47),
+            (0, 16, 10),
+        ]
+    )
     dm = dfs_minutely(io)
     assert dm.write.tolist() == [50, 95, 120, 90, 94, 94, 10]
     z = hot_zones(dm, io, hot_zone_threshold(98, 5))
@@ -82,9 +117,16 @@ def test_hot_zone_episodes_with_top_jobs_and_shares():
 
 def test_rates_source_mean_per_minute_and_amounts():
     # node n0 sampled twice in minute 0 (rates 10 and 20 -> 15), n1 once (5)
-    io = io_from_rates(np.array([0, 0, 0]), np.array([0, 0, 1]), np.array([0.0, 30.0, 10.0]),
-                       np.array([10.0, 20.0, 5.0]), np.zeros(3), np.array([0.0, 30.0, 60.0]),
-                       ["j"], ["n0", "n1"])
+    io = io_from_rates(
+        np.array([0, 0, 0]),
+        np.array([0, 0, 1]),
+        np.array([0.0, 30.0, 10.0]),
+        np.array([10.0, 20.0, 5.0]),
+        np.zeros(3),
+        np.array([0.0, 30.0, 60.0]),
+        ["j"],
+        ["n0", "n1"],
+    )
     dm = dfs_minutely(io, np.array([0, 1]))
     assert dm.write.tolist() == [20.0, 0.0]
     assert io.write_amount.sum() == pytest.approx(20 * 30 + 5 * 60)
@@ -123,10 +165,20 @@ def test_dfs_matches_reference(samples):
 def test_job_minutely_sums_nodes_per_job_and_minute() -> None:
     from models.samples.dfs import IoRates, job_minutely
 
-    io = IoRates(job=np.array([1, 0, 1, 1]), node=np.array([0, 0, 1, 0]),
-                 minute=np.array([5, 5, 5, 6]), write=np.array([1.5, 2.0, 0.25, 4.0]),
-                 read=np.array([0.0, 1.0, 1.0, 0.5]), write_amount=np.zeros(4),
-                 read_amount=np.zeros(4), jobs=["a", "b"], nodes=["n0", "n1"])
+    io = IoRates(
+        job=np.array([1, 0, 1, 1]),
+        node=np.array([0, 0, 1, 0]),
+        minute=np.array([5, 5, 5, 6]),
+        write=np.array([1.5, 2.0, 0.25, 4.0]),
+        read=np.array([0.0, 1.0, 1.0, 0.5]),
+        write_amount=np.zeros(4),
+        read_amount=np.zeros(4),
+        jobs=["a", "b"],
+        nodes=["n0", "n1"],
+    )
     job, minute, w, r = job_minutely(io)
     assert list(zip(job.tolist(), minute.tolist(), w.tolist(), r.tolist(), strict=True)) == [
-        (0, 5, 2.0, 1.0), (1, 5, 1.75, 1.0), (1, 6, 4.0, 0.5)]
+        (0, 5, 2.0, 1.0),
+        (1, 5, 1.75, 1.0),
+        (1, 6, 4.0, 0.5),
+    ]

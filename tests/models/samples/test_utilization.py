@@ -24,10 +24,27 @@ GB_KB = 1024 * 1024
 
 
 def s(ts, job="1", pid=1, node="n1", core=100.0, rss=0, swap=0, cores=0, start=0.0, cls=""):
-    return NodeSample(ts=ts, job=job, pid=pid, node=node, command="x", vm_peak_kb=rss,
-                      vm_size_kb=rss, vm_rss_kb=rss, vm_swap_kb=swap, syscr=0, syscw=0,
-                      read_bytes=0, write_bytes=0, core=core, receive=0, transmit=0,
-                      start=start, cores=cores, job_class=cls)
+    return NodeSample(
+        ts=ts,
+        job=job,
+        pid=pid,
+        node=node,
+        command="x",
+        vm_peak_kb=rss,
+        vm_size_kb=rss,
+        vm_rss_kb=rss,
+        vm_swap_kb=swap,
+        syscr=0,
+        syscw=0,
+        read_bytes=0,
+        write_bytes=0,
+        core=core,
+        receive=0,
+        transmit=0,
+        start=start,
+        cores=cores,
+        job_class=cls,
+    )
 
 
 def test_core_utilization_mean_is_the_seed_formula():
@@ -35,11 +52,15 @@ def test_core_utilization_mean_is_the_seed_formula():
     t1: 4 + 2 = 6 cores, t2: 4 + 0 = 4, t3: 2 + 0 = 2 -> sum 12 / (8 cores x 3) = 0.5."""
     samples = [
         # node 1: two processes, each 200 % then 200 % then 100 %
-        s(0, pid=1, core=200, cores=4), s(0, pid=2, core=200, cores=4),
-        s(60, pid=1, core=200, cores=4), s(60, pid=2, core=200, cores=4),
-        s(120, pid=1, core=100, cores=4), s(120, pid=2, core=100, cores=4),
+        s(0, pid=1, core=200, cores=4),
+        s(0, pid=2, core=200, cores=4),
+        s(60, pid=1, core=200, cores=4),
+        s(60, pid=2, core=200, cores=4),
+        s(120, pid=1, core=100, cores=4),
+        s(120, pid=2, core=100, cores=4),
         # node 2: one process at 200 % then idle
-        s(1, node="n2", core=200, cores=4), s(61, node="n2", core=0, cores=4),
+        s(1, node="n2", core=200, cores=4),
+        s(61, node="n2", core=0, cores=4),
         s(121, node="n2", core=0, cores=4),
     ]
     u = job_utilization(measures_from_samples(to_arrays(samples)), 6 * GB_KB)
@@ -61,9 +82,12 @@ def test_memory_ratios_and_the_seeds_125_percent_job():
 
 
 def test_swap_max_is_per_measure_sum_and_twice_sampled_process_counts_once():
-    samples = [s(0, pid=1, swap=10, rss=100), s(0, pid=2, swap=5, rss=100),
-               s(30, pid=1, swap=20, rss=300),  # same bucket as ts=0: replaces pid 1's sample
-               s(60, pid=1, swap=1, rss=100)]
+    samples = [
+        s(0, pid=1, swap=10, rss=100),
+        s(0, pid=2, swap=5, rss=100),
+        s(30, pid=1, swap=20, rss=300),  # same bucket as ts=0: replaces pid 1's sample
+        s(60, pid=1, swap=1, rss=100),
+    ]
     u = job_utilization(measures_from_samples(to_arrays(samples)), 1000.0, cores_per_node=1)
     assert u.swap_kb_max[0] == 25  # bucket 0: 20 (last of pid 1) + 5
     assert u.measures[0] == 2
@@ -92,9 +116,11 @@ def test_sa_ratio_arithmetic_seed_style():
 
 
 def test_class_sa_ratios_per_class():
-    samples = [s(0, job="a", core=10, cores=4, cls="besteffort"),
-               s(0, job="b", core=100, cores=1, cls="besteffort"),
-               s(0, job="c", core=50, cores=2, cls="normal")]
+    samples = [
+        s(0, job="a", core=10, cores=4, cls="besteffort"),
+        s(0, job="b", core=100, cores=1, cls="besteffort"),
+        s(0, job="c", core=50, cores=2, cls="normal"),
+    ]
     u = job_utilization(measures_from_samples(to_arrays(samples)))
     r = class_sa_ratios(u, 0.25)
     # a: util 0.1/4 = 0.025, SA 4 x 60; b: util 1.0, SA 1 x 60

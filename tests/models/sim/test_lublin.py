@@ -20,8 +20,12 @@ def test_deterministic_and_seed_dependent():
     a = LublinModel(256, seed=7).generate(n_jobs=2000)
     b = LublinModel(256, seed=7).generate(n_jobs=2000)
     c = LublinModel(256, seed=8).generate(n_jobs=2000)
-    for x, y in ((a.submit, b.submit), (a.nodes, b.nodes), (a.runtime, b.runtime),
-                 (a.req_walltime, b.req_walltime)):
+    for x, y in (
+        (a.submit, b.submit),
+        (a.nodes, b.nodes),
+        (a.runtime, b.runtime),
+        (a.req_walltime, b.req_walltime),
+    ):
         assert np.array_equal(x, y)
     assert not np.array_equal(a.nodes, c.nodes)
 
@@ -109,7 +113,7 @@ def test_daily_cycle_weights_and_arrivals():
     j = m.generate(n_jobs=100_000)
     bucket = ((j.submit % 86400) // 1800).astype(int)
     day = (bucket >= 18) & (bucket < 36)  # 09:00-18:00
-    night = (bucket < 12)  # 00:00-06:00
+    night = bucket < 12  # 00:00-06:00
     frac_day, frac_night = float(np.mean(day)), float(np.mean(night))
     assert frac_day > 2 * frac_night
     # in the long run bucket b gets w_b / 48 of the arrivals; arrivals are bursty, so be lenient

@@ -183,8 +183,9 @@ def test_matches_reference(rows):
     n = 6
     s, _ = run(n, wl(rows), period=50.0, end=20000.0)
     ref = reference_easy(n, rows)
-    got = {j: (r.start, r.node_ids, r.backfill) for j, r in enumerate(s.records)
-           if r.start == r.start}
+    got = {
+        j: (r.start, r.node_ids, r.backfill) for j, r in enumerate(s.records) if r.start == r.start
+    }
     assert got == ref
 
 
@@ -239,9 +240,16 @@ def test_invariants_on_the_kth_trace():
         pytest.skip(f"real SWF trace not available at {KTH} (../shared/data absent)")
     with gzip.open(KTH, "rt") as f:
         _, jobs = parse_swf(f)
-        rows = [(float(j.submit), j.procs_req or j.procs_alloc, float(j.run),
-                 float(j.time_req or j.run)) for j in jobs
-                if j.submit < 10 * 86400 + 599850 and j.run is not None]
+        rows = [
+            (
+                float(j.submit),
+                j.procs_req or j.procs_alloc,
+                float(j.run),
+                float(j.time_req or j.run),
+            )
+            for j in jobs
+            if j.submit < 10 * 86400 + 599850 and j.run is not None
+        ]
     w = wl(rows)
     s, steps = run(100, w, period=600.0, end=40 * 86400.0)
     recs = s.records

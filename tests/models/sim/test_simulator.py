@@ -109,8 +109,16 @@ def test_events_json_has_the_agreed_fields():
     cfg, w = _small(days=0.2)
     evs = [orjson.loads(e.to_json()) for c in simulate(w, cfg) for e in c.events]
     start = next(e for e in evs if e["type"] == "start")
-    assert set(start) >= {"type", "ts", "job", "user", "nodes", "req_walltime", "node_list",
-                          "backfill"}
+    assert set(start) >= {
+        "type",
+        "ts",
+        "job",
+        "user",
+        "nodes",
+        "req_walltime",
+        "node_list",
+        "backfill",
+    }
 
 
 def test_deterministic():
@@ -122,11 +130,13 @@ def test_deterministic():
 def test_outages_show_in_lines():
     cfg = SimConfig(nodes=4, days=0.1, start=START, period=60.0, warmup=0.0)
     w = Workload(["1"], np.array([START]), np.array([2]), np.array([3000.0]), np.array([3600.0]))
-    outs = [NodeInterval(0, START + 600, START + 1200, "down"),
-            NodeInterval(3, START + 300, START + 4000, "drain")]
+    outs = [
+        NodeInterval(0, START + 600, START + 1200, "down"),
+        NodeInterval(3, START + 300, START + 4000, "drain"),
+    ]
     lines = [ln for c in simulate(w, cfg, outs) for ln in c.moab.splitlines()]
     st = [MOAB_RE.match(ln).group(4) for ln in lines]
-    by_iter = [st[i:i + 4] for i in range(0, len(st), 4)]
+    by_iter = [st[i : i + 4] for i in range(0, len(st), 4)]
     assert by_iter[0] == ["Busy", "Busy", "Idle", "Idle"]
     assert by_iter[6] == ["Busy", "Busy", "Idle", "Drained"]  # t=360
     assert by_iter[11] == ["Down", "Idle", "Idle", "Drained"]  # t=660: job killed

@@ -20,10 +20,27 @@ GIB_KB = 1024 * 1024
 
 
 def _s(ts, job, pid, node, wb, core=100.0, rss=GIB_KB, cores=2, start=-1.0):
-    return NodeSample(ts=ts, job=job, pid=pid, node=node, command="app", vm_peak_kb=rss,
-                      vm_size_kb=rss, vm_rss_kb=rss, vm_swap_kb=0, syscr=0, syscw=0,
-                      read_bytes=0, write_bytes=wb, core=core, receive=0, transmit=0,
-                      start=start, cores=cores, job_class="normal")
+    return NodeSample(
+        ts=ts,
+        job=job,
+        pid=pid,
+        node=node,
+        command="app",
+        vm_peak_kb=rss,
+        vm_size_kb=rss,
+        vm_rss_kb=rss,
+        vm_swap_kb=0,
+        syscr=0,
+        syscw=0,
+        read_bytes=0,
+        write_bytes=wb,
+        core=core,
+        receive=0,
+        transmit=0,
+        start=start,
+        cores=cores,
+        job_class="normal",
+    )
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -52,14 +69,38 @@ def _trace(tmp_path: Path) -> Path:
 def test_replay_samples_csvs(tmp_path):
     out = tmp_path / "out"
     rej = tmp_path / "rejects.tsv"
-    rc = main(["replay", "--format", "samples", str(_trace(tmp_path)), "--out", str(out),
-               "--mem-per-core", "1", "--hot-zone-bw", "98,5", "--rejects", str(rej),
-               "--no-progress"])
+    rc = main(
+        [
+            "replay",
+            "--format",
+            "samples",
+            str(_trace(tmp_path)),
+            "--out",
+            str(out),
+            "--mem-per-core",
+            "1",
+            "--hot-zone-bw",
+            "98,5",
+            "--rejects",
+            str(rej),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     jobs = _rows(out / "job_utilization.csv")
-    assert list(jobs[0]) == ["job", "nodes", "cores", "measures", "core_util_mean",
-                             "mem_mean_ratio", "mem_max_core_ratio", "swap_kb_max",
-                             "sa_core_seconds", "write_max_node_mb_s", "write_total_mb"]
+    assert list(jobs[0]) == [
+        "job",
+        "nodes",
+        "cores",
+        "measures",
+        "core_util_mean",
+        "mem_mean_ratio",
+        "mem_max_core_ratio",
+        "swap_kb_max",
+        "sa_core_seconds",
+        "write_max_node_mb_s",
+        "write_total_mb",
+    ]
     a, b = jobs
     assert (a["job"], a["nodes"], a["cores"], a["measures"]) == ("A", "2", "4", "5")
     assert float(a["core_util_mean"]) == pytest.approx(0.5)
@@ -81,8 +122,11 @@ def test_replay_samples_csvs(tmp_path):
     assert list(hz[0]) == ["start", "end", "peak_mb_s", "minutes", "top_jobs"]
     assert len(hz) == 1
     (z,) = hz
-    assert (z["start"], z["end"], z["minutes"]) == ("2023-11-14T22:16:00+00:00",
-                                                    "2023-11-14T22:18:00+00:00", "2")
+    assert (z["start"], z["end"], z["minutes"]) == (
+        "2023-11-14T22:16:00+00:00",
+        "2023-11-14T22:18:00+00:00",
+        "2",
+    )
     assert float(z["peak_mb_s"]) == pytest.approx(130)
     assert z["top_jobs"] == f"A:{200 / 260:.4f};B:{60 / 260:.4f}"
 
@@ -97,18 +141,28 @@ def test_replay_samples_csvs(tmp_path):
 @pytest.mark.skipif(not DATA.is_dir(), reason=f"LLview data not at {DATA}")
 def test_replay_llview_job_9438058(tmp_path):
     out = tmp_path / "out"
-    rc = main(["replay", "--format", "llview", str(DATA), "--out", str(out),
-               "--mem-per-core", str(512 / 48)])
+    rc = main(
+        [
+            "replay",
+            "--format",
+            "llview",
+            str(DATA),
+            "--out",
+            str(out),
+            "--mem-per-core",
+            str(512 / 48),
+        ]
+    )
     assert rc == 0
     report = orjson.loads((DATA / "jobreport_grp261_user1749_9438058.json").read_bytes())
     (j,) = _rows(out / "job_utilization.csv")
     assert (j["job"], j["nodes"], j["cores"], j["measures"]) == ("9438058", "3", "144", "660")
-    assert float(j["core_util_mean"]) == pytest.approx(report["cpu"]["usage_avg"] / 100,
-                                                       abs=5e-5)
+    assert float(j["core_util_mean"]) == pytest.approx(report["cpu"]["usage_avg"] / 100, abs=5e-5)
     assert float(j["write_max_node_mb_s"]) == report["fs"]["fs_all_MbwR_max"]
     # MiB here; the report's sum is in MB
     assert float(j["write_total_mb"]) * 1.048576 == pytest.approx(
-        report["fs"]["fs_all_Mbw_sum"], rel=1e-4)
+        report["fs"]["fs_all_Mbw_sum"], rel=1e-4
+    )
     assert j["swap_kb_max"] == ""  # LLview has no swap series
     dfs = _rows(out / "dfs_minutely.csv")
     assert len(dfs) > 600
@@ -122,8 +176,21 @@ def test_replay_llview_job_9438058(tmp_path):
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/llview absent")
 def test_replay_llview_per_file_system_and_job_series(tmp_path):
     out = tmp_path / "out"
-    assert main(["replay", "--format", "llview", str(DATA), "--out", str(out),
-                 "--hot-zone-fs", "scratch=50"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--format",
+                "llview",
+                str(DATA),
+                "--out",
+                str(out),
+                "--hot-zone-fs",
+                "scratch=50",
+            ]
+        )
+        == 0
+    )
     per_fs = _rows(out / "dfs_minutely_fs.csv")
     assert {r["fs"] for r in per_fs} == {"fastdata", "home", "project", "scratch"}
     total = {r["minute"]: float(r["write_mb_s"]) for r in _rows(out / "dfs_minutely.csv")}

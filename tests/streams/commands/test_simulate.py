@@ -37,8 +37,27 @@ def _check(out: Path, log_lines: list[str], nodes: int, iters: int) -> None:
 
 def test_lublin_run(tmp_path, capsys):
     out = tmp_path / "sim"
-    rc = main(["simulate", "--model", "lublin", "--nodes", "32", "--days", "1", "--period", "120",
-               "--out", str(out), "--seed", "5", "--outages", "2", "--drained", "1"])
+    rc = main(
+        [
+            "simulate",
+            "--model",
+            "lublin",
+            "--nodes",
+            "32",
+            "--days",
+            "1",
+            "--period",
+            "120",
+            "--out",
+            str(out),
+            "--seed",
+            "5",
+            "--outages",
+            "2",
+            "--drained",
+            "1",
+        ]
+    )
     assert rc == 0
     msg = capsys.readouterr().out
     assert "on 32 nodes: 23040 Moab lines over 1.00 days" in msg
@@ -49,9 +68,26 @@ def test_lublin_run(tmp_path, capsys):
 
 def test_gzip_tz_start(tmp_path, capsys):
     out = tmp_path / "g"
-    rc = main(["simulate", "--model", "lublin", "--nodes", "16", "--days", "0.25", "--period",
-               "90", "--out", str(out), "--gzip", "--tz", "Europe/Berlin",
-               "--start", "2016-06-01T12:00:00"])
+    rc = main(
+        [
+            "simulate",
+            "--model",
+            "lublin",
+            "--nodes",
+            "16",
+            "--days",
+            "0.25",
+            "--period",
+            "90",
+            "--out",
+            str(out),
+            "--gzip",
+            "--tz",
+            "Europe/Berlin",
+            "--start",
+            "2016-06-01T12:00:00",
+        ]
+    )
     assert rc == 0
     with gzip.open(out / "moab.log.gz", "rt") as f:
         lines = f.read().splitlines()
@@ -64,15 +100,34 @@ def test_swf_replay(tmp_path, capsys):
     if not KTH.exists():
         pytest.skip(f"real SWF trace not available at {KTH} (../shared/data absent)")
     out = tmp_path / "kth"
-    rc = main(["simulate", "--swf", str(KTH), "--nodes", "100", "--days", "1", "--period", "60",
-               "--out", str(out), "--swf-skip-days", "10"])
+    rc = main(
+        [
+            "simulate",
+            "--swf",
+            str(KTH),
+            "--nodes",
+            "100",
+            "--days",
+            "1",
+            "--period",
+            "60",
+            "--out",
+            str(out),
+            "--swf-skip-days",
+            "10",
+        ]
+    )
     assert rc == 0
     assert "on 100 nodes: 144000 Moab lines" in capsys.readouterr().out
     _check(out, (out / "moab.log").read_text().splitlines(), 100, 1440)
 
 
 def test_bad_arguments(tmp_path, capsys):
-    assert main(["simulate", "--model", "lublin", "--nodes", "0", "--days", "1",
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(
+            ["simulate", "--model", "lublin", "--nodes", "0", "--days", "1", "--out", str(tmp_path)]
+        )
+        == 2
+    )
     with pytest.raises(SystemExit):
         main(["simulate", "--nodes", "4", "--days", "1", "--out", str(tmp_path)])

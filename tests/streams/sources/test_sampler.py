@@ -40,8 +40,12 @@ sys.stdin.readline()
 
 
 def _spawn(tmp_path: Path) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "out.bin")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "out.bin")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "ready"
     return p
 
@@ -103,8 +107,9 @@ def test_run_on_a_fixed_grid_and_json_lines_sink(tmp_path):
         sink = JsonLinesSink(buf)
         slept: list[float] = []
         clock = iter([0.0, 0.2, 10.3, 10.4, 20.1, 99.0])
-        n = sampler.run(sink, period=10.0, count=3, sleep=slept.append,
-                        monotonic=lambda: next(clock))
+        n = sampler.run(
+            sink, period=10.0, count=3, sleep=slept.append, monotonic=lambda: next(clock)
+        )
         assert n == 3 and sink.lines == 3
         # the grid is 0, 10, 20: sleeps 9.8 then 9.7, no sleep after the last sweep
         assert slept == pytest.approx([9.8, 9.7])
@@ -119,14 +124,30 @@ def test_named_resolvers_on_this_machine():
     # no batch system here: slurm finds no job in this process's cgroups
     text = Path("/proc/self/cgroup").read_text()
     assert resolver_by_name("slurm")(os.getpid(), text) is None
-    assert resolver_by_name("all")(os.getpid(),
-                                   "0::/system.slice/slurmstepd.scope/job_9/step_0\n") == "9"
+    assert (
+        resolver_by_name("all")(os.getpid(), "0::/system.slice/slurmstepd.scope/job_9/step_0\n")
+        == "9"
+    )
 
 
 def test_ship_samples_command(tmp_path, capsys):
     out = tmp_path / "s.jsonl"
-    rc = main(["ship", "samples", "--count", "2", "--period", "0.05", "--resolver", "cgroup",
-               "--node", "n1", "--out", str(out)])
+    rc = main(
+        [
+            "ship",
+            "samples",
+            "--count",
+            "2",
+            "--period",
+            "0.05",
+            "--resolver",
+            "cgroup",
+            "--node",
+            "n1",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     err = capsys.readouterr().err
     assert "2 sweeps" in err
