@@ -51,8 +51,8 @@ NET_DEV = (
     "\n".join(
         [
             "Inter-|   Receive                                                |  Transmit",
-            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
-            "drop fifo colls carrier compressed",
+            " face |bytes    packets errs drop fifo frame compressed multicast"
+            "|bytes    packets errs drop fifo colls carrier compressed",
             "    lo:  999999  100 0 0 0 0 0 0   999999  100 0 0 0 0 0 0",
             "  eth0: 1000000 2000 0 0 0 0 0 0   300000 1500 0 0 0 0 0 0",
             "   ib0:     500    5 0 0 0 0 0 0      700    7 0 0 0 0 0 0",
