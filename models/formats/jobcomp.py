@@ -147,21 +147,23 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
         if submit is not None:
             ev.append(JobEvent(type="submit", ts=submit, **common))
         if ran:
+            assert start is not None  # ran implies a start
             ev.append(
                 JobEvent(
                     type="start",
                     ts=start,
-                    node_list=nodelist,  # type: ignore[arg-type]
+                    node_list=nodelist,
                     **common,
                 )
             )
     elif not ran and submit is not None:
         ev.append(JobEvent(type="submit", ts=submit, **common))  # never started: no start record
+    assert end is not None  # not running: a missing end was rejected above
     ev.append(
         JobEvent(
             type="end",
             ts=end,
-            node_list=nodelist if ran else (),  # type: ignore
+            node_list=nodelist if ran else (),
             state=state,
             exit_code=ec,
             **common,

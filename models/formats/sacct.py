@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from models.formats.hostlist import HostlistError, expand_hostlist
@@ -354,7 +355,7 @@ def sacct_job_events(job: SacctJob) -> list[JobEvent]:
     """submit / start / end events of one record (start only if it ran, end only if it ended)."""
     nodes = job.nnodes
     cores = job.ncpus if job.ncpus else job.reqcpus
-    common = dict(
+    common: dict[str, Any] = dict(
         job=job.jobid,
         user=job.user,
         group=job.group,
@@ -365,14 +366,15 @@ def sacct_job_events(job: SacctJob) -> list[JobEvent]:
         cores=cores,
         req_walltime=job.timelimit,
     )
-    ev = [JobEvent(type="submit", ts=job.submit, **common)]  # type: ignore[arg-type]
+    ev = [JobEvent(type="submit", ts=job.submit, **common)]
     ran = job.ran
     if ran:
+        assert job.start is not None  # SacctJob.ran is False without a start
         ev.append(
             JobEvent(
                 type="start",
                 ts=job.start,
-                node_list=job.nodelist,  # type: ignore
+                node_list=job.nodelist,
                 backfill=job.backfill,
                 **common,
             )
@@ -388,7 +390,7 @@ def sacct_job_events(job: SacctJob) -> list[JobEvent]:
                 backfill=job.backfill if ran else None,
                 **common,
             )
-        )  # type: ignore
+        )
     return ev
 
 

@@ -16,6 +16,7 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from models.records.reject import RecordError, Reject
 
@@ -125,7 +126,8 @@ def parse_swf_job(line: str) -> SwfJob:
             vals.append(v)
     if vals[0] is None or vals[1] is None:
         raise SwfError("missing_required", "job number and submit time are required")
-    return SwfJob(*vals)  # type: ignore[arg-type]
+    # each field's kind follows _INT_FIELD; the two required ones were checked just above
+    return SwfJob(*cast(list[Any], vals))
 
 
 def _int_or_none(s: str | None) -> int | None:
@@ -165,7 +167,7 @@ def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
 
 
 def parse_swf(
-    lines: Iterable[str], rejects: list[Reject] | None = None, source: str = ""
+    lines: Iterable[str | bytes], rejects: list[Reject] | None = None, source: str = ""
 ) -> tuple[SwfHeader, Iterator[SwfJob]]:
     """Split a trace into its header (read now, from the leading ``;`` lines) and a lazy iterator
     of jobs. Bad job lines are appended to ``rejects`` (when given) with their reason and 1-based

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from fractions import Fraction
+from typing import Any
 
 from models.formats.swf import SwfHeader, SwfJob, parse_swf
 from models.records.jobevent import JobEvent
@@ -67,7 +68,7 @@ def swf_job_events(
     else:
         nodes = cores
     state = None if job.status is None else STATUS_STATE.get(job.status, f"STATUS_{job.status}")
-    common = dict(
+    common: dict[str, Any] = dict(
         job=str(job.job),
         user=_s(job.user),
         group=_s(job.group),
@@ -78,19 +79,19 @@ def swf_job_events(
         req_walltime=None if job.time_req is None else float(job.time_req),
     )
     submit = start_time + job.submit
-    ev = [JobEvent(type="submit", ts=float(submit), **common)]  # type: ignore[arg-type]
+    ev = [JobEvent(type="submit", ts=float(submit), **common)]
     never_ran = job.status == 5 and not job.procs_alloc and not job.run
     wait = job.wait if job.wait is not None else unknown_wait
     if wait is None:
         return ev
     start = submit + wait
     if never_ran:
-        ev.append(JobEvent(type="end", ts=float(start), state=state, **common))  # type: ignore
+        ev.append(JobEvent(type="end", ts=float(start), state=state, **common))
         return ev
     if job.run is None:
         return ev
-    ev.append(JobEvent(type="start", ts=float(start), **common))  # type: ignore[arg-type]
-    ev.append(JobEvent(type="end", ts=float(start + job.run), state=state, **common))  # type: ignore[arg-type]
+    ev.append(JobEvent(type="start", ts=float(start), **common))
+    ev.append(JobEvent(type="end", ts=float(start + job.run), state=state, **common))
     return ev
 
 
