@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from models.drain.windows import WindowGrid
 from models.records.nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
@@ -491,9 +492,10 @@ class DrainAccountant:
         nj = len(self.book.jobs)
         return _grow(self._drain_pairs.count, nj, 0)[:nj]
 
-    def seen_running(self) -> np.ndarray:
+    def seen_running(self) -> npt.NDArray[np.bool_]:
         """Per job code: was it ever in a joblist."""
-        return self.job_run_first_ms[: len(self.book.jobs)] != NOT_YET
+        seen: npt.NDArray[np.bool_] = self.job_run_first_ms[: len(self.book.jobs)] != NOT_YET
+        return seen  # (numpy stubs type ndarray != as Any, hence the annotated local)
 
     def nodes_running(self) -> np.ndarray:
         nj = len(self.book.jobs)

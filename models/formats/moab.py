@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from models.records.nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
@@ -61,7 +63,9 @@ def _tail_ms(tail: str) -> int:
     return ms - sign * (hh * 3600 + mm * 60) * 1000
 
 
-def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+def _days_from_civil(
+    y: npt.NDArray[np.int64], m: npt.NDArray[np.int64], d: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm), vectorised."""
     y = y - (m <= 2)
     era = np.floor_divide(y, 400)
@@ -69,13 +73,14 @@ def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     mp = (m + 9) % 12
     doy = (153 * mp + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
+    days: npt.NDArray[np.int64] = era * 146097 + doe - 719468  # stubs: floor_divide is Any
+    return days
 
 
 _MDAYS = np.array([31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 
-def local_seconds(heads: list[str]) -> np.ndarray:
+def local_seconds(heads: list[str]) -> npt.NDArray[np.int64]:
     """'YYYY-MM-DDTHH:MM:SS' wall-clock strings -> seconds since the epoch as if UTC.
     Invalid strings give -2**62 (callers reject those rows)."""
     n = len(heads)
@@ -230,7 +235,7 @@ def parse_moab_chunk(
     )
     ok = cols.get_column("ok").to_numpy()
 
-    def coded(k: str) -> tuple[np.ndarray, list[str | None]]:
+    def coded(k: str) -> tuple[npt.NDArray[np.int64], list[str | None]]:
         """Per-chunk codes of one column and the distinct values they index (null -> last)."""
         col = cols.get_column(k)  # keeps the category mapping alive while it is read
         values: list[str | None] = cats[k].to_series().to_list()
@@ -265,13 +270,13 @@ def parse_moab_chunk(
     # (an unknown state is named as first seen)
     node_lut = np.full(len(node_vals), -1, dtype=np.int64)
     for i in np.flatnonzero(np.bincount(node_codes[rows], minlength=len(node_vals))).tolist():
-        node_lut[i] = book.nodes.code(node_vals[i])  # type: ignore[arg-type]
+        node_lut[i] = book.nodes.code(cast(str, node_vals[i]))  # accepted: node_ok, not None
     sc = state_codes[rows]
     state_lut = np.full(len(state_vals), -1, dtype=np.int64)
     present = np.flatnonzero(np.bincount(sc, minlength=len(state_vals)))
     first = sorted((int(np.argmax(sc == k)), k) for k in present.tolist())
     for _, k in first:
-        state_lut[k] = book.states.code(state_vals[k])  # type: ignore[arg-type]
+        state_lut[k] = book.states.code(cast(str, state_vals[k]))  # accepted: state_ok
 
     rsv_codes, rsv_vals = coded("rsv")
     rsv_lut = np.empty(len(rsv_vals), dtype=np.int64)
@@ -323,7 +328,10 @@ def parse_moab_chunk(
 
 
 def _merge_rescued(
-    batch: NodeStatusBatch, rows: np.ndarray, rescued: list[tuple[int, NodeStatus]], book: Codebook
+    batch: NodeStatusBatch,
+    rows: npt.NDArray[np.int64],
+    rescued: list[tuple[int, NodeStatus]],
+    book: Codebook,
 ) -> NodeStatusBatch:
     """Put records parsed by the slow path back at their line positions (arrival order)."""
     extra = NodeStatusBatch.from_records([r for _, r in rescued], book)
@@ -333,7 +341,7 @@ def _merge_rescued(
     inv[order] = np.arange(order.size)
     n0 = rows.size
 
-    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def cat(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return np.concatenate([a, b])[order]
 
     run_row = np.concatenate([inv[batch.run_row], inv[extra.run_row + n0]])

@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 SECONDS_PER_BUCKET = 1800.0
 BUCKETS = 48
@@ -76,10 +77,10 @@ class LublinParams:
 class Jobs:
     """Generated jobs, sorted by submit time; times in seconds from local midnight of day 0."""
 
-    submit: np.ndarray  # float64
-    nodes: np.ndarray  # int64
-    runtime: np.ndarray  # float64, whole seconds >= 1
-    req_walltime: np.ndarray  # float64, whole minutes >= runtime
+    submit: npt.NDArray[np.float64]
+    nodes: npt.NDArray[np.int64]
+    runtime: npt.NDArray[np.float64]  # whole seconds >= 1
+    req_walltime: npt.NDArray[np.float64]  # whole minutes >= runtime
 
     def __len__(self) -> int:
         return int(self.submit.shape[0])
@@ -102,12 +103,12 @@ def gamma_cdf(x: float, shape: float, scale: float) -> float:
     return min(1.0, math.exp(-z + shape * math.log(z) - math.lgamma(shape)) * total)
 
 
-def daily_weights(anum: float, bnum: float) -> np.ndarray:
+def daily_weights(anum: float, bnum: float) -> npt.NDArray[np.float64]:
     """Weights of the 48 half-hour buckets of a day (index 0 = 00:00-00:30), mean 1."""
     w = np.zeros(BUCKETS)
     for i in range(CYCLIC_DAY_START, BUCKETS + CYCLIC_DAY_START):
         w[(i - 1) % BUCKETS] = gamma_cdf(i + 0.5, anum, bnum) - gamma_cdf(i - 0.5, anum, bnum)
-    return w / w.mean()
+    return w / float(w.mean())
 
 
 class LublinModel:
@@ -143,13 +144,13 @@ class LublinModel:
 
     # --- the three distributions -------------------------------------------------------------
 
-    def two_stage_uniform(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def two_stage_uniform(self, rng: np.random.Generator, n: int) -> npt.NDArray[np.float64]:
         """log2 of a parallel job's size: U(ulow, umed) w.p. uprob, else U(umed, uhi)."""
         first = rng.random(n) < self.p.uprob
         lo = rng.uniform(self.ulow, self.umed, n)
         return np.where(first, lo, rng.uniform(self.umed, self.uhi, n))
 
-    def sizes(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def sizes(self, rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:
         """Job sizes in nodes (paper sec. 4)."""
         p = self.p
         u = rng.random(n)
@@ -162,7 +163,9 @@ class LublinModel:
         size = np.where(u <= p.serial_prob, 1, size)
         return np.clip(size, 1, self.nodes)
 
-    def runtimes(self, rng: np.random.Generator, sizes: np.ndarray) -> np.ndarray:
+    def runtimes(
+        self, rng: np.random.Generator, sizes: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
         """Run times in whole seconds (>= 1): exp of a size-dependent hyper-gamma (sec. 5)."""
         p = self.p
         prob = np.clip(p.pa * sizes + p.pb, 0.0, 1.0)
@@ -177,7 +180,7 @@ class LublinModel:
             todo = todo[~ok]
         return np.maximum(1.0, np.floor(np.exp(out)))
 
-    def interarrival_points(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def interarrival_points(self, rng: np.random.Generator, n: int) -> npt.NDArray[np.float64]:
         """Rush-hour inter-arrival times as bucket points (seconds / 1800), before load scaling."""
         p = self.p
         out = np.empty(n)
@@ -189,7 +192,9 @@ class LublinModel:
             todo = todo[~ok]
         return np.exp(out) / SECONDS_PER_BUCKET
 
-    def walltimes(self, rng: np.random.Generator, runtime: np.ndarray) -> np.ndarray:
+    def walltimes(
+        self, rng: np.random.Generator, runtime: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
         """Requested walltime: runtime * U(1, f), rounded up to a minute (f-model, see module)."""
         f = rng.uniform(1.0, self.overestimate, runtime.shape[0])
         req = np.ceil(runtime * f / 60.0) * 60.0
@@ -197,7 +202,7 @@ class LublinModel:
 
     # --- arrivals through the daily cycle ------------------------------------------------------
 
-    def points_to_time(self, cum_points: np.ndarray) -> np.ndarray:
+    def points_to_time(self, cum_points: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Seconds from midnight of day 0 at which ``cum_points`` points have been paid, paying
         bucket b's weight for its 1800 s (piecewise linear; equals the generator's bucket walk)."""
         day_points = float(self.weights.sum())  # = 48
@@ -205,7 +210,8 @@ class LublinModel:
         rem = cum_points - days * day_points
         knots = np.concatenate([[0.0], np.cumsum(self.weights)])
         tknots = np.arange(BUCKETS + 1) * SECONDS_PER_BUCKET
-        return days * 86400.0 + np.interp(rem, knots, tknots)
+        in_day: npt.NDArray[np.float64] = np.interp(rem, knots, tknots)  # stubs: Any
+        return days * 86400.0 + in_day
 
     def _calibrate(self, target_load: float) -> float:
         rng = np.random.default_rng([self.seed, 0xCA11B])

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 IDLE, BUSY, DOWN, DRAINED, DRAINING = 0, 1, 2, 3, 4
 STATE_NAMES = ("Idle", "Busy", "Down", "Drained", "Draining")
@@ -158,11 +159,12 @@ class EasyScheduler:
 
     # --- state -------------------------------------------------------------------------------
 
-    def available(self) -> np.ndarray:
+    def available(self) -> npt.NDArray[np.bool_]:
         """Nodes that may run new jobs (not down, not drained)."""
-        return (self.down == 0) & (self.drain == 0)
+        ok: npt.NDArray[np.bool_] = (self.down == 0) & (self.drain == 0)  # stubs: == is Any
+        return ok
 
-    def state_codes(self) -> np.ndarray:
+    def state_codes(self) -> npt.NDArray[np.int8]:
         st = np.where(self.node_job >= 0, BUSY, IDLE).astype(np.int8)
         dr = self.drain > 0
         st[dr & (self.node_job >= 0)] = DRAINING
