@@ -67,17 +67,17 @@ def forecast_release(
     base = now if now is not None else at
     if missing == 0:
         return ReleaseForecast(need, at, held, 0, base if base <= at else at, 0.0, (), ())
-    order = []
+    order: list[tuple[float, str, Holder, bool]] = []
     for h in running:
         ck = checkpoint and h.checkpointable
-        rel = now if ck else h.expected_end
+        rel = base if ck else h.expected_end  # ck implies now is not None, so base is now
         if now is not None and rel < now:
             rel = now  # overrunning jobs: expected any moment
         order.append((rel, h.job, h, ck))
     order.sort(key=lambda x: (x[0], x[1]))
     free = held
     steps: list[ReleaseStep] = []
-    ready = None
+    ready: float | None = None
     for rel, _job, h, ck in order:
         if h.nodes <= 0:
             continue

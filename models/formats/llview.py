@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from models.records.nodesample import Interner
+from models.records.nodestatus import Interner
 from models.records.reject import Reject
 from models.samples.dfs import IoRates, io_from_rates
 from models.samples.utilization import NodeMeasures

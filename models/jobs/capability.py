@@ -23,6 +23,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import cast
 from zoneinfo import ZoneInfo
 
 from models.records.jobevent import JobEvent
@@ -59,7 +60,9 @@ def p_cup(
     """Capability-weighted fair-share priority; the standard factor when CUP40 >= goal."""
     if cup40 >= goal:
         return fairshare_factor
-    return (goal - cup40) * (job_nodes / (fraction * section_nodes)) ** p * fairshare_factor
+    # float ** float is typed Any (a negative base gives a complex); the ratio is >= 0 here
+    scale = cast(float, (job_nodes / (fraction * section_nodes)) ** p)
+    return (goal - cup40) * scale * fairshare_factor
 
 
 @dataclass(slots=True, frozen=True)
@@ -93,11 +96,11 @@ class DayCalendar:
         self._utc = tz in ("UTC", "Etc/UTC")
         self._lo = 1.0
         self._hi = 0.0
-        self._day: date | None = None
+        self._day = date(1970, 1, 1)  # not used before span() sets [lo, hi) (empty until then)
 
     def span(self, ts: float) -> tuple[date, float, float]:
         if self._lo <= ts < self._hi:
-            return self._day, self._lo, self._hi  # type: ignore[return-value]
+            return self._day, self._lo, self._hi
         if self._utc:
             k = math.floor(ts / 86400.0)
             lo, hi = k * 86400.0, (k + 1) * 86400.0

@@ -109,9 +109,9 @@ class FairShareUsage:
                 d = ts - t0
                 raw = nodes * d / 3600.0 if d > 0.0 else 0.0
                 state = e.state
-                refund = False
+                refund: bool | None = False
                 if refunding and state:
-                    refund = refund_of.get(state)  # type: ignore[assignment]
+                    refund = refund_of.get(state)
                     if refund is None:
                         if len(refund_of) >= _REFUND_CACHE_MAX:
                             refund_of.clear()

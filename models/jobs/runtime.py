@@ -43,6 +43,10 @@ DEFAULT_HISTORY = 5
 DEFAULT_OVERRUN_MARGIN_S = 60.0
 
 
+# (runs, mean, upper) of one history, as _estimate returns it
+_Estimate = tuple[int, float | None, float | None]
+
+
 @dataclass(slots=True, frozen=True)
 class Prediction:
     runs: int
@@ -60,9 +64,7 @@ def predict_from_history(
     return Prediction(*_estimate(runs, min_runs, trim_from, z))
 
 
-def _estimate(
-    runs: Sequence[float], min_runs: int, trim_from: int, z: float
-) -> tuple[int, float | None, float | None]:
+def _estimate(runs: Sequence[float], min_runs: int, trim_from: int, z: float) -> _Estimate:
     """(runs, mean, upper) of :func:`predict_from_history`, as a plain tuple (hot path)."""
     n = len(runs)
     if n < max(min_runs, 1):
@@ -83,6 +85,12 @@ def _estimate(
     if xs[-1] > upper:
         upper = xs[-1]
     return n, mean, upper
+
+
+# a running job: (start, user, name, nodes, req, runs, predicted, upper, its _hist entry)
+_Running = tuple[
+    float, str | None, str | None, int, float | None, int, float | None, float | None, list[Any]
+]
 
 
 @dataclass(slots=True)
@@ -151,12 +159,11 @@ class RuntimePredictor:
         # (user, name or request) -> [last runs (a list: a deque per history costs ~5x the
         # memory), their (runs, mean, upper) or None if stale]
         self._hist: dict[tuple[str | None, str | float | None], list[Any]] = {}
-        # job -> (start, user, name, nodes, req, runs, predicted, upper, its _hist entry)
-        self._running: dict[str, tuple] = {}
+        self._running: dict[str, _Running] = {}
         self.unmatched_ends = 0
 
-    def _estimate_of(self, h: list[Any]) -> tuple[int, float | None, float | None]:
-        est = h[1]
+    def _estimate_of(self, h: list[Any]) -> _Estimate:
+        est: _Estimate | None = h[1]
         if est is None:
             est = h[1] = _estimate(h[0], self.min_runs, self.trim_from, self.z)
         return est
@@ -190,14 +197,14 @@ class RuntimePredictor:
                 if h is None:
                     # the job's history, held by the running job (no lookup at its end)
                     h = hist[key] = [[], none]
-                est = h[1]
+                est: _Estimate | None = h[1]
                 if est is None:
                     est = h[1] = _estimate(h[0], min_runs, trim_from, z)
                 runs, pred, up = est
                 if cap and req and pred is not None:
                     if req < pred:
                         pred = req
-                    if req < up:  # type: ignore[operator]
+                    if up is not None and req < up:  # up is set whenever pred is
                         up = req
                 running[e.job] = (e.ts, user, name, e.nodes or 1, req, runs, pred, up, h)
             elif typ == "end":
@@ -221,10 +228,10 @@ class RuntimePredictor:
     def running(self, now: float) -> list[RunningJob]:
         """Running jobs with expected ends (upper estimate; ``*1-day`` when unknown), sorted by
         expected end, the order of the seed's ll_jobs display."""
-        out = []
+        out: list[RunningJob] = []
         for job, (start, user, name, nodes, _req, _runs, _pred, up, _hist) in self._running.items():
             known = up is not None
-            end = start + (up if known else UNKNOWN_RUNTIME_S)
+            end = start + (up if up is not None else UNKNOWN_RUNTIME_S)
             out.append(RunningJob(job, user, name, nodes, start, end, known))
         out.sort(key=lambda r: (r.expected_end, r.job))
         return out

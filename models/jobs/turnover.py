@@ -146,7 +146,7 @@ class SlotTurnover:
                 stack = free.get(p)
                 if not stack:
                     continue
-                need = per
+                need: float = per  # the stacks hold [release_ts, count] as list[float]
                 while need and stack:
                     run = stack[-1]
                     release = run[0]

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.records.nodestatus import Interner
+# re-exported: streams/stages/samples.py imports Interner from here
+from models.records.nodestatus import Interner as Interner
 
 
 @dataclass(slots=True, frozen=True)

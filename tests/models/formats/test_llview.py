@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from models.formats import llview
-from models.records.nodesample import Interner
+from models.records.nodestatus import Interner
 from models.records.reject import Reject
 from models.samples.dfs import dfs_minutely, job_write_stats
 from models.samples.utilization import job_utilization
