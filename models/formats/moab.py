@@ -266,10 +266,11 @@ def parse_moab_chunk(
     ok &= node_ok[node_codes] & state_ok[state_codes]
     rows = np.flatnonzero(ok)
 
-    # intern only the nodes and states of accepted rows; states in order of first appearance
-    # (an unknown state is named as first seen)
+    # intern only the nodes and states of accepted rows, in order of first appearance (the
+    # tokenizer's category order depends on the process's history; first appearance does not)
     node_lut = np.full(len(node_vals), -1, dtype=np.int64)
-    for i in np.flatnonzero(np.bincount(node_codes[rows], minlength=len(node_vals))).tolist():
+    present_nodes, first_row = np.unique(node_codes[rows], return_index=True)
+    for i in present_nodes[np.argsort(first_row, kind="stable")].tolist():
         node_lut[i] = book.nodes.code(cast(str, node_vals[i]))  # accepted: node_ok, not None
     sc = state_codes[rows]
     state_lut = np.full(len(state_vals), -1, dtype=np.int64)
