@@ -122,15 +122,6 @@ def _codes(names: list[str], interner: Interner) -> np.ndarray:
     return np.fromiter((interner.code(x) for x in names), dtype=np.int64, count=len(names))
 
 
-def grid_dt(ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct time stamps of a series and the seconds since the previous one (0 for the
-    first)."""
-    g = np.unique(ts)
-    dt = np.zeros(g.shape[0])
-    dt[1:] = np.diff(g)
-    return g, dt
-
-
 def measures_from_loadmem(
     lm: LlviewSeries,
     cores_per_node: float,

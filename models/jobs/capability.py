@@ -224,7 +224,3 @@ class CapabilityUse:
 
     def _day_ts(self, d: date) -> float:
         return datetime(d.year, d.month, d.day, 12, tzinfo=self.cal.tz).timestamp()
-
-    @property
-    def active_jobs(self) -> int:
-        return len(self._start)

@@ -187,7 +187,3 @@ class FairShareUsage:
                 out.append(UsageRow(ts, kind, holder, v, pr[0], pr[1]))
             period.clear()
         return out
-
-    @property
-    def active_jobs(self) -> int:
-        return len(self._start)

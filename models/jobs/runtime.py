@@ -162,20 +162,6 @@ class RuntimePredictor:
         self._running: dict[str, _Running] = {}
         self.unmatched_ends = 0
 
-    def _estimate_of(self, h: list[Any]) -> _Estimate:
-        est: _Estimate | None = h[1]
-        if est is None:
-            est = h[1] = _estimate(h[0], self.min_runs, self.trim_from, self.z)
-        return est
-
-    def predict(self, user: str | None, name: str | float | None) -> Prediction:
-        """Prediction for (user, name); ``name`` may be the requested wall time (a float) when
-        ``request_as_name`` stands it in for a missing name."""
-        h = self._hist.get((user, name))
-        if h is None:
-            return predict_from_history((), self.min_runs, self.trim_from, self.z)
-        return Prediction(*self._estimate_of(h))
-
     def update(self, events: Iterable[JobEvent]) -> list[PredictionRow]:
         out: list[PredictionRow] = []
         append = out.append
@@ -240,10 +226,6 @@ class RuntimePredictor:
         """Running jobs that have run more than overrun_margin past their predicted run time."""
         m = self.overrun_margin
         return [r for r in self.running(now) if r.known and now > r.expected_end + m]
-
-    @property
-    def active_jobs(self) -> int:
-        return len(self._running)
 
 
 @dataclass(slots=True, frozen=True)

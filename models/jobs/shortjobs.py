@@ -55,15 +55,6 @@ class ShortJobRow:
     adjust: float
 
 
-def job_slots(cores: int | None, nodes: int | None) -> int:
-    """Slots a job holds: cores when known, else nodes, else 1."""
-    if cores:
-        return cores
-    if nodes:
-        return nodes
-    return 1
-
-
 class ShortJobPenalty:
     """Streaming N_s / T_s / A per holder. Feed events in time order with :meth:`update`; rows
     come out as ticks close. :meth:`flush` closes every tick up to a time.
@@ -280,7 +271,7 @@ class ShortJobPenalty:
                     self._close_before(k, out)
                     tick = self._tick
                 n_short += 1
-                # T_s: the missing wall clock times the job's slots (see job_slots)
+                # T_s: the missing wall clock times the job's slots (cores, else nodes, else 1)
                 pen = (min_rt - (wall if wall > 0.0 else 0.0)) * (e.cores or e.nodes or 1)
                 h = e.user
                 if h is not None:
@@ -338,10 +329,6 @@ class ShortJobPenalty:
         """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
         entry = self._adjust.get(kind, {}).get(holder)
         return 0.0 if entry is None else self._value(entry)
-
-    @property
-    def active_jobs(self) -> int:
-        return len(self._start)
 
 
 def _bkey(s: str) -> bytes:

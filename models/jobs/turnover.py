@@ -287,7 +287,3 @@ class SlotTurnover:
             hi = e[i + 1] if i + 1 < len(e) else math.inf
             out.append((lo, min(hi, self.max_gap) if self.max_gap > lo else hi, self.counts[i]))
         return out
-
-    @property
-    def active_jobs(self) -> int:
-        return len(self._alloc)

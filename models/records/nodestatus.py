@@ -7,7 +7,7 @@ into small integer codes by a ``Codebook`` that the caller owns (no globals).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,9 +49,6 @@ class Interner:
             self.names.append(name)
         return c
 
-    def codes(self, names: Iterable[str]) -> np.ndarray:
-        return np.fromiter((self.code(n) for n in names), dtype=np.int64)
-
 
 class StateBook:
     """State names, matched case-insensitively. Known states keep codes 0..5; an unknown state
@@ -74,9 +71,6 @@ class StateBook:
             self._index[key] = c
             self.names.append(raw.strip())
         return c
-
-    def is_known(self, code: int) -> bool:
-        return code < len(KNOWN_STATES)
 
 
 class Codebook:
