@@ -24,9 +24,10 @@ admin drain on a busy node shows as Draining until the job ends, then Drained (M
 seed 000 footnote 1: not the seed's "drain").
 
 The machine is observed at ``start + k * period``: each :class:`Snapshot` gives every node's state
-code, its reservation list (jobs whose reservations include the node, in start order) and job
-list. Busy nodes are reported as ``Busy`` (Moab also knows ``Running``; the simulator never emits
-it). Pure: times are floats that come in with the workload.
+code (the codes of :mod:`models.records.nodestatus`, named by its ``KNOWN_STATES``), its
+reservation list (jobs whose reservations include the node, in start order) and job list. Busy
+nodes are reported as ``Busy`` (Moab also knows ``Running``; the simulator never emits it).
+Pure: times are floats that come in with the workload.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-IDLE, BUSY, DOWN, DRAINED, DRAINING = 0, 1, 2, 3, 4
-STATE_NAMES = ("Idle", "Busy", "Down", "Drained", "Draining")
+# node states: the codes (and, through KNOWN_STATES, the names) of the node-status records
+from models.records.nodestatus import BUSY, DOWN, DRAINED, DRAINING, IDLE
+
 INF = float("inf")
 
 
@@ -89,7 +91,7 @@ class Snapshot:
     """The machine as seen at one scheduler iteration."""
 
     ts: float
-    state: np.ndarray  # int8 codes into STATE_NAMES, one per node
+    state: npt.NDArray[np.int8]  # state codes of models.records.nodestatus, one per node
     rsvlist: list[str]  # comma list of job ids or 'none', one per node
     joblist: list[str]  # running job id or 'none', one per node
 

@@ -27,8 +27,9 @@ import numpy as np
 
 from models.formats.swf import SwfJob
 from models.records.jobevent import JobEvent
+from models.records.nodestatus import KNOWN_STATES
 from models.sim.lublin import LublinModel
-from models.sim.scheduler import STATE_NAMES, EasyScheduler, NodeInterval, Snapshot, Workload
+from models.sim.scheduler import EasyScheduler, NodeInterval, Snapshot, Workload
 
 
 @dataclass(slots=True)
@@ -166,7 +167,7 @@ class MoabFormatter:
         self.rng = np.random.default_rng([seed, 0x7135])
         self.n = len(node_names)
         self.heads = [f" {pid} INFO  Node '{nm}' status: state='" for nm in node_names]
-        self.states = [f"{s}' rsvlist='" for s in STATE_NAMES]
+        self.states = [f"{s}' rsvlist='" for s in KNOWN_STATES]  # indexed by state code
         # per-line step 0..max_step ms, so one iteration's lines stay well inside a period
         self.max_step = max(1, min(3, int(period * 250.0 / max(1, self.n))))
         self.ms3 = [f".{i:03d}" for i in range(1000)]

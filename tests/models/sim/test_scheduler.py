@@ -10,16 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.formats.swf import parse_swf
-from models.sim.scheduler import (
-    BUSY,
-    DOWN,
-    DRAINED,
-    DRAINING,
-    IDLE,
-    EasyScheduler,
-    NodeInterval,
-    Workload,
-)
+from models.records.nodestatus import BUSY, DOWN, DRAINED, DRAINING, IDLE
+from models.sim.scheduler import EasyScheduler, NodeInterval, Workload
 from tests.paths import SHARED_DATA
 
 

@@ -10,11 +10,22 @@ import numpy as np
 import orjson
 import pytest
 
+from models.formats.moab import parse_moab_chunk
 from models.formats.swf import parse_swf_job
 from models.records.jobevent import parse_jobevent_line
+from models.records.nodestatus import (
+    BUSY,
+    DOWN,
+    DRAINED,
+    DRAINING,
+    IDLE,
+    KNOWN_STATES,
+    Codebook,
+)
 from models.sim.lublin import LublinModel
-from models.sim.scheduler import NodeInterval, Workload
+from models.sim.scheduler import EasyScheduler, NodeInterval, Workload
 from models.sim.simulator import (
+    MoabFormatter,
     SimConfig,
     random_outages,
     simulate,
@@ -165,3 +176,22 @@ def test_jobs_larger_than_machine_raise():
     w = Workload(["1"], np.array([START]), np.array([3]), np.array([1.0]), np.array([1.0]))
     with pytest.raises(ValueError):
         list(simulate(w, cfg))
+
+
+def test_state_codes_round_trip_through_the_moab_parser():
+    """One node-state scheme: the names the simulator writes parse back to the codes the
+    scheduler produced (models.records.nodestatus's codes, via KNOWN_STATES)."""
+    cfg, w = _small(days=0.5)
+    sched = EasyScheduler(cfg.nodes, w, random_outages(cfg, 3, 3), depth=cfg.depth)
+    fmt = MoabFormatter([str(i + 1) for i in range(cfg.nodes)], cfg.tz, 1234, cfg.seed, cfg.period)
+    book = Codebook()
+    seen: set[int] = set()
+    for _events, state in sched.run(cfg.start, cfg.end, cfg.period):
+        if state is None:
+            continue
+        parsed = parse_moab_chunk(fmt.format(state).encode(), book)
+        assert not parsed.rejects and parsed.ignored == 0
+        assert parsed.batch.state.tolist() == state.state.tolist()
+        seen.update(state.state.tolist())
+    assert {IDLE, BUSY, DOWN} <= seen and seen & {DRAINED, DRAINING}
+    assert book.states.names == list(KNOWN_STATES)  # no state outside the known six
