@@ -35,6 +35,10 @@ from models.records.nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBa
 NONE_TS = np.iinfo(np.int64).min  # "no record yet" for maxima and carried timestamps
 NOT_YET = np.iinfo(np.int64).max  # "no record yet" for minima
 N_COMBOS = 4  # (has_rsv, has_job) -> has_rsv * 2 + has_job
+# Overflow guard of the segmented running maximum in add(): its keys g * span + (ts - base) are
+# below (g + 1) * span, so g * span < _PACK_LIMIT keeps them inside int64 (< 2**63) for any span
+# below 2**62 (millisecond timestamps of real dates span far less); else a slower loop is used.
+_PACK_LIMIT = 2**62
 
 
 def combo(has_rsv: np.ndarray, has_job: np.ndarray) -> np.ndarray:
@@ -274,7 +278,7 @@ class DrainAccountant:
         base = lo - 1
         span = hi - base + 1
         g = np.cumsum(first) - 1
-        if int(g[-1]) * span < 2**62:
+        if int(g[-1]) * span < _PACK_LIMIT:
             key = g * span + (ts - base)
             cm = np.maximum.accumulate(key) - g * span + base
             prev = np.empty(n, dtype=np.int64)

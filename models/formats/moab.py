@@ -33,6 +33,12 @@ LINE_RE = re.compile(
 _TS_HEAD_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _TS_TAIL_RE = re.compile(r"^(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$")
 _SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is malformed
+# local_seconds() of a string that is not a valid 'YYYY-MM-DDTHH:MM:SS' wall-clock time. Valid
+# years 0000-9999 give -6.2e10 .. 2.5e11 s, far from it, so it cannot be a real time; rows that
+# carry it are rejected (bad_timestamp) before their milliseconds are used.
+BAD_SECONDS = -(2**62)
+# lookup-table entry (node / state code) of a distinct value that no accepted row uses
+_NOT_INTERNED = -1
 
 
 class TimestampError(RecordError):
@@ -82,9 +88,9 @@ _MDAYS = np.array([31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 def local_seconds(heads: list[str]) -> npt.NDArray[np.int64]:
     """'YYYY-MM-DDTHH:MM:SS' wall-clock strings -> seconds since the epoch as if UTC.
-    Invalid strings give -2**62 (callers reject those rows)."""
+    Invalid strings give BAD_SECONDS (callers reject those rows)."""
     n = len(heads)
-    out = np.full(n, -(2**62), dtype=np.int64)
+    out = np.full(n, BAD_SECONDS, dtype=np.int64)
     if n == 0:
         return out
     ok = np.fromiter((len(h) == 19 for h in heads), dtype=bool, count=n)
@@ -124,7 +130,7 @@ def parse_timestamp_ms(text: str) -> int:
     except ValueError as e:
         raise TimestampError("bad_timestamp", text) from e
     sec = int(local_seconds([head])[0])
-    if sec == -(2**62):
+    if sec == BAD_SECONDS:
         raise TimestampError("bad_timestamp", text)
     return sec * 1000 + _tail_ms(tail)
 
@@ -256,7 +262,7 @@ def parse_moab_chunk(
             except TimestampError:
                 pass
     sec = sec_lut[sec_codes]
-    ok &= (sec != -(2**62)) & tail_ok[tail_codes]
+    ok &= (sec != BAD_SECONDS) & tail_ok[tail_codes]
     ts_ms = sec * 1000 + tail_lut[tail_codes]
 
     node_codes, node_vals = coded("node")
@@ -268,12 +274,12 @@ def parse_moab_chunk(
 
     # intern only the nodes and states of accepted rows, in order of first appearance (the
     # tokenizer's category order depends on the process's history; first appearance does not)
-    node_lut = np.full(len(node_vals), -1, dtype=np.int64)
+    node_lut = np.full(len(node_vals), _NOT_INTERNED, dtype=np.int64)
     present_nodes, first_row = np.unique(node_codes[rows], return_index=True)
     for i in present_nodes[np.argsort(first_row, kind="stable")].tolist():
         node_lut[i] = book.nodes.code(cast(str, node_vals[i]))  # accepted: node_ok, not None
     sc = state_codes[rows]
-    state_lut = np.full(len(state_vals), -1, dtype=np.int64)
+    state_lut = np.full(len(state_vals), _NOT_INTERNED, dtype=np.int64)
     present = np.flatnonzero(np.bincount(sc, minlength=len(state_vals)))
     first = sorted((int(np.argmax(sc == k)), k) for k in present.tolist())
     for _, k in first:

@@ -21,6 +21,7 @@ from typing import Any, cast
 from models.records.reject import RecordError, Reject
 
 N_FIELDS = 18
+UNKNOWN = -1  # the standard's value of any field that is not known (parsed as None)
 
 # "; Key: value" (the colon followed by a blank or the end of line, so "http://..." continuation
 # lines are not taken for keys).
@@ -118,7 +119,7 @@ def parse_swf_job(line: str) -> SwfJob:
         v = _number(tok, _INT_FIELD[i])
         if v != v or v in (float("inf"), float("-inf")):
             raise SwfError("bad_number", tok)
-        if v == -1:
+        if v == UNKNOWN:
             vals.append(None)
         elif v < 0:
             raise SwfError("negative_value", f"field {i + 1} = {tok}")

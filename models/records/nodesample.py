@@ -116,7 +116,9 @@ def to_arrays(samples: Iterable[NodeSample]) -> SampleArrays:
 
 # ------------------------------------------------------------- vectorised group-by helpers
 
-_LIMIT = 1 << 62
+# composite_key() compacts its codes when span * range would reach this: int64 holds < 2**63,
+# and code * r + kc < span * r stays below it
+_KEY_LIMIT = 1 << 62
 
 
 def _as_int_key(k: np.ndarray, n: int) -> tuple[np.ndarray, int]:
@@ -139,10 +141,10 @@ def composite_key(*keys: np.ndarray) -> np.ndarray:
     span = 1
     for k in keys:
         kc, r = _as_int_key(k, n)
-        if span * r >= _LIMIT:  # compact what we have so far, then go on
+        if span * r >= _KEY_LIMIT:  # compact what we have so far, then go on
             u, inv = np.unique(code, return_inverse=True)
             code, span = inv.astype(np.int64), max(int(u.shape[0]), 1)
-            if span * r >= _LIMIT:
+            if span * r >= _KEY_LIMIT:
                 raise OverflowError("too many distinct keys for one int64")
         code = code * r + kc
         span *= r

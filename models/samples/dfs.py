@@ -21,6 +21,7 @@ from models.formats.procfs import counter_deltas
 from models.records.nodesample import SampleArrays, group_codes
 
 MINUTE = 60
+_NO_EPISODE = -1  # hot_zones: episode number of an I/O row outside every hot minute
 
 
 @dataclass(slots=True)
@@ -168,7 +169,7 @@ def hot_zones(
     ends = np.concatenate([brk, [hot.size - 1]])
     peak_by_min = dict(zip(dm.minute.tolist(), dm.write.tolist(), strict=True))
     # writes per (job, hot minute), via the episode number of each io row
-    ep_of = np.full(io.minute.shape[0], -1, dtype=np.int64)
+    ep_of = np.full(io.minute.shape[0], _NO_EPISODE, dtype=np.int64)
     pos = np.searchsorted(hot, io.minute)
     ok = (pos < hot.size) & (hot[np.minimum(pos, hot.size - 1)] == io.minute)
     ep_idx = np.searchsorted(ends, pos[ok], side="left")

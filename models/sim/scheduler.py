@@ -45,6 +45,7 @@ import numpy.typing as npt
 from models.records.nodestatus import BUSY, DOWN, DRAINED, DRAINING, IDLE
 
 INF = float("inf")
+NO_JOB_INDEX = -1  # node_job of a node that runs no job (else the job's workload index)
 
 
 @dataclass(slots=True)
@@ -130,7 +131,7 @@ class EasyScheduler:
         self.depth = depth
         self.records = [JobRecord() for _ in range(len(workload))]
         # per-node state
-        self.node_job = np.full(n_nodes, -1, dtype=np.int64)
+        self.node_job = np.full(n_nodes, NO_JOB_INDEX, dtype=np.int64)
         self.free_at = np.zeros(n_nodes)  # expected free time of busy nodes (start + walltime)
         self.down = np.zeros(n_nodes, dtype=np.int32)  # overlapping interval counts
         self.drain = np.zeros(n_nodes, dtype=np.int32)
@@ -192,7 +193,7 @@ class EasyScheduler:
     def _end_job(self, j: int, t: float, state: str, out: list[SchedEvent]) -> None:
         rec = self.records[j]
         ids = np.asarray(rec.node_ids, dtype=np.int64)
-        self.node_job[ids] = -1
+        self.node_job[ids] = NO_JOB_INDEX
         self.free_at[ids] = 0.0
         for i in rec.node_ids:
             self.job_str[i] = "none"
