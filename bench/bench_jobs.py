@@ -29,7 +29,10 @@ sys.path.insert(0, str(ROOT))
 from models.formats.jobsource import iter_job_events, sort_events  # noqa: E402
 from models.jobs.runtime import RuntimePredictor, score_predictions  # noqa: E402
 from models.records.jobevent import JobEvent  # noqa: E402
-from streams.stages.jobs import BATCH, make_analytics  # noqa: E402
+from streams import driver  # noqa: E402
+from streams.sinks.memory import MemorySink  # noqa: E402
+from streams.sources.jobevents import BATCH, JobEventFiles  # noqa: E402
+from streams.stages.jobs import job_stages  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
 TRACES = ["swf/KTH-SP2-1996-2.1-cln.swf.gz", "swf/NASA-iPSC-1993-3.1-cln.swf.gz"]
@@ -93,27 +96,30 @@ def build_stream(n_jobs: int) -> list[JobEvent]:
     return sort_events(out)
 
 
-def run_all(events: list[JobEvent], batch: int) -> tuple[float, object]:
-    import streams.stages.jobs as rj
-
-    rj.BATCH = batch
-    a = make_analytics(228)
+def run_all(events: list[JobEvent], batch: int) -> tuple[float, MemorySink]:
+    """Every job stage over the events through the replay driver, into a memory sink."""
+    stages = job_stages(228)
+    source = JobEventFiles(events, [], "UTC", batch=batch)
+    sink = MemorySink()
     t = time.perf_counter()
     c = time.process_time()
-    a.run(events)
+    driver.run(
+        driver.Run("jobs", "bench", "UTC", [driver.Feed(source, stages)]),
+        [sink],
+        driver.RejectLog(),
+    )
     run_all.cpu = time.process_time() - c  # type: ignore[attr-defined]
-    return time.perf_counter() - t, a
+    return time.perf_counter() - t, sink
 
 
 def each_alone(events: list[JobEvent], batch: int) -> dict[str, float]:
-    """Each analytic alone, with the cyclic GC paused as JobAnalytics.run pauses it (its passes
-    over the millions of live events made these figures swing by +-30 %)."""
-    a = make_analytics(228)
+    """Each analytic's model alone, with the cyclic GC paused as the driver pauses it (its
+    passes over the millions of live events made these figures swing by +-30 %)."""
+    models = {st.name: st.m for st in job_stages(228) if hasattr(st, "m")}
     rates = {}
     gc.disable()
     try:
-        for name in ("short", "turnover", "runtime", "capability", "fairshare"):
-            m = getattr(a, name)
+        for name, m in models.items():
             t = time.process_time()
             for i in range(0, len(events), batch):
                 m.update(events[i : i + batch])
@@ -241,7 +247,7 @@ def main() -> int:
         f"{time.perf_counter() - t:.1f} s; maxrss {maxrss_mib():,.0f} MiB"
     )
     rss0 = maxrss_mib()
-    dt, a = run_all(events, args.batch)
+    dt, sink = run_all(events, args.batch)
     rss1 = maxrss_mib()
     cpu = run_all.cpu  # type: ignore[attr-defined]
     print(
@@ -249,12 +255,8 @@ def main() -> int:
         f"({n_jobs / dt:,.0f} jobs/s); {cpu:.2f} s CPU = {len(events) / cpu:,.0f} events/s "
         f"per core-second; maxrss {rss0:,.0f} -> {rss1:,.0f} MiB"
     )
-    print(
-        f"  rows: short {len(a.short_rows):,}, turnover {len(a.turnover_rows):,}, "  # type: ignore[attr-defined]
-        f"predictions {len(a.predictions):,}, capability days {len(a.capability_days):,}, "  # type: ignore[attr-defined]
-        f"fairshare {len(a.fairshare_rows):,}"
-    )  # type: ignore[attr-defined]
-    del a
+    print("  rows: " + ", ".join(f"{f} {len(r):,}" for f, r in sorted(sink.rows.items())))
+    del sink
     for name, rate in each_alone(events, args.batch).items():
         print(f"  {name:<11} alone: {rate:,.0f} events/s per CPU-second")
     del events  # the reference timings below run with the GC on: not over 3M live events

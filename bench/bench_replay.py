@@ -59,16 +59,16 @@ def fast(log: Path, out: Path, threads: int | None) -> dict:
         [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True
     )
     wall, cpu, rss = map(float, r.stdout.split())
-    summary = json.loads((out / "summary.json").read_text())
-    t = summary["timings_seconds"]
+    summary = json.loads((out / "summary_drain.json").read_text())
+    t = summary["timings_s"]
     return {
         "wall": wall,
         "cpu": cpu,
         "maxrss_mb": rss / 1024,
-        "lines": summary["lines_read"],
-        "loop_s": t["parse"] + t["account"],
-        "parse_s": t["parse"],
-        "account_s": t["account"],
+        "lines": summary["lines"],
+        "loop_s": t["read_drain_input"] + t["step_drain"],
+        "parse_s": t["read_drain_input"],
+        "account_s": t["step_drain"],
         "drain_days": (out / "drain_daily.csv").read_text(),
     }
 

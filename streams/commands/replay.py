@@ -1,16 +1,47 @@
-"""`drainwatch replay`: offline analytics over log files, one engine per input format.
+"""`drainwatch replay`: offline analytics over log files through the same stages as the worker.
 
-Each format lives in its own module under streams.stages; the module provides
-``run(args) -> int`` and, optionally, ``add_arguments(parser)`` for its own options.
+One flow for every format (streams.driver): a file source, the stages of the format's engine,
+a directory sink written atomically, one summary per engine (``summary_drain.json``,
+``summary_jobs.json``, ``summary_samples.json``), rejects to ``--rejects``.
+
+=================  ========  ===================================================================
+format             engine    stages
+=================  ========  ===================================================================
+moab               drain     DrainStage (+ JobTimesStage with ``--jobs``)
+sacct, swf,        jobs      Usage, ShortJobs, Turnover, Runtime, Capability, FairShare
+jobevents, jobcomp
+samples, llview    samples   SampleTraceStage / LlviewStage
+=================  ========  ===================================================================
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import sys
+from pathlib import Path
+from typing import Any
 
-# format -> module under streams.stages
-FORMATS: dict[str, str] = {
+from models.drain.basis import QUALITY_MIN
+from models.drain.jobs import FAILURE_TO_LAUNCH_S
+from models.formats.jobsource import FORMATS as JOB_FORMATS
+from models.jobs.capability import DEFAULT_FRACTION
+from models.jobs.fairshare import DEFAULT_HALF_LIFE_S
+from models.jobs.runtime import DEFAULT_HISTORY
+from models.jobs.shortjobs import DEFAULT_INTERVAL_S, DEFAULT_LAMBDA, DEFAULT_THRESHOLD_S
+from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
+from models.records.nodestatus import Codebook
+from models.samples.dfs import hot_zone_threshold
+from streams import driver
+from streams.errors import UserError, check_inputs
+from streams.sinks.files import DirectorySink
+from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
+from streams.sources.moab import MoabFiles
+from streams.sources.samples import LlviewDirs, SampleTraceFiles
+from streams.stages import drain as drain_stages
+from streams.stages import jobs as job_stages
+from streams.stages import samples as sample_stages
+
+ENGINES: dict[str, str] = {
     "moab": "drain",
     "sacct": "jobs",
     "swf": "jobs",
@@ -21,26 +52,13 @@ FORMATS: dict[str, str] = {
 }
 
 
-def _modules() -> dict[str, object]:
-    mods: dict[str, object] = {}
-    for modname in dict.fromkeys(FORMATS.values()):
-        try:
-            mods[modname] = importlib.import_module(f"streams.stages.{modname}")
-        except ModuleNotFoundError as e:
-            if e.name != f"streams.stages.{modname}":
-                raise
-    return mods
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    mods = _modules()
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "replay",
         help="offline analytics over scheduler logs, job events or node samples",
-        description="Replay log files through drainwatch's models and write CSV/JSON reports.",
+        description="Replay log files through drainwatch's stages and write CSV/JSON reports.",
     )
-    fmts = [f for f, m in FORMATS.items() if m in mods]
-    p.add_argument("--format", required=True, choices=fmts, help="input format")
+    p.add_argument("--format", required=True, choices=list(ENGINES), help="input format")
     p.add_argument("paths", nargs="+", metavar="PATH", help="input files (gzip is detected)")
     p.add_argument("--out", required=True, help="output directory (created)")
     p.add_argument(
@@ -55,12 +73,106 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="static basis: schedulable nodes (default: settings, else nodes seen)",
     )
     p.add_argument("--rejects", default=None, help="write rejected records with reasons here")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    for m in mods.values():
-        add = getattr(m, "add_arguments", None)
-        if add is not None:
-            add(p)
-    p.set_defaults(func=lambda args: mods[FORMATS[args.format]].run(_with_settings(args)))
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    _drain_arguments(p)
+    _job_arguments(p)
+    _sample_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _drain_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("moab (drain accounting, seed 000)")
+    g.add_argument(
+        "--max-gap",
+        type=float,
+        default=None,
+        metavar="S",
+        help="longest interval accrued to a state; longer is unaccounted "
+        "(default: settings, else 600)",
+    )
+    g.add_argument(
+        "--jobs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="job events for job-aware analytics (repeatable)",
+    )
+    g.add_argument(
+        "--jobs-format",
+        choices=JOB_FORMATS,
+        default="jobevents",
+        help="format of --jobs files (default jobevents: the simulator's JSON lines)",
+    )
+    g.add_argument(
+        "--ftl-threshold",
+        type=float,
+        default=FAILURE_TO_LAUNCH_S,
+        metavar="S",
+        help="failure to launch: drained, then ran less than S seconds (default 30)",
+    )
+    g.add_argument(
+        "--quality-min",
+        type=float,
+        default=QUALITY_MIN,
+        metavar="F",
+        help="flag a window 'short' below F x its length per node (default 0.95)",
+    )
+    g.add_argument("--chunk-mb", type=int, default=32, help="read size per parse batch (MB)")
+
+
+def _job_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("job analytics (--format sacct|swf|jobevents|jobcomp)")
+    a = g.add_argument
+    a("--resource", default=None, metavar="NAME",
+      help="resource name in usage_daily.csv (default: input file stem)")  # fmt: skip
+    a("--short-threshold", type=float, default=DEFAULT_THRESHOLD_S, metavar="S",
+      help="jobs shorter than this are short (seed 002; default 600 s)")  # fmt: skip
+    a("--short-min-runtime", type=float, default=None, metavar="S",
+      help="run time short jobs are charged as (default: the threshold)")  # fmt: skip
+    a("--short-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
+      help="penalty update period (seed 002: 180 s)")  # fmt: skip
+    a("--short-lambda", type=float, default=DEFAULT_LAMBDA, metavar="L",
+      help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)")  # fmt: skip
+    a("--turnover-window", type=float, default=DEFAULT_WINDOW_S, metavar="S",
+      help="window T of U = sum(w)/T (default 3600 s)")  # fmt: skip
+    a("--turnover-max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S",
+      help="longer gaps are idle time, not turnover (default 3600 s)")  # fmt: skip
+    a("--history-runs", type=int, default=DEFAULT_HISTORY, metavar="N",
+      help="runs kept per (user, job name) for run-time prediction (default 5)")  # fmt: skip
+    a("--half-life", type=float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
+      help="fair-share usage half-life (default 7 days)")  # fmt: skip
+    a("--refund-states", default="NODE_FAIL", metavar="STATES",
+      help="comma-separated end states refunded in fair share ('' = none)")  # fmt: skip
+    a("--capability-fraction", type=float, default=DEFAULT_FRACTION, metavar="F",
+      help="large job: >= F of the section (seed 004: 0.40)")  # fmt: skip
+    a("--section-nodes", type=int, default=None, metavar="N",
+      help="capability section size (default: --nodes, SWF MaxNodes, ...)")  # fmt: skip
+
+
+def _sample_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("samples / llview (seed 003: utilisation and DFS hot zones)")
+    a = g.add_argument
+    a("--mem-per-core", type=float, default=None, metavar="GB",
+      help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
+      "Without it the memory ratios are left empty")  # fmt: skip
+    a("--hot-zone", type=float, default=None, metavar="MBps",
+      help="DFS hot-zone threshold in the source's unit/s (default 93, the seed's "
+      "Gofree NFS: IOR 98 +- 5 MB/s)")  # fmt: skip
+    a("--hot-zone-bw", default=None, metavar="MEAN,STD",
+      help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)")  # fmt: skip
+    a("--hot-zone-fs", action="append", default=[], metavar="FS=MBps",
+      help="hot-zone threshold of one file system (repeatable; others use --hot-zone)")  # fmt: skip
+    a("--hot-zone-gap", type=int, default=0, metavar="MIN",
+      help="hot minutes at most this many minutes apart form one episode (0)")  # fmt: skip
+    a("--hot-zone-top", type=int, default=3, metavar="N",
+      help="jobs named per hot-zone episode (3)")  # fmt: skip
+    a("--cores-per-node", type=float, default=None,
+      help="allocated cores per node when the data does not say (samples without "
+      "'cores'; llview without PCOREusage)")  # fmt: skip
+    a("--sample-period", type=float, default=60.0, metavar="S",
+      help="sampling period of node-sample traces, seconds (60)")  # fmt: skip
+    a("--util-below", type=float, default=0.25,
+      help="SA ratio reported for jobs under this core utilisation (0.25)")  # fmt: skip
 
 
 def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
@@ -69,6 +181,141 @@ def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
 
     settings = load_settings(getattr(args, "config", None))
     for name in ("tz", "nodes", "max_gap"):
-        if hasattr(args, name) and getattr(args, name) is None:
+        if getattr(args, name, None) is None:
             setattr(args, name, getattr(settings, name))
     return args
+
+
+def run(args: argparse.Namespace) -> int:
+    args = _with_settings(args)
+    check_inputs([*args.paths, *args.jobs])
+    if args.chunk_mb < 1:
+        raise UserError("--chunk-mb must be at least 1")
+    engine = ENGINES[args.format]
+    build = {"drain": _drain_run, "jobs": _jobs_run, "samples": _samples_run}[engine]
+    rejects = driver.RejectLog(args.rejects)
+    try:
+        r = build(args, rejects)
+    except BaseException:
+        if rejects.file is not None:
+            rejects.file.abort()
+        raise
+    sink = DirectorySink(args.out, owned=_owned(engine))
+    summary = driver.run(r, [sink], rejects)
+    if not args.no_progress:
+        print(
+            f"replay {args.format}: {summary['records']} records, {summary['rejected']} rejected"
+            f" -> {args.out}/summary_{engine}.json",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _owned(engine: str) -> list[str]:
+    return {"drain": drain_stages.FILES, "jobs": job_stages.FILES, "samples": sample_stages.FILES}[
+        engine
+    ]
+
+
+def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    book = Codebook()
+    source = MoabFiles(args.paths, book, args.chunk_mb << 20, progress=not args.no_progress)
+    jobs = drain_stages.JobTimesStage() if args.jobs else None
+    stage = drain_stages.DrainStage(
+        book,
+        tz=args.tz,
+        max_gap_s=args.max_gap,
+        basis_nodes=args.nodes,
+        quality_min=args.quality_min,
+        ftl_threshold=args.ftl_threshold,
+        jobs=jobs,
+    )
+    feeds = [driver.Feed(source, [stage])]
+    if jobs is not None:
+        feeds.append(driver.Feed(_LazyJobFiles(args.jobs_format, args.jobs, args.tz), [jobs]))
+    settings = {"max_gap_seconds": args.max_gap, "nodes": args.nodes}
+    if args.jobs:
+        settings["jobs_format"] = args.jobs_format
+    return driver.Run("drain", args.format, args.tz, feeds, settings)
+
+
+class _LazyJobFiles:
+    """Job events read when their feed starts (after the node-status feed)."""
+
+    def __init__(self, fmt: str, paths: list[str], tz: str) -> None:
+        self.fmt, self.paths, self.tz = fmt, paths, tz
+        self.inputs: list[driver.InputStats] = []
+
+    def batches(self, rejects: driver.RejectLog) -> Any:
+        events, self.inputs = read_job_events(self.fmt, self.paths, rejects)
+        return JobEventFiles(events, self.inputs, self.tz).batches(rejects)
+
+
+def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    paths = [str(p) for p in args.paths]
+    # read and sorted before the stages are built: the capability section size may come from
+    # the events
+    events, inputs = read_job_events(args.format, paths, rejects)
+    source = JobEventFiles(events, inputs, args.tz)
+    section, section_from = section_size(
+        args.format, paths, events, args.section_nodes or args.nodes
+    )
+    refund = tuple(s.strip() for s in (args.refund_states or "").split(",") if s.strip())
+    resource = args.resource or Path(paths[0]).name.split(".")[0]
+    tz = args.tz
+    stages = job_stages.job_stages(
+        section,
+        tz,
+        resource,
+        section_from,
+        short_threshold=args.short_threshold,
+        short_min_runtime=args.short_min_runtime,
+        short_interval=args.short_interval,
+        short_lambda=args.short_lambda,
+        turnover_window=args.turnover_window,
+        turnover_max_gap=args.turnover_max_gap,
+        history_runs=args.history_runs,
+        half_life_s=args.half_life * 86400.0,
+        refund_states=refund,
+        capability_fraction=args.capability_fraction,
+    )
+    settings = {"section_nodes": section, "refund_states": list(refund)}
+    return driver.Run("jobs", args.format, tz, [driver.Feed(source, stages)], settings)
+
+
+def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
+    if args.hot_zone_bw:
+        try:
+            mean, std = (float(x) for x in args.hot_zone_bw.split(","))
+        except ValueError:
+            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: expected MEAN,STD") from None
+        thr = hot_zone_threshold(mean, std)
+    else:
+        thr = sample_stages.DEFAULT_HOT_ZONE if args.hot_zone is None else float(args.hot_zone)
+    per_fs = []
+    for item in args.hot_zone_fs:
+        fs, _, value = item.partition("=")
+        try:
+            per_fs.append((fs.strip(), float(value)))
+        except ValueError:
+            raise UserError(f"--hot-zone-fs {item!r}: expected FS=MBps") from None
+    return sample_stages.HotZoneOptions(thr, tuple(per_fs), args.hot_zone_gap, args.hot_zone_top)
+
+
+def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    kw: dict[str, Any] = {
+        "mem_per_core_gib": args.mem_per_core,
+        "cores_per_node": args.cores_per_node,
+        "hot": _hot_zone_options(args),
+        "util_below": args.util_below,
+    }
+    source: Any
+    stage: Any
+    if args.format == "llview":
+        source = LlviewDirs(args.paths, args.cores_per_node)
+        stage = sample_stages.LlviewStage(**kw)
+    else:
+        source = SampleTraceFiles(args.paths)
+        stage = sample_stages.SampleTraceStage(args.sample_period, **kw)
+    settings = {"mem_per_core_gib": args.mem_per_core, "sample_period_s": args.sample_period}
+    return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)

@@ -116,25 +116,27 @@ def test_replay_samples_csvs(tmp_path):
     assert list(dfs[0]) == ["minute", "write_mb_s", "read_mb_s", "jobs_writing"]
     assert [float(r["write_mb_s"]) for r in dfs] == pytest.approx([0, 80, 130, 130, 30])
     assert [int(r["jobs_writing"]) for r in dfs] == [0, 2, 2, 2, 1]
-    assert dfs[0]["minute"] == "2023-11-14T22:14:00+00:00"
+    assert dfs[0]["minute"] == "2023-11-14T22:14:00.000Z"
 
     hz = _rows(out / "hot_zones.csv")
     assert list(hz[0]) == ["start", "end", "peak_mb_s", "minutes", "top_jobs"]
     assert len(hz) == 1
     (z,) = hz
     assert (z["start"], z["end"], z["minutes"]) == (
-        "2023-11-14T22:16:00+00:00",
-        "2023-11-14T22:18:00+00:00",
+        "2023-11-14T22:16:00.000Z",
+        "2023-11-14T22:18:00.000Z",
         "2",
     )
     assert float(z["peak_mb_s"]) == pytest.approx(130)
     assert z["top_jobs"] == f"A:{200 / 260:.4f};B:{60 / 260:.4f}"
 
-    summary = orjson.loads((out / "summary.json").read_bytes())
-    assert summary["hot_zone_threshold"] == 93.0 and summary["io_unit"] == "MB"
-    assert summary["rejects"] == {"missing_field": 1}
+    summary = orjson.loads((out / "summary_samples.json").read_bytes())
+    assert (
+        summary["samples"]["hot_zone_threshold"] == 93.0 and summary["samples"]["io_unit"] == "MB"
+    )
+    assert summary["rejected_by_reason"] == {"missing_field": 1}
     assert rej.read_text().count("\n") == 1
-    assert summary["classes"]["normal"]["jobs"] == 2
+    assert summary["samples"]["classes"]["normal"]["jobs"] == 2
 
 
 @pytest.mark.data
@@ -207,6 +209,6 @@ def test_replay_llview_per_file_system_and_job_series(tmp_path):
     zones = _rows(out / "hot_zones_fs.csv")
     assert zones and {z["fs"] for z in zones} == {"scratch"}
     assert all(float(z["peak_mb_s"]) > 50 for z in zones)
-    summary = orjson.loads((out / "summary.json").read_bytes())
-    assert summary["file_systems"]["scratch"]["threshold"] == 50.0
-    assert summary["file_systems"]["home"]["threshold"] == 93.0
+    summary = orjson.loads((out / "summary_samples.json").read_bytes())
+    assert summary["samples"]["file_systems"]["scratch"]["threshold"] == 50.0
+    assert summary["samples"]["file_systems"]["home"]["threshold"] == 93.0

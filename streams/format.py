@@ -1,0 +1,91 @@
+"""The output policy: one way to write times and numbers in every file drainwatch writes.
+
+* Instants (event times, window starts): ISO 8601 in UTC with ``Z`` and always milliseconds,
+  ``2015-03-08T02:00:00.668Z``. Whole seconds keep their ``.000``: one precision per kind.
+* Calendar days: ``YYYY-MM-DD`` of the configured zone (``tz`` in the run's summary).
+* Numbers: integers as integers; a float with 15 significant digits (``%.15g``: every decimal
+  of up to 15 digits survives a double, and the last-bit noise of arithmetic such as
+  0.1 x 1140 = 113.99999999999997 is not written), trailing zeros dropped, so an integral value
+  has no fraction (``3600``, not ``3600.0``); an unknown value (None, NaN) is the empty field;
+  infinities are refused.
+* Durations kept as integer milliseconds (drain accounting) are written as exact decimal
+  seconds with the trailing zeros dropped (``143988.596``, ``144000``).
+
+CSV files are UTF-8, ``,``-separated, LF line ends, header row always present.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def instant_ms(ms: int | None) -> str:
+    """Epoch milliseconds -> ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (exact: integer arithmetic)."""
+    if ms is None:
+        return ""
+    ms = int(ms)
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return f"{dt:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+
+
+def instant(ts: float | None) -> str:
+    """Epoch seconds -> ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (rounded to the millisecond)."""
+    if ts is None or (isinstance(ts, float) and math.isnan(ts)):
+        return ""
+    return instant_ms(round(float(ts) * 1000))
+
+
+def number(x: Any) -> str:
+    """The one number formatter (see the module docstring)."""
+    if x is None:
+        return ""
+    if isinstance(x, bool | np.bool_):
+        return "1" if x else "0"
+    if isinstance(x, int | np.integer):
+        return str(int(x))
+    f = float(x)
+    if math.isnan(f):
+        return ""
+    if math.isinf(f):
+        raise ValueError(f"infinite value {f} in an output")
+    if f.is_integer() and abs(f) < 1e15:
+        return str(int(f))
+    return format(f, ".15g")
+
+
+def seconds_from_ms(ms: int | None) -> str:
+    """Integer milliseconds -> exact decimal seconds, trailing zeros dropped."""
+    if ms is None:
+        return ""
+    ms = int(ms)
+    sign = "-" if ms < 0 else ""
+    whole, frac = divmod(abs(ms), 1000)
+    return f"{sign}{whole}" if frac == 0 else f"{sign}{whole}.{frac:03d}".rstrip("0")
+
+
+def day(d: date | str | None) -> str:
+    if d is None:
+        return ""
+    return d if isinstance(d, str) else d.isoformat()
+
+
+def text(x: Any) -> str:
+    return "" if x is None else str(x)
+
+
+# column kind -> formatter; the kinds are listed in docs/outputs.md
+FORMATTERS = {
+    "text": text,
+    "int": number,
+    "number": number,
+    "seconds_ms": seconds_from_ms,
+    "instant": instant,
+    "instant_ms": instant_ms,
+    "day": day,
+}

@@ -1,0 +1,106 @@
+"""Sinks to a directory of files, written atomically.
+
+:class:`DirectorySink` writes every table and document into a staging directory inside the
+output directory and, at commit, renames each file into place (``os.replace``: a reader sees the
+old file or the new one, never half of one), the summary last. Files of the same engine from an
+earlier run that this run does not write (e.g. ``failure_to_launch.csv`` of a run with
+``--jobs``) are removed at commit, so nothing stale looks current. :class:`RejectFile` writes
+rejected records (``source, line, reason, text`` TSV) the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from models.records.reject import Reject
+from streams.tables import Row, Table
+
+
+class DirectorySink:
+    def __init__(self, out: str | Path, owned: Iterable[str] = ()) -> None:
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.out))
+        self._files: dict[str, IO[str]] = {}
+        self._writers: dict[str, object] = {}
+        self._order: list[str] = []
+        self.rows: dict[str, int] = {}
+        self._owned = set(owned)  # file names this engine may have written before
+
+    def declare(self, table: Table) -> None:
+        if table.file in self._files:
+            return
+        f = open(self._stage / table.file, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        w = csv.writer(f, delimiter=table.delimiter, lineterminator="\n")
+        if table.header:
+            w.writerow(table.names)
+        self._files[table.file] = f
+        self._writers[table.file] = w
+        self._order.append(table.file)
+        self.rows[table.file] = 0
+
+    def write(self, table: Table, rows: Iterable[Row]) -> int:
+        self.declare(table)
+        w = self._writers[table.file]
+        n = 0
+        for r in table.format(rows):
+            w.writerow(r)  # type: ignore[attr-defined]
+            n += 1
+        self.rows[table.file] += n
+        return n
+
+    def document(self, name: str, data: bytes) -> None:
+        (self._stage / name).write_bytes(data)
+        if name not in self._order:
+            self._order.append(name)
+
+    def commit(self) -> None:
+        for f in self._files.values():
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        # summaries last: a reader that sees the new summary sees the new reports
+        order = sorted(self._order, key=lambda n: n.startswith("summary"))
+        for name in order:
+            os.replace(self._stage / name, self.out / name)
+        for stale in sorted(self._owned - set(order)):
+            try:
+                (self.out / stale).unlink()
+            except FileNotFoundError:
+                pass
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+    def abort(self) -> None:
+        for f in self._files.values():
+            f.close()
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+
+class RejectFile:
+    """``--rejects FILE``: rejected records as TSV, replaced atomically at commit."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        self._tmp = Path(tmp)
+        self._f = os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+    def add(self, r: Reject) -> None:
+        self._f.write(r.tsv())
+
+    def commit(self) -> None:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._f.close()
+        self._tmp.unlink(missing_ok=True)

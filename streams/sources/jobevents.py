@@ -1,0 +1,97 @@
+"""Job-event files (sacct, jobcomp, SWF, the simulator's JSON lines) -> time-sorted batches.
+
+A file's records are not in event order (a record carries its submit, start and end), so the
+whole input is read and sorted first, then cut into batches of at most ``batch`` events that
+never straddle a day edge of the configured zone (the stages close their days at those edges).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator
+from operator import attrgetter
+
+from models.formats.jobsource import iter_job_events, sort_events
+from models.formats.swf import parse_header
+from models.jobs.capability import DayCalendar
+from models.records.jobevent import JobEvent
+from models.records.reject import Reject
+from streams.driver import InputStats, RejectLog
+from streams.sources.files import open_text
+
+BATCH = 8192
+
+
+def read_job_events(
+    fmt: str, paths: list[str], rejects: RejectLog
+) -> tuple[list[JobEvent], list[InputStats]]:
+    """Every event of every file, sorted; per-file statistics."""
+    events: list[JobEvent] = []
+    stats: list[InputStats] = []
+    for p in paths:
+        st = InputStats(p, bytes=os.path.getsize(p))
+        bad: list[Reject] = []
+        with open_text(p) as f:
+            evs = list(iter_job_events(fmt, f, source=str(p), rejects=bad))
+        rejects.extend(bad)
+        st.rejected = len(bad)
+        st.records = len(evs)
+        if evs:
+            ts = [e.ts for e in evs]
+            st.seen(round(min(ts) * 1000), round(max(ts) * 1000))
+        events += evs
+        stats.append(st)
+    return sort_events(events), stats
+
+
+class JobEventFiles:
+    def __init__(
+        self, events: list[JobEvent], inputs: list[InputStats], tz: str, batch: int = BATCH
+    ) -> None:
+        self.events = events
+        self.inputs = inputs
+        self.cal = DayCalendar(tz)
+        self.batch = batch
+
+    def batches(self, rejects: RejectLog) -> Iterator[list[JobEvent]]:
+        events = self.events
+        n = len(events)
+        key = attrgetter("ts")
+        i = 0
+        while i < n:
+            _d, _lo, hi = self.cal.span(events[i].ts)
+            j = bisect.bisect_left(events, hi, lo=i, hi=min(n, i + self.batch), key=key)
+            yield events[i:j]
+            i = j
+
+
+def swf_max_nodes(path: str) -> int | None:
+    """MaxNodes of an SWF file's header comments."""
+    with open_text(path) as f:
+        head = []
+        for line in f:
+            if not line.lstrip().startswith(";"):
+                if line.strip():
+                    break
+                continue
+            head.append(line)
+    return parse_header(head).max_nodes
+
+
+def section_size(
+    fmt: str, paths: list[str], events: list[JobEvent], nodes: int | None
+) -> tuple[int, str]:
+    """Capability section size and where it came from: the option, else the SWF header's
+    MaxNodes, else the distinct nodes in the node lists, else the largest job."""
+    if nodes:
+        return nodes, "option"
+    if fmt == "swf":
+        sizes = [m for m in (swf_max_nodes(p) for p in paths) if m]
+        if sizes:
+            return max(sizes), "swf MaxNodes"
+    names = {n for e in events if e.type == "start" for n in e.node_list}
+    if names:
+        return len(names), "distinct nodes in node lists"
+    big = max((e.nodes or 1 for e in events if e.type == "start"), default=1)
+    return big, "largest job"

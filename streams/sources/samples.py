@@ -1,0 +1,123 @@
+"""Node-sample inputs: JSON-lines traces (MB) and LLview job directories (MiB).
+
+:class:`SampleTraceFiles` yields one list of NodeSamples per file; :class:`LlviewDirs` yields one
+:class:`LlviewJob` (its parsed series) per job directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from models.formats import llview
+from models.formats.sampletrace import parse_trace
+from models.records.nodesample import NodeSample
+from models.records.reject import Reject
+from streams.driver import InputStats, RejectLog
+from streams.errors import UserError
+from streams.sources.files import read_text
+
+
+class SampleTraceFiles:
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.inputs = [InputStats(p, bytes=os.path.getsize(p)) for p in paths]
+
+    def batches(self, rejects: RejectLog) -> Iterator[list[NodeSample]]:
+        for p, st in zip(self.paths, self.inputs, strict=True):
+            bad: list[Reject] = []
+            samples = list(parse_trace(read_text(Path(p)).splitlines(), p, bad))
+            rejects.extend(bad)
+            st.rejected = len(bad)
+            st.records = len(samples)
+            if samples:
+                ts = [s.ts for s in samples]
+                st.seen(round(min(ts) * 1000), round(max(ts) * 1000))
+            yield samples
+
+
+@dataclass(slots=True)
+class LlviewJob:
+    directory: Path
+    loadmem: llview.LlviewSeries
+    cores_per_node: float
+    job_class: str
+    fs_all: llview.LlviewSeries | None
+    fs_by_name: dict[str, llview.LlviewSeries]
+
+
+def llview_files(paths: list[str]) -> list[dict[str, Path]]:
+    """Group LLview files by job directory: {'loadmem', 'fs', 'fs:<name>', 'pcore', 'report'}."""
+    groups: dict[Path, dict[str, Path]] = {}
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files.extend(sorted(p.iterdir()) if p.is_dir() else [p])
+    for f in files:
+        g = groups.setdefault(f.parent, {})
+        n = f.name
+        if n.startswith("LoadMem_"):
+            g["loadmem"] = f
+        elif n.startswith("FSusage_") and n.endswith("_all_node.dat"):
+            g["fs"] = f
+        elif n.startswith("FSusage_") and n.endswith("_node.dat"):
+            # FSusage_<job>_<file system>_node.dat
+            g["fs:" + n[len("FSusage_") : -len("_node.dat")].split("_", 1)[-1]] = f
+        elif n.startswith("PCOREusage_"):
+            g["pcore"] = f
+        elif n.startswith("jobreport_") and n.endswith(".json"):
+            g["report"] = f
+    return [g for g in groups.values() if "loadmem" in g]
+
+
+class LlviewDirs:
+    def __init__(self, paths: list[str], cores_per_node: float | None) -> None:
+        self.groups = llview_files(paths)
+        if not self.groups:
+            raise UserError("no LoadMem_<job>_node.dat among the inputs")
+        self.cores_per_node = cores_per_node
+        self.inputs = [
+            InputStats(str(g["loadmem"].parent), bytes=sum(os.path.getsize(f) for f in g.values()))
+            for g in self.groups
+        ]
+
+    def batches(self, rejects: RejectLog) -> Iterator[LlviewJob]:
+        for g, st in zip(self.groups, self.inputs, strict=True):
+            bad: list[Reject] = []
+
+            def series(
+                key: str, g: dict[str, Path] = g, bad: list[Reject] = bad
+            ) -> llview.LlviewSeries:
+                return llview.parse_series(read_text(g[key]), str(g[key]), bad)
+
+            lm = series("loadmem")
+            cpn = self.cores_per_node
+            if cpn is None and "pcore" in g:
+                per = llview.cores_from_pcore(series("pcore"))
+                cpn = max(per.values()) if per else None
+            if cpn is None:
+                raise UserError(
+                    f"{g['loadmem'].parent}: cores per node unknown (no PCOREusage file): "
+                    "give --cores-per-node"
+                )
+            cls = "normal"
+            if "report" in g:
+                cls = llview.parse_job_report(g["report"].read_bytes()).queue or cls
+            job = LlviewJob(
+                g["loadmem"].parent,
+                lm,
+                cpn,
+                cls,
+                series("fs") if "fs" in g else None,
+                {k[3:]: series(k) for k in sorted(k for k in g if k.startswith("fs:"))},
+            )
+            rejects.extend(bad)
+            st.rejected = len(bad)
+            ts = lm.num["ts"]
+            st.records = int(ts.size)
+            if ts.size:
+                st.seen(round(float(np.min(ts)) * 1000), round(float(np.max(ts)) * 1000))
+            yield job
