@@ -42,8 +42,8 @@ class UsageRow:
     holder_kind: str  # "user" | "account"
     holder: str
     usage_node_hours: float  # decayed to ts
-    charged_node_hours: float  # undecayed node-hours charged since the previous snapshot
-    refunded_node_hours: float  # undecayed node-hours refunded since the previous snapshot
+    charged_node_hours: float  # undecayed node-hours charged since the previous report
+    refunded_node_hours: float  # undecayed node-hours refunded since the previous report
 
 
 HOLDER_KINDS = ("account", "user")  # sorted: rows come out by kind, then holder
@@ -76,7 +76,7 @@ class FairShareUsage:
         self._start: dict[str, tuple[float, int]] = {}
         # kind -> holder -> [value, ref_ts]
         self._usage: dict[str, dict[str, list[float]]] = {k: {} for k in HOLDER_KINDS}
-        # kind -> holder -> [charged, refunded] since the last snapshot
+        # kind -> holder -> [charged, refunded] since the last report
         self._period: dict[str, dict[str, list[float]]] = {k: {} for k in HOLDER_KINDS}
         self._refund_of: dict[str, bool] = {}  # end state -> refunded (memo)
         self.unmatched_ends = 0
@@ -160,13 +160,13 @@ class FairShareUsage:
             return 0.0
         return u[0] * math.exp(-self._k * (ts - u[1])) if ts > u[1] else u[0]
 
-    def snapshot(
+    def report(
         self, ts: float, min_node_hours: float = 0.005, changed_only: bool = False
     ) -> list[UsageRow]:
-        """Every holder's decayed usage at ts (sorted); holders whose usage decayed below
-        min_node_hours and with nothing charged since the last snapshot are dropped. With
-        changed_only, only holders charged or refunded since the last snapshot (cost per job,
-        not per holder per snapshot)."""
+        """Usage rows at ts (e.g. a day end): every holder's decayed usage (sorted); holders
+        whose usage decayed below min_node_hours and with nothing charged since the last report
+        are dropped. With changed_only, only holders charged or refunded since the last report
+        (cost per job, not per holder per report)."""
         out = []
         k = self._k
         exp = math.exp
@@ -187,3 +187,5 @@ class FairShareUsage:
                 out.append(UsageRow(ts, kind, holder, v, pr[0], pr[1]))
             period.clear()
         return out
+
+    snapshot = report  # alias for streams/ until it moves to report()

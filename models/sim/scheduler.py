@@ -23,7 +23,8 @@ reservation unless a node fails. A node that goes Down kills its job (end state 
 admin drain on a busy node shows as Draining until the job ends, then Drained (Moab's node states;
 seed 000 footnote 1: not the seed's "drain").
 
-The machine is observed at ``start + k * period``: each :class:`Snapshot` gives every node's state
+The machine is observed at each iteration, ``start + k * period``: each :class:`IterationState`
+gives every node's state
 code (the codes of :mod:`models.records.nodestatus`, named by its ``KNOWN_STATES``), its
 reservation list (jobs whose reservations include the node, in start order) and job list. Busy
 nodes are reported as ``Busy`` (Moab also knows ``Running``; the simulator never emits it).
@@ -88,8 +89,8 @@ class SchedEvent:
 
 
 @dataclass(slots=True)
-class Snapshot:
-    """The machine as seen at one scheduler iteration."""
+class IterationState:
+    """The machine as seen at one scheduler iteration (what its node-status lines report)."""
 
     ts: float
     state: npt.NDArray[np.int8]  # state codes of models.records.nodestatus, one per node
@@ -175,8 +176,8 @@ class EasyScheduler:
         st[self.down > 0] = DOWN
         return st
 
-    def snapshot(self, ts: float) -> Snapshot:
-        return Snapshot(ts, self.state_codes(), list(self.rsv_str), list(self.job_str))
+    def iteration_state(self, ts: float) -> IterationState:
+        return IterationState(ts, self.state_codes(), list(self.rsv_str), list(self.job_str))
 
     # --- events ------------------------------------------------------------------------------
 
@@ -336,10 +337,10 @@ class EasyScheduler:
 
     def run(
         self, start: float, end: float, period: float
-    ) -> Iterator[tuple[list[SchedEvent], Snapshot | None]]:
+    ) -> Iterator[tuple[list[SchedEvent], IterationState | None]]:
         """Simulate from the first event up to ``end``; yield (events since the last yield,
-        snapshot) for each iteration time start + k*period < end (events before ``start`` come
-        with the first snapshot). Events after the last iteration are yielded with None."""
+        iteration state) for each iteration time start + k*period < end (events before ``start``
+        come with the first iteration). Events after the last iteration are yielded with None."""
         if period <= 0:
             raise ValueError("period must be > 0")
         k = 0
@@ -353,7 +354,7 @@ class EasyScheduler:
                 self._process_events_at(t, events)
                 self._schedule(t, events)
                 t = self._next_event_time()
-            yield events, self.snapshot(t_iter)
+            yield events, self.iteration_state(t_iter)
             k += 1
         events = []
         t = self._next_event_time()

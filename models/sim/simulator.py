@@ -29,7 +29,7 @@ from models.formats.swf import SwfJob
 from models.records.jobevent import JobEvent
 from models.records.nodestatus import KNOWN_STATES
 from models.sim.lublin import LublinModel
-from models.sim.scheduler import EasyScheduler, NodeInterval, Snapshot, Workload
+from models.sim.scheduler import EasyScheduler, IterationState, NodeInterval, Workload
 
 
 @dataclass(slots=True)
@@ -160,7 +160,7 @@ def random_outages(cfg: SimConfig, n_down: int, n_drained: int) -> list[NodeInte
 
 
 class MoabFormatter:
-    """Snapshots -> Moab node-status lines (see module docstring)."""
+    """Iteration states -> Moab node-status lines (see module docstring)."""
 
     def __init__(self, node_names: list[str], tz: str, pid: int, seed: int, period: float) -> None:
         self.tz = ZoneInfo(tz)
@@ -188,8 +188,8 @@ class MoabFormatter:
         steps = self.rng.integers(0, self.max_step + 1, self.n)
         return base + np.cumsum(steps)
 
-    def format(self, snap: Snapshot) -> str:
-        ms = self.line_times_ms(snap.ts)
+    def format(self, iteration: IterationState) -> str:
+        ms = self.line_times_ms(iteration.ts)
         secs = ms // 1000
         frac = (ms - secs * 1000).tolist()
         uniq = np.unique(secs).tolist()
@@ -201,9 +201,9 @@ class MoabFormatter:
             secs.tolist(),
             frac,
             self.heads,
-            snap.state.tolist(),
-            snap.rsvlist,
-            snap.joblist,
+            iteration.state.tolist(),
+            iteration.rsvlist,
+            iteration.joblist,
             strict=True,
         ):
             a, b = stamp[s]
@@ -222,7 +222,7 @@ def simulate(
     fmt = MoabFormatter(names, cfg.tz, pid, cfg.seed, cfg.period)
     w = workload
     user = w.user or ["unknown"] * len(w)
-    for events, snap in sched.run(cfg.start, cfg.end, cfg.period):
+    for events, iteration in sched.run(cfg.start, cfg.end, cfg.period):
         evs: list[JobEvent] = []
         for e in events:
             j = e.job
@@ -264,7 +264,7 @@ def simulate(
                         state=e.state,
                     )
                 )
-        if snap is None:
+        if iteration is None:
             yield SimChunk("", 0, evs, None)
         else:
-            yield SimChunk(fmt.format(snap), cfg.nodes, evs, snap.ts)
+            yield SimChunk(fmt.format(iteration), cfg.nodes, evs, iteration.ts)

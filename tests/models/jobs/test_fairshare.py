@@ -54,7 +54,7 @@ def test_node_fail_refund() -> None:
             ev("end", 3600, "b", 2, state="COMPLETED"),
         ]
     )
-    rows = {(r.holder_kind, r.holder): r for r in m.snapshot(3600)}
+    rows = {(r.holder_kind, r.holder): r for r in m.report(3600)}
     r = rows[("user", "u")]
     assert r.refunded_node_hours == 4.0 and r.charged_node_hours == 2.0
     # 2 node-hours over the last hour, decayed continuously: slightly under 2
@@ -66,11 +66,11 @@ def test_node_fail_refund() -> None:
     assert no_refund.value("user", "u", 3600) == pytest.approx(4.0, rel=1e-2)
 
 
-def test_snapshot_drops_decayed_holders() -> None:
+def test_report_drops_decayed_holders() -> None:
     m = FairShareUsage(half_life=DAY)
     m.update([ev("start", 0, "a"), ev("end", 3600, "a")])
-    assert len(m.snapshot(3600)) == 2
-    assert m.snapshot(3600 + 30 * DAY) == []  # 2^-30 node-hours: gone
+    assert len(m.report(3600)) == 2
+    assert m.report(3600 + 30 * DAY) == []  # 2^-30 node-hours: gone
 
 
 @settings(max_examples=40, deadline=None)

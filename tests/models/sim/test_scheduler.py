@@ -45,12 +45,12 @@ def test_hand_worked_backfill_before_shadow():
     assert r[1].first_shadow == 100.0
     assert r[0].node_ids == (0, 1) and r[1].node_ids == (0, 1, 2, 3)
     assert r[2].node_ids == (2,) and r[3].node_ids == (0,)
-    snap = next(sn for _, sn in steps if sn is not None and sn.ts == 60.0)
-    assert snap.state.tolist() == [BUSY, BUSY, BUSY, IDLE]
-    assert snap.joblist == ["J0", "J0", "J2", "none"]
-    assert snap.rsvlist == ["J1"] * 4  # node 3 is Idle with a reservation: drain
-    snap = next(sn for _, sn in steps if sn is not None and sn.ts == 120.0)
-    assert snap.joblist == ["J1"] * 4 and snap.rsvlist == ["J3", "none", "none", "none"]
+    iteration = next(it for _, it in steps if it is not None and it.ts == 60.0)
+    assert iteration.state.tolist() == [BUSY, BUSY, BUSY, IDLE]
+    assert iteration.joblist == ["J0", "J0", "J2", "none"]
+    assert iteration.rsvlist == ["J1"] * 4  # node 3 is Idle with a reservation: drain
+    iteration = next(it for _, it in steps if it is not None and it.ts == 120.0)
+    assert iteration.joblist == ["J1"] * 4 and iteration.rsvlist == ["J3", "none", "none", "none"]
 
 
 def test_hand_worked_backfill_on_extra_node():
@@ -61,9 +61,9 @@ def test_hand_worked_backfill_on_extra_node():
     r = s.records
     assert [x.start for x in r] == [0.0, 100.0, 10.0]
     assert r[1].node_ids == (0, 1, 2) and r[2].node_ids == (3,) and r[2].backfill
-    snap = next(sn for _, sn in steps if sn is not None and sn.ts == 30.0)
-    assert snap.rsvlist == ["J1", "J1", "J1", "none"]
-    assert snap.state.tolist() == [BUSY, BUSY, IDLE, BUSY]
+    iteration = next(it for _, it in steps if it is not None and it.ts == 30.0)
+    assert iteration.rsvlist == ["J1", "J1", "J1", "none"]
+    assert iteration.state.tolist() == [BUSY, BUSY, IDLE, BUSY]
 
 
 def test_walltime_kill_and_fcfs_order():
@@ -79,7 +79,7 @@ def test_down_kills_job_and_drain_waits_for_job():
     s, steps = run(3, w, outages=outs, end=600)
     r = s.records
     assert (r[0].end, r[0].state) == (50.0, "NODE_FAIL")
-    by_ts = {sn.ts: sn for _, sn in steps if sn is not None}
+    by_ts = {it.ts: it for _, it in steps if it is not None}
     assert by_ts[30.0].state.tolist() == [BUSY, BUSY, BUSY]
     assert by_ts[60.0].state.tolist() == [DOWN, IDLE, DRAINING]
     assert by_ts[210.0].state.tolist() == [IDLE, IDLE, BUSY]  # drain over; J1 still running
@@ -89,7 +89,7 @@ def test_down_kills_job_and_drain_waits_for_job():
 def test_drained_after_job_ends():
     w = wl([(0, 1, 50, 60)])
     s, steps = run(1, w, outages=[NodeInterval(0, 10, 200, "drain")], end=300)
-    by_ts = {sn.ts: sn for _, sn in steps if sn is not None}
+    by_ts = {it.ts: it for _, it in steps if it is not None}
     assert by_ts[30.0].state[0] == DRAINING and by_ts[60.0].state[0] == DRAINED
     assert by_ts[210.0].state[0] == IDLE
 
@@ -201,15 +201,15 @@ def test_invariants(rows, depth):
         iv = sorted((r.start, r.end) for r in recs if i in r.node_ids and r.end > r.start)
         for (_a0, a1), (b0, _) in zip(iv, iv[1:], strict=False):
             assert b0 >= a1
-    for _, snap in steps:
-        if snap is None:
+    for _, iteration in steps:
+        if iteration is None:
             continue
-        t = snap.ts
+        t = iteration.ts
         for i in range(n):
             running = [j for j, r in enumerate(recs) if i in r.node_ids and r.start <= t < r.end]
-            assert snap.joblist[i] == (w.job_id[running[0]] if running else "none")
-            assert snap.state[i] == (BUSY if running else IDLE)
-            for name in snap.rsvlist[i].split(","):
+            assert iteration.joblist[i] == (w.job_id[running[0]] if running else "none")
+            assert iteration.state[i] == (BUSY if running else IDLE)
+            for name in iteration.rsvlist[i].split(","):
                 if name == "none":
                     continue
                 j = int(name[1:])  # a reservation names a job waiting at t
@@ -218,7 +218,7 @@ def test_invariants(rows, depth):
         waiting = [j for j, r in enumerate(recs) if w.submit[j] <= t < r.start]
         if waiting:
             head = min(waiting, key=lambda j: (w.submit[j], j))
-            n_rsv = sum(1 for x in snap.rsvlist if w.job_id[head] in x.split(","))
+            n_rsv = sum(1 for x in iteration.rsvlist if w.job_id[head] in x.split(","))
             assert n_rsv == w.nodes[head]
 
 
@@ -258,14 +258,14 @@ def test_invariants_on_the_kth_trace():
     iv = sorted((i, r.start, r.end) for r in recs for i in r.node_ids if r.end > r.start)
     for (n0, _, e0), (n1, s1, _) in zip(iv, iv[1:], strict=False):
         assert n0 != n1 or s1 >= e0
-    # snapshots: every Idle node with a reservation is reserved for a job waiting at that time
+    # iterations: every Idle node with a reservation is reserved for a job waiting at that time
     waiting_drain = 0
-    for _, snap in steps:
-        if snap is None:
+    for _, iteration in steps:
+        if iteration is None:
             continue
-        for i in np.flatnonzero(snap.state == IDLE).tolist():
-            if snap.rsvlist[i] != "none":
-                j = int(snap.rsvlist[i].split(",")[0][1:])
-                assert w.submit[j] <= snap.ts < recs[j].start
+        for i in np.flatnonzero(iteration.state == IDLE).tolist():
+            if iteration.rsvlist[i] != "none":
+                j = int(iteration.rsvlist[i].split(",")[0][1:])
+                assert w.submit[j] <= iteration.ts < recs[j].start
                 waiting_drain += 1
     assert waiting_drain > 0

@@ -186,12 +186,12 @@ def test_state_codes_round_trip_through_the_moab_parser():
     fmt = MoabFormatter([str(i + 1) for i in range(cfg.nodes)], cfg.tz, 1234, cfg.seed, cfg.period)
     book = Codebook()
     seen: set[int] = set()
-    for _events, state in sched.run(cfg.start, cfg.end, cfg.period):
-        if state is None:
+    for _events, iteration in sched.run(cfg.start, cfg.end, cfg.period):
+        if iteration is None:
             continue
-        parsed = parse_moab_chunk(fmt.format(state).encode(), book)
+        parsed = parse_moab_chunk(fmt.format(iteration).encode(), book)
         assert not parsed.rejects and parsed.ignored == 0
-        assert parsed.batch.state.tolist() == state.state.tolist()
-        seen.update(state.state.tolist())
+        assert parsed.batch.state.tolist() == iteration.state.tolist()
+        seen.update(iteration.state.tolist())
     assert {IDLE, BUSY, DOWN} <= seen and seen & {DRAINED, DRAINING}
     assert book.states.names == list(KNOWN_STATES)  # no state outside the known six
