@@ -117,14 +117,14 @@ def usage_by_day(
     nodes: ArrayLike,
     cpus: ArrayLike,
     tz: str | ZoneInfo | None = "UTC",
-    window: tuple[float, float] | None = None,
+    clip: tuple[float, float] | None = None,
 ) -> UsageDaily:
     """Split jobs ``[start, end)`` (POSIX s) at local midnights and sum per day.
 
-    ``window`` = ``(lo, hi)`` clips to ``[lo, hi)`` (XDMoD's "… 23:59:59" inclusive end is
-    ``hi = 23:59:59 + 1``): usage outside it is dropped and only starts / ends inside it are
-    counted; days run from the window's first to last day. Without a window, days run from the
-    first start to the last end. Jobs with end < start are ignored; nodes / cpus NaN count as 0.
+    ``clip`` = ``(lo, hi)`` clips to ``[lo, hi)`` (a report range; XDMoD's "… 23:59:59"
+    inclusive end is ``hi = 23:59:59 + 1``): usage outside it is dropped and only starts / ends
+    inside it are counted; days run from the range's first to last day. Without it, days run from
+    the first start to the last end. Jobs with end < start are ignored; nodes / cpus NaN count as 0.
     """
     s = np.asarray(start, dtype=np.float64).ravel()
     e = np.asarray(end, dtype=np.float64).ravel()
@@ -135,8 +135,8 @@ def usage_by_day(
     ok = np.isfinite(s) & np.isfinite(e) & (e >= s)
     s, e, nn, nc = s[ok], e[ok], nn[ok], nc[ok]
     z = _zone(tz)
-    if window is not None:
-        lo, hi = float(window[0]), float(window[1])
+    if clip is not None:
+        lo, hi = float(clip[0]), float(clip[1])
         if hi <= lo:
             return _empty()
         first, last = local_day(lo, z), local_day(hi, z)
@@ -150,9 +150,9 @@ def usage_by_day(
     edges = day_edges(first, last, z)
     ndays = len(edges) - 1
 
-    # Event counts: the day containing the instant (within the window).
+    # Event counts: the day containing the instant (within the clip range).
     def count(t: NDArray[np.float64]) -> NDArray[np.int64]:
-        t = t[(t >= lo) & (t < hi)] if window is not None else t
+        t = t[(t >= lo) & (t < hi)] if clip is not None else t
         idx = np.searchsorted(edges, t, side="right") - 1
         idx = idx[(idx >= 0) & (idx < ndays)]
         return np.bincount(idx, minlength=ndays).astype(np.int64)
@@ -160,9 +160,9 @@ def usage_by_day(
     started = count(s)
     ended = count(e)
 
-    # Clip to the window, then split at midnights (half-open intervals).
-    cs = np.maximum(s, edges[0] if window is None else lo)
-    ce = np.minimum(e, edges[-1] if window is None else hi)
+    # Clip to the range, then split at midnights (half-open intervals).
+    cs = np.maximum(s, edges[0] if clip is None else lo)
+    ce = np.minimum(e, edges[-1] if clip is None else hi)
     keep = ce > cs
     cs, ce, kn, kc = cs[keep], ce[keep], nn[keep], nc[keep]
     i0 = np.searchsorted(edges, cs, side="right") - 1
@@ -253,8 +253,8 @@ def _append(
 def usage_from_events(
     events: Iterable[JobEvent],
     tz: str | ZoneInfo | None = "UTC",
-    window: tuple[float, float] | None = None,
+    clip: tuple[float, float] | None = None,
 ) -> UsageDaily:
     """Per-day usage of the job runs found in ``events`` (see :func:`intervals_from_events`)."""
     iv = intervals_from_events(events)
-    return usage_by_day(iv.start, iv.end, iv.nodes, iv.cpus, tz=tz, window=window)
+    return usage_by_day(iv.start, iv.end, iv.nodes, iv.cpus, tz=tz, clip=clip)

@@ -1,4 +1,4 @@
-"""Normalised scheduler iterations: one node's state at one instant (seed 000 §III-A).
+"""Node-status records: one node's state at one scheduler iteration (seed 000 §III-A).
 
 A Moab node-status line, or its Slurm equivalent, becomes a ``NodeStatus``; a run of them becomes
 a ``NodeStatusBatch`` of numpy columns, with node names, states and job/reservation ids interned

@@ -71,9 +71,9 @@ def reference_usage(
 def test_phillips_matches_open_xdmod() -> None:
     if not PHILLIPS.exists():
         pytest.skip("../shared/data/sacct/phillips.log is not present")
-    window = (utc(2016, 12, 22), utc(2017, 1, 1, 23, 59, 59) + 1)
+    clip = (utc(2016, 12, 22), utc(2017, 1, 1, 23, 59, 59) + 1)
     with PHILLIPS.open() as f:
-        u = usage_from_events(iter_job_events("sacct", f, "phillips.log"), tz="UTC", window=window)
+        u = usage_from_events(iter_job_events("sacct", f, "phillips.log"), tz="UTC", clip=clip)
     cpu, node, wall, started, ended = u.totals()
     assert (round(cpu, 4), round(node, 4), round(wall, 4)) == (11767.9883, 1344.8686, 438.8203)
     assert u.days[0] == date(2016, 12, 22) and u.days[-1] == date(2017, 1, 1)
@@ -128,14 +128,14 @@ def test_dst_days_in_local_time() -> None:
     assert edges[1] - edges[0] == 25 * 3600
 
 
-def test_window_clips_usage_and_counts() -> None:
+def test_clip_range_clips_usage_and_counts() -> None:
     w = (utc(2024, 1, 2), utc(2024, 1, 3))
     u = usage_by_day(
         [utc(2024, 1, 1, 20), utc(2024, 1, 2, 5)],
         [utc(2024, 1, 2, 4), utc(2024, 1, 5)],
         [1, 2],
         [1, 2],
-        window=w,
+        clip=w,
     )
     assert u.days == [date(2024, 1, 2)]
     assert list(u.wall_hours) == [4.0 + 19.0]
