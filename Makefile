@@ -28,8 +28,11 @@ test: venv
 test-unit: venv
 	$(PY) -m pytest -q -m 'not integration'
 
+# ruff (lint + format) everywhere, mypy strict on models/ and checked on streams/ (pyproject.toml)
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 stack-start: venv
 	$(STACK) start

@@ -94,7 +94,7 @@ class Spec:
     name: str
     section: str  # TOML table; "" = top level
     key: str
-    kind: str  # str | int | float | bool | choice | tz | path | file | secret | bootstrap
+    kind: str  # str | int | float | choice | tz | path | file | secret | bootstrap
     default: Any
     help: str
     choices: tuple[str, ...] = ()
@@ -406,12 +406,13 @@ class Settings:
         from aiokafka.helpers import create_ssl_context
 
         password = self.kafka_ssl_key_password
-        return create_ssl_context(
+        ctx: ssl.SSLContext = create_ssl_context(
             cafile=self.kafka_ssl_cafile,
             certfile=self.kafka_ssl_certfile,
             keyfile=self.kafka_ssl_keyfile,
             password=password.reveal() if password is not None else None,
         )
+        return ctx
 
     def aiokafka_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for AIOKafkaProducer/Consumer/AdminClient (servers + security)."""
@@ -566,10 +567,6 @@ def _did_you_mean(name: str, known: Any) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
 def _coerce(spec: Spec, raw: Any, where: str) -> Any:
     """Turn a TOML value or an env string into the setting's type, or raise ConfigError."""
     if spec.optional and (raw is None or (isinstance(raw, str) and raw.strip() == "")):
@@ -607,15 +604,6 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
         value = _number(raw, where, int)
     elif kind == "float":
         value = _number(raw, where, float)
-    elif kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        s = str(raw).strip().lower()
-        if s in _TRUE:
-            return True
-        if s in _FALSE:
-            return False
-        raise ConfigError(where, f"{raw!r} is not a boolean (true/false)")
     else:  # pragma: no cover - SPECS is static
         raise AssertionError(kind)
     if spec.minimum is not None and value < spec.minimum:

@@ -121,16 +121,16 @@ def _run(r: Run, sinks: Sequence[Sink], rejects: RejectLog) -> dict[str, Any]:
                 rows.setdefault(t.file, 0)
                 for sink in sinks:
                     sink.declare(t)
-        step_s: Counter[str] = Counter()
+        step_s: dict[str, float] = dict.fromkeys((st.name for st in stages), 0.0)
         timings: dict[str, float] = {}
         for feed in r.feeds:
             t_feed = time.perf_counter()
             stepping = 0.0
             for batch in feed.source.batches(rejects):
                 for st in feed.stages:
-                    t = time.perf_counter()
+                    t_step = time.perf_counter()
                     _emit(st.step(batch), sinks, rows)
-                    dt = time.perf_counter() - t
+                    dt = time.perf_counter() - t_step
                     step_s[st.name] += dt
                     stepping += dt
             timings[f"read_{feed.stages[0].name}_input"] = round(

@@ -17,6 +17,7 @@ CSV files are UTF-8, ``,``-separated, LF line ends, header row always present.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -80,7 +81,7 @@ def text(x: Any) -> str:
 
 
 # column kind -> formatter; the kinds are listed in docs/outputs.md
-FORMATTERS = {
+FORMATTERS: dict[str, Callable[[Any], str]] = {
     "text": text,
     "int": number,
     "number": number,

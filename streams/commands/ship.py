@@ -39,7 +39,7 @@ def _run(sampler: Sampler, sink: JsonLinesSink, args: argparse.Namespace) -> int
         return sampler.stats["sweeps"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ship", help="run a node collector and ship what it measures")
     ssub = p.add_subparsers(dest="what", required=True)
     s = ssub.add_parser(

@@ -13,7 +13,7 @@ from pathlib import Path
 from streams.config import ConfigError, load_settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "worker",
         help="run the streaming worker (Faust) against Kafka",
