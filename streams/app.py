@@ -5,7 +5,7 @@ directory, web server and consumer-group timeouts all come from the settings. Fa
 environment variables (``BROKER_URL``, ``WEB_PORT``, ...) are switched off (``env={}``) so the
 ``DRAINWATCH_*`` settings are the single source of configuration.
 
-Rules every agent added to this app follows (see /work/shared/notes/README.md):
+Rules every agent added to this app follows (docs/architecture.md, "Streaming rules"):
 
 * **concurrency=1** (:data:`AGENT_CONCURRENCY`): with more, Faust can commit an offset past a
   message that is still being processed (faust-streaming issue #606), losing it on a crash.
@@ -14,15 +14,7 @@ Rules every agent added to this app follows (see /work/shared/notes/README.md):
 * Messages carry **batches** (one scheduler iteration per ``node-status`` message, not one node),
   because per-message overhead caps a local broker at ~1,800 messages/s on two cores.
 
-Topics (names from ``settings.topic_prefix``, default ``drainwatch.``):
-
-=====================  ================================================================
-``node-status``        batches of ``NodeStatus`` records, one scheduler iteration each
-``job-events``         ``JobEvent`` records (submit / start / end)
-``node-samples``       ``NodeSample`` records from the /proc + cgroup sampler
-``metrics.drain``      drain accounting results per window (what the InfluxDB sink writes)
-``dead-letter``        records that could not be parsed, with the reason
-=====================  ================================================================
+Topics, their keys, record types and JSON Schemas: :mod:`streams.topics`.
 
 Streaming agents are not defined here; they arrive with the streaming issue.
 """
@@ -35,34 +27,10 @@ from typing import Any
 import faust
 
 from streams.config import Settings
+from streams.topics import topic_names
 
 APP_ID = "drainwatch"
 AGENT_CONCURRENCY = 1  # see module docstring: faust-streaming #606
-
-
-@dataclass(frozen=True, slots=True)
-class TopicNames:
-    """Full topic names for one prefix."""
-
-    node_status: str
-    job_events: str
-    node_samples: str
-    metrics_drain: str
-    dead_letter: str
-
-    def all(self) -> tuple[str, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))
-
-
-def topic_names(prefix: str) -> TopicNames:
-    """``<prefix>node-status``, ``<prefix>job-events``, ... for the given prefix."""
-    return TopicNames(
-        node_status=f"{prefix}node-status",
-        job_events=f"{prefix}job-events",
-        node_samples=f"{prefix}node-samples",
-        metrics_drain=f"{prefix}metrics.drain",
-        dead_letter=f"{prefix}dead-letter",
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import sys
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from models.formats.swf import parse_swf
@@ -21,6 +20,8 @@ from models.sim.simulator import (
     workload_from_lublin,
     workload_from_swf,
 )
+from streams.errors import UserError, check_inputs
+from streams.sinks.files import atomic_file
 from streams.sources.files import open_text
 
 
@@ -32,7 +33,7 @@ def parse_start(text: str, tz: str) -> float:
     return dt.timestamp()
 
 
-def write_simulation(args: argparse.Namespace) -> dict[str, object]:
+def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     """Run the simulation described by ``args`` and write its files; return the summary."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -63,10 +64,11 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
     n_events = 0
     first_ts: float | None = None
     last_ts: float | None = None
-    raw = open(log_path, "wb")
-    log: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3) if args.gzip else raw
-    try:
-        with open(jobs_path, "wb") as jf:
+    with atomic_file(log_path) as raw, atomic_file(jobs_path) as jf:
+        log: IO[bytes] | gzip.GzipFile = (
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) if args.gzip else raw
+        )
+        try:
             for chunk in simulate(workload, cfg, outages):
                 if chunk.n_lines:
                     log.write(chunk.moab.encode())
@@ -77,10 +79,9 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
                 if chunk.events:
                     jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
                     n_events += len(chunk.events)
-    finally:
-        if log is not raw:
-            log.close()
-        raw.close()
+        finally:
+            if log is not raw:
+                log.close()  # writes the gzip trailer; raw is closed by atomic_file
     span = 0.0 if first_ts is None or last_ts is None else last_ts - first_ts + cfg.period
     return {
         "jobs": len(workload),
@@ -99,13 +100,15 @@ def write_simulation(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     if args.nodes < 1 or args.days <= 0 or args.period <= 0:
-        print("simulate: --nodes, --days and --period must be positive", file=sys.stderr)
-        return 2
+        raise UserError("--nodes, --days and --period must be positive")
+    if args.swf:
+        check_inputs([args.swf])
     try:
         s = write_simulation(args)
-    except (OSError, ValueError) as e:
-        print(f"simulate: {e}", file=sys.stderr)
-        return 1
+    except ValueError as e:  # e.g. a --start that is no ISO 8601 time, an unknown --tz
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"{e.filename or args.out}: {e.strerror}") from None
     extra = ""
     if s["skipped_jobs"]:
         extra += f", skipped jobs {s['skipped_jobs']}"
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         extra += f", rejected SWF lines {s['rejected_swf_lines']}"
     print(
         f"simulated {s['jobs']} jobs ({s['events']} events) on {s['nodes']} nodes: "
-        f"{s['lines']} Moab lines over {float(s['span_seconds']) / 86400:.2f} days "
+        f"{s['lines']} Moab lines over {s['span_seconds'] / 86400:.2f} days "
         f"-> {s['log']}, {s['jobs_file']}{extra}"
     )
     return 0
@@ -167,7 +170,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "simulate",
         help="simulate a workload under EASY backfilling and write a Moab log + job events",

@@ -14,9 +14,10 @@ import csv
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from models.records.reject import Reject
 from streams.tables import Row, Table
@@ -104,3 +105,21 @@ class RejectFile:
     def abort(self) -> None:
         self._f.close()
         self._tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A file written under a temporary name beside ``path`` and renamed onto it when the block
+    ends without error; on any error (or SIGINT) the temporary file is removed and ``path``
+    keeps what it had."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

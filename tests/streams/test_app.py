@@ -16,8 +16,9 @@ from pathlib import Path
 import faust
 import pytest
 
-from streams.app import AGENT_CONCURRENCY, create_app, topic_names
+from streams.app import AGENT_CONCURRENCY, create_app
 from streams.config import Settings, load_settings
+from streams.topics import topic_names
 
 REPO = Path(__file__).resolve().parents[2]
 
