@@ -168,3 +168,13 @@ def test_user_errors_of_other_commands_are_one_line_too(tmp_path: Path) -> None:
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"drainwatch {argv_[0]}: "), r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_docs_outputs_md_lists_every_table_as_declared() -> None:
+    from streams.tables import BEGIN, END, outputs_markdown
+
+    text = (REPO / "docs" / "outputs.md").read_text()
+    generated = text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip()
+    assert generated == outputs_markdown().strip(), (
+        "docs/outputs.md is out of date: regenerate its tables with `python -m streams.tables`"
+    )
