@@ -41,6 +41,14 @@ class InputStats:
         self.first_ms = lo_ms if self.first_ms is None else min(self.first_ms, lo_ms)
         self.last_ms = hi_ms if self.last_ms is None else max(self.last_ms, hi_ms)
 
+    def tally(self, ts_s: Sequence[float], bad: Sequence[Reject], rejects: RejectLog) -> None:
+        """One whole input read: its records' times (POSIX s) and its rejects."""
+        rejects.extend(bad)
+        self.rejected += len(bad)
+        self.records += len(ts_s)
+        if len(ts_s):
+            self.seen(round(float(min(ts_s)) * 1000), round(float(max(ts_s)) * 1000))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,

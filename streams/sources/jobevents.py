@@ -34,12 +34,7 @@ def read_job_events(
         bad: list[Reject] = []
         with open_text(p) as f:
             evs = list(iter_job_events(fmt, f, source=str(p), rejects=bad))
-        rejects.extend(bad)
-        st.rejected = len(bad)
-        st.records = len(evs)
-        if evs:
-            ts = [e.ts for e in evs]
-            st.seen(round(min(ts) * 1000), round(max(ts) * 1000))
+        st.tally([e.ts for e in evs], bad, rejects)
         events += evs
         stats.append(st)
     return sort_events(events), stats

@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from models.formats import llview
 from models.formats.sampletrace import parse_trace
 from models.records.nodesample import NodeSample
@@ -31,12 +29,7 @@ class SampleTraceFiles:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
             samples = list(parse_trace(read_text(Path(p)).splitlines(), p, bad))
-            rejects.extend(bad)
-            st.rejected = len(bad)
-            st.records = len(samples)
-            if samples:
-                ts = [s.ts for s in samples]
-                st.seen(round(min(ts) * 1000), round(max(ts) * 1000))
+            st.tally([s.ts for s in samples], bad, rejects)
             yield samples
 
 
@@ -114,10 +107,5 @@ class LlviewDirs:
                 series("fs") if "fs" in g else None,
                 {k[3:]: series(k) for k in sorted(k for k in g if k.startswith("fs:"))},
             )
-            rejects.extend(bad)
-            st.rejected = len(bad)
-            ts = lm.num["ts"]
-            st.records = int(ts.size)
-            if ts.size:
-                st.seen(round(float(np.min(ts)) * 1000), round(float(np.max(ts)) * 1000))
+            st.tally(lm.num["ts"].tolist(), bad, rejects)
             yield job

@@ -165,6 +165,31 @@ class _DayEdges:
         return None if self.last_ts is None else self.cal.span(self.last_ts)[2]
 
 
+class _DailyStage:
+    """A stage whose model is fed ended jobs and closes its rows at the day edges it passes:
+    ``_close(edge, final)`` returns the model's rows up to ``edge`` as outputs."""
+
+    m: Any
+
+    def __init__(self, tz: str) -> None:
+        self.days = _DayEdges(tz)
+
+    def _close(self, edge: float, final: bool) -> list[Output]:
+        raise NotImplementedError
+
+    def step(self, batch: list[JobEvent]) -> Iterable[Output]:
+        edge = self.days.passed(batch)
+        out = self._close(edge, False) if edge is not None else []
+        b = _ended(batch)
+        if b:
+            self.m.update(b)
+        return out
+
+    def finish(self) -> Iterable[Output]:
+        until = self.days.final_edge()
+        return [] if until is None else self._close(until, True)
+
+
 class UsageStage:
     name = "usage"
 
@@ -335,54 +360,29 @@ class RuntimeStage:
         }
 
 
-class CapabilityStage:
+class CapabilityStage(_DailyStage):
     name = "capability"
 
     def __init__(self, model: CapabilityUse, tz: str, section_from: str) -> None:
+        super().__init__(tz)
         self.m = model
-        self.days = _DayEdges(tz)
         self.section_from = section_from
         self.rows: list[Any] = []
 
     def tables(self) -> Sequence[Table]:
         return (CAPABILITY_DAILY,)
 
-    def _out(self, days: list[Any]) -> list[Output]:
+    def _close(self, edge: float, final: bool) -> list[Output]:
+        days = self.m.flush(edge)
+        if final:
+            days += self.m.flush(edge, final=True)
         self.rows += days
-        if not days:
-            return []
-        return [
-            (
-                CAPABILITY_DAILY,
-                [
-                    (
-                        d.day,
-                        d.large_node_hours,
-                        d.small_node_hours,
-                        d.backfill_node_hours,
-                        d.cup40,
-                        d.cup40_modified,
-                    )
-                    for d in days
-                ],
-            )
-        ]
-
-    def step(self, batch: list[JobEvent]) -> Iterable[Output]:
-        out: list[Output] = []
-        edge = self.days.passed(batch)
-        if edge is not None:
-            out += self._out(self.m.flush(edge))
-        b = _ended(batch)
-        if b:
-            self.m.update(b)
-        return out
-
-    def finish(self) -> Iterable[Output]:
-        until = self.days.final_edge()
-        if until is None:
-            return []
-        return self._out(self.m.flush(until) + self.m.flush(until, final=True))
+        rows = [
+            (d.day, d.large_node_hours, d.small_node_hours, d.backfill_node_hours, d.cup40,
+             d.cup40_modified)
+            for d in days
+        ]  # fmt: skip
+        return [(CAPABILITY_DAILY, rows)] if rows else []
 
     def summary(self) -> dict[str, Any]:
         cup, cupm = cup_over(self.rows)
@@ -395,50 +395,24 @@ class CapabilityStage:
         }
 
 
-class FairShareStage:
+class FairShareStage(_DailyStage):
     name = "fairshare"
 
     def __init__(self, model: FairShareUsage, tz: str) -> None:
+        super().__init__(tz)
         self.m = model
-        self.days = _DayEdges(tz)
 
     def tables(self) -> Sequence[Table]:
         return (FAIRSHARE_USAGE,)
 
-    @staticmethod
-    def _out(rows: list[Any]) -> list[Output]:
-        if not rows:
-            return []
-        return [
-            (
-                FAIRSHARE_USAGE,
-                [
-                    (
-                        r.ts,
-                        r.holder_kind,
-                        r.holder,
-                        r.usage_node_hours,
-                        r.charged_node_hours,
-                        r.refunded_node_hours,
-                    )
-                    for r in rows
-                ],
-            )
-        ]
-
-    def step(self, batch: list[JobEvent]) -> Iterable[Output]:
-        out: list[Output] = []
-        edge = self.days.passed(batch)
-        if edge is not None:
-            out += self._out(self.m.snapshot(edge, changed_only=True))
-        b = _ended(batch)
-        if b:
-            self.m.update(b)
-        return out
-
-    def finish(self) -> Iterable[Output]:
-        until = self.days.final_edge()
-        return [] if until is None else self._out(self.m.snapshot(until, changed_only=False))
+    def _close(self, edge: float, final: bool) -> list[Output]:
+        """Usage of the holders charged or refunded that day; of every holder at the end."""
+        rows = [
+            (r.ts, r.holder_kind, r.holder, r.usage_node_hours, r.charged_node_hours,
+             r.refunded_node_hours)
+            for r in self.m.snapshot(edge, changed_only=not final)
+        ]  # fmt: skip
+        return [(FAIRSHARE_USAGE, rows)] if rows else []
 
     def summary(self) -> dict[str, Any]:
         return {"half_life_s": self.m.half_life, "refunded_jobs": self.m.refunded_jobs}
