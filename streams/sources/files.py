@@ -1,14 +1,13 @@
-"""File reading shared by the replay engines: gzip detected by its magic bytes, whole-line chunks
-for streaming parsers (memory flat in the file size), and a plain progress line on stderr."""
+"""Reading input files: gzip detected by its magic bytes, whole-line chunks for streaming parsers
+(memory flat in the file size), and a plain progress line on stderr."""
 
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -34,18 +33,6 @@ def read_text(path: str | Path) -> str:
     """The whole (possibly gzip-compressed) file as text, bad bytes replaced."""
     with open_binary(path) as f:
         return f.read().decode("utf-8", "replace")
-
-
-def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
-    """Write a CSV report (header first, '\n' line ends); return the number of data rows."""
-    n = 0
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for r in rows:
-            w.writerow(r)
-            n += 1
-    return n
 
 
 def raw_position(f: BinaryIO) -> int:
