@@ -140,29 +140,6 @@ def test_unknown_state_kept_as_its_own_state_case_insensitive() -> None:
     assert ns[0, 1, 2] == 10_000 and ns[0, 6].sum() == 50_000
 
 
-def test_fast_parser_equals_slow_parser_on_bad_lines() -> None:
-    lines = [
-        line(T0, "1", "Idle"),
-        "garbage",
-        "",
-        "2014-13-31T00:00:00.000-0600 1 INFO  Node '1' "
-        "status: state='Idle' rsvlist='none' joblist='none'",
-        "2014-12-31T00:00:01.000-0600 1 INFO  Node '' status: state='Idle' rsvlist='none' "
-        "joblist='none'",
-        line(T0 + timedelta(seconds=5), "1", "Busy", job="3"),
-    ]
-    data = "".join(x + "\n" for x in lines).encode()
-    fast = parse_moab_chunk(data, Codebook(), "f")
-    slow = parse_lines_slow(data, Codebook(), "f")
-    assert (
-        [(r.reason, r.lineno) for r in fast.rejects]
-        == [(r.reason, r.lineno) for r in slow.rejects]
-        == [("blank_line", 3), ("bad_timestamp", 4), ("empty_node", 5)]
-    )
-    assert fast.ignored == slow.ignored == 1
-    assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)
-
-
 # ---- fast path == reference on generated logs --------------------------------------------
 ZONES = ["UTC", "America/Chicago", "Asia/Kathmandu", "Australia/Lord_Howe", "Europe/Berlin"]
 OFFSETS = [timezone(timedelta(hours=-6)), UTC, timezone(timedelta(hours=5, minutes=45))]
@@ -304,19 +281,3 @@ def test_state_records_count_unknown_states() -> None:
     acc, book, _ = run(lines)
     counts = dict(zip(book.states.names, acc.state_records.tolist(), strict=False))
     assert counts["Flaky"] == 2 and counts["Idle"] == 1
-
-
-def test_parser_survives_bytes_that_are_not_utf8_and_crlf() -> None:
-    good = line(T0, "1", "Idle", rsv="7").encode()
-    data = (
-        good
-        + b"\r\n"
-        + b"\xff\xfe garbage \x80\n"
-        + line(T0 + timedelta(seconds=60), "1", "Busy", job="7").encode()
-        + b"\r\n"
-    )
-    fast = parse_moab_chunk(data, Codebook(), "f")
-    slow = parse_lines_slow(data, Codebook(), "f")
-    assert len(fast.batch) == len(slow.batch) == 2
-    assert fast.ignored == slow.ignored == 1 and fast.lines == 3
-    assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)

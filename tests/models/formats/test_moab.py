@@ -1,0 +1,467 @@
+"""Moab node-status parser (seed 000 §III-A): the line format, its variants, what is ignored,
+what is rejected and why, and the fast chunk parser against the line-by-line definition."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.formats.moab import (
+    BAD_SECONDS,
+    ParsedChunk,
+    TimestampError,
+    classify_line,
+    local_seconds,
+    parse_lines_slow,
+    parse_moab_chunk,
+    parse_timestamp_ms,
+)
+from models.records.nodestatus import (
+    BUSY,
+    DOWN,
+    DRAINED,
+    DRAINING,
+    IDLE,
+    KNOWN_STATES,
+    NO_JOB,
+    RUNNING,
+    Codebook,
+    NodeStatus,
+)
+
+# the seed's example line (seed 000 §III-A)
+SEED_LINE = (
+    "2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle' "
+    "rsvlist='1292428,1292433' joblist='none'"
+)
+SEED_TS_MS = int(datetime(2014, 12, 31, 6, 3, 19, 696_000, tzinfo=UTC).timestamp() * 1000)
+TS = "2014-12-31T00:03:19.696-0600"
+
+
+def mk(
+    ts: str = TS,
+    node: str = "1",
+    state: str = "Idle",
+    rsv: str = "none",
+    job: str = "none",
+    head: str = "21166 INFO ",
+) -> str:
+    return f"{ts} {head} Node '{node}' status: state='{state}' rsvlist='{rsv}' joblist='{job}'"
+
+
+def data_of(lines: list[str], end: str = "\n", last: bool = True) -> bytes:
+    """Lines joined with ``end``; ``last``: also after the last line."""
+    text = end.join(lines) + (end if last and lines else "")
+    return text.encode()
+
+
+Row = tuple[int, str, str, str | None, tuple[str, ...]]
+
+
+def rows(p: ParsedChunk, book: Codebook) -> list[Row]:
+    """The batch decoded to names: (ts_ms, node, state, first rsv id or None, joblist ids)."""
+    b = p.batch
+    jobs: list[list[str]] = [[] for _ in range(len(b))]
+    for r, j in zip(b.run_row.tolist(), b.run_job.tolist(), strict=True):
+        jobs[r].append(book.jobs.names[j])
+    assert b.has_job.tolist() == [bool(x) for x in jobs]
+    return [
+        (
+            t,
+            book.nodes.names[n],
+            book.states.names[s],
+            None if r == NO_JOB else book.jobs.names[r],
+            tuple(js),
+        )
+        for t, n, s, r, js in zip(
+            b.ts_ms.tolist(), b.node.tolist(), b.state.tolist(), b.rsv.tolist(), jobs, strict=True
+        )
+    ]
+
+
+def rejects(p: ParsedChunk) -> list[tuple[str, int, str]]:
+    return [(r.reason, r.lineno, r.text) for r in p.rejects]
+
+
+def both(data: bytes, source: str = "t", first_lineno: int = 1) -> tuple[ParsedChunk, Codebook]:
+    """Parse with the fast path and the slow definition; they must agree. Returns the fast one."""
+    fb, sb = Codebook(), Codebook()
+    fast = parse_moab_chunk(data, fb, source, first_lineno)
+    slow = parse_lines_slow(data, sb, source, first_lineno)
+    assert rows(fast, fb) == rows(slow, sb)
+    assert rejects(fast) == rejects(slow)
+    assert (fast.lines, fast.ignored) == (slow.lines, slow.ignored)
+    return fast, fb
+
+
+def one(line: str) -> Row:
+    p, book = both(data_of([line]))
+    assert not p.rejects and p.ignored == 0, (rejects(p), p.ignored)
+    (r,) = rows(p, book)
+    return r
+
+
+def utc_ms(*args: int) -> int:
+    return int(datetime(*args, tzinfo=UTC).timestamp()) * 1000
+
+
+# ---- the format line ----------------------------------------------------------------------
+
+
+def test_seed_line() -> None:
+    p, book = both(data_of([SEED_LINE]))
+    assert (p.lines, p.ignored, p.rejects) == (1, 0, [])
+    b = p.batch
+    assert b.ts_ms.tolist() == [SEED_TS_MS] == [1_420_005_799_696]
+    assert book.nodes.names == ["27453"]
+    assert b.state.tolist() == [IDLE]
+    # the drain is charged to the first reservation; the second one is not interned
+    assert book.jobs.names[int(b.rsv[0])] == "1292428" and book.jobs.names == ["1292428"]
+    assert b.has_job.tolist() == [False] and b.run_row.size == b.run_job.size == 0
+
+
+def test_classify_line_keeps_the_whole_lists() -> None:
+    assert classify_line(SEED_LINE) == NodeStatus(
+        SEED_TS_MS, "27453", "Idle", ("1292428", "1292433"), ()
+    )
+
+
+def test_known_states_get_their_codes() -> None:
+    lines = [mk(state=s, node=str(i)) for i, s in enumerate(KNOWN_STATES)]
+    p, book = both(data_of(lines))
+    assert p.batch.state.tolist() == [DOWN, IDLE, BUSY, RUNNING, DRAINED, DRAINING]
+    assert book.states.names == list(KNOWN_STATES)
+
+
+# ---- timestamps ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ts", "want"),
+    [
+        ("2014-12-31T00:03:19.696-0600", utc_ms(2014, 12, 31, 6, 3, 19) + 696),
+        ("2014-12-31T00:03:19.696+0530", utc_ms(2014, 12, 30, 18, 33, 19) + 696),
+        ("2014-12-31T00:03:19.696+0545", utc_ms(2014, 12, 30, 18, 18, 19) + 696),
+        ("2014-12-31T00:03:19.696-0930", utc_ms(2014, 12, 31, 9, 33, 19) + 696),
+        ("2014-12-31T00:03:19.696+0000", utc_ms(2014, 12, 31, 0, 3, 19) + 696),
+        ("2014-12-31T00:03:19.696-0000", utc_ms(2014, 12, 31, 0, 3, 19) + 696),
+        ("2014-12-31T00:03:19.696Z", utc_ms(2014, 12, 31, 0, 3, 19) + 696),  # Z is accepted
+        ("2014-12-31T00:03:19.696-06:00", utc_ms(2014, 12, 31, 6, 3, 19) + 696),
+        ("2014-12-31T00:03:19.696+05:30", utc_ms(2014, 12, 30, 18, 33, 19) + 696),
+        ("2014-12-31T23:59:59.999-0600", utc_ms(2015, 1, 1, 5, 59, 59) + 999),  # next UTC day
+        ("2016-02-29T12:00:00.000+0100", utc_ms(2016, 2, 29, 11, 0, 0)),  # leap day
+    ],
+)
+def test_utc_offsets(ts: str, want: int) -> None:
+    assert one(mk(ts=ts))[0] == want
+    assert parse_timestamp_ms(ts) == want
+
+
+@pytest.mark.parametrize(
+    ("frac", "ms"),
+    [
+        (".696", 696),
+        ("", 0),  # whole seconds
+        (".6", 600),
+        (".69", 690),
+        (".000", 0),
+        (".696999", 696),  # sub-millisecond digits are truncated, not rounded
+        (".9999", 999),
+    ],
+)
+def test_fraction_of_a_second(frac: str, ms: int) -> None:
+    base = utc_ms(2014, 12, 31, 6, 3, 19)
+    assert one(mk(ts=f"2014-12-31T00:03:19{frac}-0600"))[0] == base + ms
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "2014-13-31T00:03:19.696-0600",  # month 13
+        "2014-00-31T00:03:19.696-0600",  # month 0
+        "2014-12-32T00:03:19.696-0600",  # day 32
+        "2014-12-00T00:03:19.696-0600",  # day 0
+        "2014-04-31T00:03:19.696-0600",  # April has 30 days
+        "2015-02-29T00:03:19.696-0600",  # not a leap year
+        "1900-02-29T00:03:19.696-0600",  # century, not a leap year
+        "2014-12-31T24:00:00.000-0600",  # hour 24
+        "2014-12-31T23:60:00.000-0600",  # minute 60
+        "2014-12-31T23:59:60.000-0600",  # leap second
+        "2014-12-31T00:03:19.696-2400",  # offset hours > 23
+        "2014-12-31T00:03:19.696-0060",  # offset minutes > 59
+        "2014-12-31T00:03:19.696",  # no offset
+        "2014-12-31T00:03:19.696-06",  # short offset
+        "2014-12-31T00:03:19.696 0600",  # a blank ends the stamp: no offset, malformed
+        "2014-12-31T00:03:19.-0600",  # a dot without digits
+        "2014-12-31T00:03:19,696-0600",  # decimal comma
+        "2014-12-31T00:03-0600",  # no seconds
+        "2014-12-31-0600",  # date only
+        "14-12-31T00:03:19.696-0600",  # two-digit year
+        "2014/12/31T00:03:19.696-0600",
+        "2014-12-31t00:03:19.696-0600",  # lower-case t
+        "2014-12-31T00:03:1x.696-0600",
+        "2014-12-31T00:03:1\u0669.696-0600",  # a non-ASCII digit
+        "yesterday",
+    ],
+)
+def test_bad_timestamps_are_rejected(ts: str) -> None:
+    line = mk(ts=ts)
+    p, _ = both(data_of([line]))
+    expected = "malformed_node_status" if " " in ts else "bad_timestamp"
+    assert rejects(p) == [(expected, 1, line)]
+    assert len(p.batch) == 0
+    if " " not in ts:
+        with pytest.raises(TimestampError) as e:
+            parse_timestamp_ms(ts)
+        assert e.value.reason == "bad_timestamp"
+
+
+def test_local_seconds_marks_invalid_heads_with_bad_seconds() -> None:
+    got = local_seconds(
+        ["1970-01-01T00:00:00", "2014-12-31T00:03:19", "2015-02-29T00:00:00", "short", ""]
+    )
+    assert got.dtype == np.int64
+    assert got.tolist() == [0, 1_419_984_199, BAD_SECONDS, BAD_SECONDS, BAD_SECONDS]
+    assert local_seconds([]).size == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)))
+def test_local_seconds_is_the_proleptic_gregorian_calendar(t: datetime) -> None:
+    head = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    want = (t.replace(microsecond=0) - datetime(1970, 1, 1)) // timedelta(seconds=1)
+    assert local_seconds([head]).tolist() == [want]
+
+
+# ---- reservation and job lists ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rsv", "job", "first", "jobs"),
+    [
+        ("none", "none", None, ()),
+        ("NONE", "None", None, ()),  # 'none' in any case
+        ("", "", None, ()),  # empty lists
+        (" none ", "  ", None, ()),
+        ("1292428,1292433", "none", "1292428", ()),  # the first reservation is charged
+        ("1292433,1292428", "none", "1292433", ()),  # list order, not numeric order
+        ("r.maint,103", "103", "r.maint", ("103",)),
+        ("none", "101,102", None, ("101", "102")),  # every running job is listed
+        (" 101 , 102 ", " 101 ,102", "101", ("101", "102")),  # blanks around ids
+        ("101,,102,", ",101,,102,", "101", ("101", "102")),  # empty items skipped
+    ],
+)
+def test_lists(rsv: str, job: str, first: str | None, jobs: tuple[str, ...]) -> None:
+    _, _, _, got_first, got_jobs = one(mk(rsv=rsv, job=job))
+    assert (got_first, got_jobs) == (first, jobs)
+
+
+def test_run_pairs_follow_rows() -> None:
+    lines = [
+        mk(node="a", state="Busy", job="7,8"),
+        mk(node="b", state="Idle", rsv="9"),
+        mk(node="c", state="Busy", job="8"),
+    ]
+    p, book = both(data_of(lines))
+    b = p.batch
+    assert b.has_job.tolist() == [True, False, True]
+    assert b.run_row.tolist() == [0, 0, 2]
+    assert [book.jobs.names[j] for j in b.run_job.tolist()] == ["7", "8", "8"]
+
+
+# ---- states -------------------------------------------------------------------------------
+
+
+def test_states_match_case_insensitively_and_unknown_states_are_their_own() -> None:
+    lines = [
+        mk(state="IDLE"),
+        mk(state=" busy "),
+        mk(state="Flaky"),
+        mk(state="FLAKY"),
+        mk(state="Maint"),
+    ]
+    p, book = both(data_of(lines))
+    assert p.batch.state.tolist() == [IDLE, BUSY, 6, 6, 7]
+    assert book.states.names == [*KNOWN_STATES, "Flaky", "Maint"]  # named as first seen
+
+
+# ---- other messages, blank and malformed lines --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2014-12-31T00:03:19.696-0600 21166 INFO  Job '1292428' started on 16 nodes",
+        "2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' rebooted",
+        "2014-12-31T00:03:19.696-0600 21166 INFO  scheduler iteration 42 status: ok",
+        "2014-12-31T00:03:19.696-0600 21166 WARN  node '27453' status: state='Idle'",  # 'node'
+        "garbage",
+        "'",
+        TS,
+    ],
+)
+def test_other_messages_are_ignored_and_counted(line: str) -> None:
+    p, _ = both(data_of([SEED_LINE, line, SEED_LINE]))
+    assert (p.lines, p.ignored, p.rejects, len(p.batch)) == (3, 1, [], 2)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("", "blank_line"),
+        ("   ", "blank_line"),
+        ("\t", "blank_line"),
+        (mk(node=""), "empty_node"),
+        (mk(state=""), "empty_state"),
+        (mk(state="   "), "empty_state"),
+        (mk(ts="2014-13-31T00:03:19.696-0600"), "bad_timestamp"),
+        (SEED_LINE.replace(" rsvlist='1292428,1292433'", ""), "malformed_node_status"),
+        (SEED_LINE.replace("joblist", "jobs"), "malformed_node_status"),
+        (SEED_LINE + " x", "malformed_node_status"),  # something after the joblist
+        (SEED_LINE + " extra='1'", "malformed_node_status"),
+        (mk(node="a'b"), "malformed_node_status"),  # a quote inside a value
+        (mk(state="Id'le"), "malformed_node_status"),
+        (SEED_LINE.replace(" 21166", "\t21166"), "malformed_node_status"),  # tab after stamp
+        (" " + SEED_LINE, "malformed_node_status"),  # leading blank
+        (SEED_LINE.replace("' status:", "'  status:"), "malformed_node_status"),
+    ],
+)
+def test_malformed_node_status_lines_are_rejected_with_a_reason(line: str, reason: str) -> None:
+    p, _ = both(data_of([SEED_LINE, line, SEED_LINE]), source="moab.log", first_lineno=41)
+    assert [(r.reason, r.source, r.lineno, r.text) for r in p.rejects] == [
+        (reason, "moab.log", 42, line)
+    ]
+    assert (p.lines, p.ignored, len(p.batch)) == (3, 0, 2)
+
+
+def test_trailing_blanks_are_allowed() -> None:
+    assert one(SEED_LINE + "   ")[0] == SEED_TS_MS
+    assert one(SEED_LINE + " \t")[0] == SEED_TS_MS
+
+
+def test_reject_line_numbers_count_from_first_lineno_across_chunks() -> None:
+    lines = [SEED_LINE, "", SEED_LINE, mk(node=""), SEED_LINE, mk(state=""), "junk", ""]
+    whole, _ = both(data_of(lines), first_lineno=1)
+    want = [("blank_line", 2), ("empty_node", 4), ("empty_state", 6), ("blank_line", 8)]
+    assert [(r.reason, r.lineno) for r in whole.rejects] == want
+    assert (whole.lines, whole.ignored) == (8, 1)
+    got = []
+    for a, b in ((0, 3), (3, 5), (5, 8)):
+        part, _ = both(data_of(lines[a:b]), first_lineno=a + 1)
+        got += [(r.reason, r.lineno) for r in part.rejects]
+    assert got == want
+
+
+# ---- bytes: encodings, line ends, chunk ends ----------------------------------------------
+
+
+def test_empty_chunk() -> None:
+    for p in (parse_moab_chunk(b"", Codebook()), parse_lines_slow(b"", Codebook())):
+        assert (len(p.batch), p.lines, p.ignored, p.rejects) == (0, 0, 0, [])
+
+
+def test_chunk_without_trailing_newline() -> None:
+    lines = [SEED_LINE, mk(node="2", state="Busy", job="5")]
+    p, book = both(data_of(lines, last=False))
+    assert p.lines == 2 and [r[1] for r in rows(p, book)] == ["27453", "2"]
+    p, _ = both(data_of([SEED_LINE, mk(node="")], last=False))
+    assert [(r.reason, r.lineno) for r in p.rejects] == [("empty_node", 2)]
+
+
+def test_crlf_line_ends_parse_like_lf() -> None:
+    lines = [SEED_LINE, "junk", mk(node="2", state="Busy", job="5"), "", mk(state="")]
+    lf, lf_book = both(data_of(lines))
+    for last in (True, False):
+        crlf, crlf_book = both(data_of(lines, end="\r\n", last=last))
+        assert rows(crlf, crlf_book) == rows(lf, lf_book)
+        assert (crlf.lines, crlf.ignored) == (lf.lines, lf.ignored) == (5, 1)
+        assert [(r.reason, r.lineno) for r in crlf.rejects] == [
+            ("blank_line", 4),
+            ("empty_state", 5),
+        ]
+        assert all("\r" not in r.tsv() for r in crlf.rejects)
+
+
+def test_bytes_that_are_not_utf8() -> None:
+    good = mk(node="1", rsv="7").encode()
+    data = (
+        good
+        + b"\r\n"
+        + b"\xff\xfe garbage \x80\n"
+        + mk(node="n\xe9", state="Busy", job="7").encode("latin-1")  # a Latin-1 node name
+        + b"\n"
+        + mk(node="", rsv="X").encode().replace(b"X", b"\xff")
+        + b"\n"
+    )
+    p, book = both(data, source="f")
+    assert p.lines == 4 and p.ignored == 1 and len(p.batch) == 2
+    assert book.nodes.names == ["1", "n\ufffd"]  # undecodable bytes become U+FFFD
+    assert [(r.reason, r.lineno) for r in p.rejects] == [("empty_node", 4)]
+    assert "rsvlist='\ufffd'" in p.rejects[0].text
+
+
+def test_canonical_and_variant_lines_keep_arrival_order() -> None:
+    """Lines the fast path leaves to the line parser (other offsets, no fraction, trailing
+    blanks) are merged back at their positions, with their joblists."""
+    t = [f"2014-12-31T00:00:{s:02d}" for s in range(8)]
+    lines = [
+        mk(ts=t[0] + ".000-0600", node="a", state="Busy", job="1,2"),
+        mk(ts=t[1] + "Z", node="b", state="Busy", job="3"),
+        mk(ts=t[2] + ".000-0600", node="a", state="Idle", rsv="4"),
+        mk(ts=t[3] + "-0600", node="c", state="Busy", job="5,6") + "  ",
+        mk(ts=t[4] + ".5+05:30", node="b", state="Idle"),
+        mk(ts=t[5] + ".000-0600", node="c", state="Busy", job="6"),
+        mk(ts=t[6] + ".123456-0600", node="d", state="Busy", job="7"),
+        mk(ts=t[7] + ".000-0600", node="d", state="Down"),
+    ]
+    p, book = both(data_of(lines))
+    got = rows(p, book)
+    assert [r[1] for r in got] == ["a", "b", "a", "c", "b", "c", "d", "d"]
+    assert [r[4] for r in got] == [("1", "2"), ("3",), (), ("5", "6"), (), ("6",), ("7",), ()]
+    assert p.batch.run_row.tolist() == [0, 0, 1, 3, 3, 5, 6]
+
+
+# ---- moved from tests/models/drain/test_accountant.py (parser-only) ------------------------
+
+
+def test_fast_parser_equals_slow_parser_on_bad_lines() -> None:
+    lines = [
+        mk(ts="2014-12-31T00:00:00.000-0600", node="1"),
+        "garbage",
+        "",
+        "2014-13-31T00:00:00.000-0600 1 INFO  Node '1' "
+        "status: state='Idle' rsvlist='none' joblist='none'",
+        "2014-12-31T00:00:01.000-0600 1 INFO  Node '' status: state='Idle' rsvlist='none' "
+        "joblist='none'",
+        mk(ts="2014-12-31T00:00:05.000-0600", node="1", state="Busy", job="3"),
+    ]
+    data = "".join(x + "\n" for x in lines).encode()
+    fast = parse_moab_chunk(data, Codebook(), "f")
+    slow = parse_lines_slow(data, Codebook(), "f")
+    assert (
+        [(r.reason, r.lineno) for r in fast.rejects]
+        == [(r.reason, r.lineno) for r in slow.rejects]
+        == [("blank_line", 3), ("bad_timestamp", 4), ("empty_node", 5)]
+    )
+    assert fast.ignored == slow.ignored == 1
+    assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)
+
+
+def test_parser_survives_bytes_that_are_not_utf8_and_crlf() -> None:
+    good = mk(ts="2014-12-31T00:00:00.000-0600", node="1", rsv="7").encode()
+    data = (
+        good
+        + b"\r\n"
+        + b"\xff\xfe garbage \x80\n"
+        + mk(ts="2014-12-31T00:01:00.000-0600", node="1", state="Busy", job="7").encode()
+        + b"\r\n"
+    )
+    fast = parse_moab_chunk(data, Codebook(), "f")
+    slow = parse_lines_slow(data, Codebook(), "f")
+    assert len(fast.batch) == len(slow.batch) == 2
+    assert fast.ignored == slow.ignored == 1 and fast.lines == 3
+    assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)
