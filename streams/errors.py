@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-EXIT_OK = 0
 EXIT_USAGE = 2  # user error: bad option, missing input, nothing usable
 EXIT_INTERRUPTED = 130  # SIGINT: outputs of the interrupted run are not written
 
