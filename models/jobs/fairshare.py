@@ -187,5 +187,3 @@ class FairShareUsage:
                 out.append(UsageRow(ts, kind, holder, v, pr[0], pr[1]))
             period.clear()
         return out
-
-    snapshot = report  # alias for streams/ until it moves to report()

@@ -410,7 +410,7 @@ class FairShareStage(_DailyStage):
         rows = [
             (r.ts, r.holder_kind, r.holder, r.usage_node_hours, r.charged_node_hours,
              r.refunded_node_hours)
-            for r in self.m.snapshot(edge, changed_only=not final)
+            for r in self.m.report(edge, changed_only=not final)
         ]  # fmt: skip
         return [(FAIRSHARE_USAGE, rows)] if rows else []
 
