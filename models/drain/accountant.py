@@ -45,11 +45,6 @@ def combo(has_rsv: np.ndarray, has_job: np.ndarray) -> np.ndarray:
     return has_rsv.astype(np.int64) * 2 + has_job.astype(np.int64)
 
 
-def static_basis_node_hours(nodes: int, seconds: float) -> float:
-    """Seed 000 §III-B.3: ((basis_seconds) * (basis_nodes)) / 3600."""
-    return seconds * nodes / 3600.0
-
-
 def _grow(a: np.ndarray, n: int, fill: int | float) -> np.ndarray:
     if a.shape[0] >= n:
         return a

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.drain.accountant import DrainAccountant, static_basis_node_hours
+from models.drain.accountant import DrainAccountant
 from models.formats.moab import parse_lines_slow, parse_moab_chunk
 from models.records.nodestatus import Codebook
 from tests import reference_drain as ref
@@ -47,11 +47,6 @@ def run(
 
 
 T0 = datetime(2014, 12, 31, 0, 0, 0, tzinfo=timezone(timedelta(hours=-6)))
-
-
-def test_paper_basis_blue_waters() -> None:
-    # seed 000 §III-B.3: (86,400 * 26,846) / 3600 = 644,304 node-hours per day
-    assert static_basis_node_hours(26_846, 86_400) == 644_304
 
 
 def test_rule1_interval_accrues_to_state_at_ti_and_last_record_accrues_nothing() -> None:
