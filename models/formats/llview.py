@@ -10,7 +10,8 @@ LLview's job reports come with whitespace-separated per-node series, one header 
 * ``Fabric_<job>_node.dat``: jobid ts nodeid mbin mbout pckin pckout;
 * ``PCOREusage_<job>_node.dat``: ts nodeid coreid usage1_avg usage2_avg (one row per core).
 
-What the job report JSON's numbers are, checked against job 9438058 (tests/models/test_llview.py):
+What the job report JSON's numbers are, checked against job 9438058
+(tests/models/formats/test_llview.py):
 ``cpu.<col>_avg/_min/_max`` are the mean / min / max over all LoadMem rows (all nodes and times)
 of the unrounded values (used_mem in MiB there, GiB in the file); ``fs.fs_<fs>_<col>_max`` is the
 max of that column over the FSusage rows; ``num_datapoints.fs_<fs>_ndps`` the number of distinct
@@ -18,7 +19,7 @@ time stamps in that file, ``ld_ndps`` in LoadMem; ``fs.fs_<fs>_Mbw_sum`` is with
 sum(MbwR x seconds since the previous LoadMem time stamp) x 1.048576, i.e. the written data in
 MB (10**6 bytes) while the rates are MiB/s.
 
-Pure: functions take text. Rows that cannot be used become :class:`models.reject.Reject`.
+Pure: functions take text. Rows that cannot be used become :class:`models.records.reject.Reject`.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def measures_from_loadmem(
 def io_from_fsusage(
     fs: LlviewSeries, grid_ts: np.ndarray, jobs: Interner, nodes: Interner
 ) -> IoRates:
-    """FSusage rows -> :class:`models.dfs.IoRates` in MiB/s; each row stands for the seconds
+    """FSusage rows -> :class:`models.samples.dfs.IoRates` in MiB/s; each row stands for the seconds
     since the previous time stamp of ``grid_ts`` (the LoadMem time stamps of the job)."""
     g = np.unique(grid_ts)
     ts = fs.num["ts"]

@@ -1,4 +1,4 @@
-"""Slurm ``sacct --parsable2`` records -> :class:`SacctJob` -> :class:`models.jobevent.JobEvent`.
+"""Slurm ``sacct --parsable2`` records -> :class:`SacctJob` -> :class:`JobEvent`.
 
 Default layout: the 26 fields Open XDMoD's Slurm shredder asks for (see ../shared/data/README.md)::
 
@@ -23,7 +23,7 @@ Value formats (Slurm's sacct man page and ``time_str2secs``):
 
 A job that never ran (``NodeList`` ``None assigned`` or no ``Start``) yields submit (+ end when it
 has an end time: Slurm sets Start = End = cancel time for jobs cancelled while pending). Bad lines
-become :class:`models.reject.Reject` records with a reason; parsing never stops on one.
+become :class:`models.records.reject.Reject` records with a reason; parsing never stops on one.
 """
 
 from __future__ import annotations

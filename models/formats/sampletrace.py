@@ -43,7 +43,7 @@ _INT_FIELDS = (
 
 
 class SampleTraceError(RecordError):
-    """A node-sample trace record that cannot be used (see models.reject.RecordError)."""
+    """A node-sample trace record that cannot be used (see models.records.reject.RecordError)."""
 
 
 def sample_to_dict(s: NodeSample) -> dict[str, object]:

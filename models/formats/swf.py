@@ -6,8 +6,8 @@ at https://www.cs.huji.ac.il/labs/parallel/workload/swf.html). A trace starts wi
 lines carrying ``Key: value`` header fields (MaxNodes, MaxProcs, UnixStartTime, TimeZoneString...),
 then one job per line with 18 whitespace-separated numbers; ``-1`` means "unknown".
 
-Pure: no file I/O here. A bad job line becomes a :class:`models.reject.Reject` and never stops the
-parse or loses the lines around it.
+Pure: no file I/O here. A bad job line becomes a :class:`models.records.reject.Reject` and never
+stops the parse or loses the lines around it.
 """
 
 from __future__ import annotations

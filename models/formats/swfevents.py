@@ -1,4 +1,4 @@
-"""SWF jobs (:mod:`models.formats.swf`) -> :class:`models.jobevent.JobEvent`.
+"""SWF jobs (:mod:`models.formats.swf`) -> :class:`models.records.jobevent.JobEvent`.
 
 Standard Workload Format (Feitelson et al., Parallel Workloads Archive, field definitions at
 https://www.cs.huji.ac.il/labs/parallel/workload/swf.html):

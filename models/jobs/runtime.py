@@ -9,8 +9,8 @@ s the sample standard deviation and z = 1.96 (two-sided 95 %). Against Figure 4:
 (15) runs spread 00:44:58 .. 00:51:52, mean 00:49:27 = 2967 s, 95%/Max 00:52:53 = 3173 s. Under
 this definition s = (3173 - 2967) / 1.96 = 105 s, and the kept spread (414 s) is then 3.9 s; the
 expected range of 15 normal samples is 3.5 s (sd ~0.7 s), so the published numbers are what this
-estimator gives for a history like theirs (tests/models/test_runtime.py builds one). The longest
-kept run (51:52) is below it, as in the figure.
+estimator gives for a history like theirs (tests/models/jobs/test_runtime.py builds one). The
+longest kept run (51:52) is below it, as in the figure.
 
 Job identity when the name is unknown (SWF traces without an application number, e.g. KTH):
 with ``request_as_name`` the requested wall time stands in for the name (a resubmitted script

@@ -58,7 +58,7 @@ def _per_job_node_minute(
 
 def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) -> IoRates:
     """Write / read byte deltas of every process (cumulative counters, never negative: see
-    :func:`models.procfs.counter_deltas`), summed per (job, node, minute of the sample) and
+    :func:`models.formats.procfs.counter_deltas`), summed per (job, node, minute of the sample) and
     divided by 60 s. A process first seen less than ``period`` after its start counts its
     whole counter; one already running when first seen is the baseline (no delta)."""
     proc = group_codes(arr.node, arr.pid, arr.start)

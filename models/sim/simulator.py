@@ -9,9 +9,9 @@ rsvlist='1292428,1292433' joblist='none'      (one line)
 Timestamps are local time of an IANA zone with its UTC offset, millisecond precision; an
 iteration's lines start a little after the nominal iteration time (uniform 0-1 s) and advance by a
 few milliseconds per line, as a real scheduler writes them one after another. The second field is
-a pid-like number, constant for a run. Job events are :class:`models.jobevent.JobEvent` records.
-Everything is produced as a generator of chunks (one per iteration) so a writer can stream it with
-flat memory. Pure: no files, no clock; times come from the configuration.
+a pid-like number, constant for a run. Job events are :class:`models.records.jobevent.JobEvent`
+records. Everything is produced as a generator of chunks (one per iteration) so a writer can
+stream it with flat memory. Pure: no files, no clock; times come from the configuration.
 """
 
 from __future__ import annotations
