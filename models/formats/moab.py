@@ -32,9 +32,11 @@ LINE_RE = re.compile(
 )
 _TS_HEAD_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _TS_TAIL_RE = re.compile(r"^(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$")
+# after the canonical 28-character stamp and a blank, up to the first quote: as in LINE_RE
+_PID_LEVEL_NODE_RE = re.compile(r"\S+ \S+\s+Node ")
 _SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is malformed
 # local_seconds() of a string that is not a valid 'YYYY-MM-DDTHH:MM:SS' wall-clock time. Valid
-# years 0000-9999 give -6.2e10 .. 2.5e11 s, far from it, so it cannot be a real time; rows that
+# years 0001-9999 give -6.2e10 .. 2.5e11 s, far from it, so it cannot be a real time; rows that
 # carry it are rejected (bad_timestamp) before their milliseconds are used.
 BAD_SECONDS = -(2**62)
 # lookup-table entry (node / state code) of a distinct value that no accepted row uses
@@ -111,7 +113,7 @@ def local_seconds(heads: list[str]) -> npt.NDArray[np.int64]:
     h = digits[:, 11] * 10 + digits[:, 12]
     mi = digits[:, 14] * 10 + digits[:, 15]
     s = digits[:, 17] * 10 + digits[:, 18]
-    ok &= (mo >= 1) & (mo <= 12) & (d >= 1) & (h <= 23) & (mi <= 59) & (s <= 59)
+    ok &= (y >= 1) & (mo >= 1) & (mo <= 12) & (d >= 1) & (h <= 23) & (mi <= 59) & (s <= 59)
     mo_c = np.clip(mo, 1, 12)
     leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
     ok &= d <= np.where((mo_c == 2) & ~leap, 28, _MDAYS[mo_c - 1])
@@ -194,25 +196,45 @@ def _tokenise(data: bytes) -> pl.DataFrame:
     )
 
 
+def _line_bytes(data: bytes) -> npt.NDArray[np.int64]:
+    """Length in bytes of each line of ``data``, without its newline and one CR before it."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(a == ord("\n"))
+    if a.size and a[-1] != ord("\n"):
+        ends = np.append(ends, a.size)
+    starts = np.zeros_like(ends)
+    starts[1:] = ends[:-1] + 1
+    cr = (ends > starts) & (a[np.maximum(ends - 1, 0)] == ord("\r"))
+    length: npt.NDArray[np.int64] = ends - starts - cr
+    return length
+
+
 def parse_moab_chunk(
     data: bytes, book: Codebook, source: str = "", first_lineno: int = 1
 ) -> ParsedChunk:
     """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
 
-    The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset); any
-    other line goes through ``classify_line``, which keeps valid variants and rejects the rest.
+    The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset, the
+    line ending at the joblist's closing quote); any other line goes through ``classify_line``,
+    which keeps valid variants and rejects the rest. Only values of accepted lines are interned.
     """
     if not data:
         return ParsedChunk(NodeStatusBatch.empty())
+    tokenised = data
     try:
-        df = _tokenise(data)
+        df = _tokenise(tokenised)
     except pl.exceptions.PolarsError:  # e.g. bytes that are not UTF-8: replace them, retry
         try:
-            df = _tokenise(data.decode("utf-8", "replace").encode())
+            tokenised = data.decode("utf-8", "replace").encode()
+            df = _tokenise(tokenised)
         except pl.exceptions.PolarsError:
             return parse_lines_slow(data, book, source, first_lineno)
-    n_lines = df.height  # one row per line, blank lines included (checked below on rejects)
-    cats = {k: pl.Categories.random() for k in ("sec", "tail", "node", "state", "rsv", "job")}
+    n_lines = df.height  # one row per line, blank lines included
+    line_bytes = _line_bytes(tokenised)
+    if line_bytes.size != n_lines:  # the tokenizer did not keep one row per line: be safe
+        return parse_lines_slow(data, book, source, first_lineno)
+    keys = ("sec", "tail", "node", "state", "rsv", "job")
+    cats = {k: pl.Categories.random() for k in keys}
 
     def code(expr: pl.Expr, k: str) -> pl.Expr:
         return expr.cast(pl.Categorical(cats[k])).alias(k)
@@ -232,14 +254,21 @@ def parse_moab_chunk(
         )
         .fill_null(False)
         .alias("ok"),
+        # bytes of the first 8 fields: the line's other bytes must be its 8 quotes (the tokenizer
+        # cannot tell a missing field from an empty one: a line cut short in its joblist, or
+        # with a stray quote after it, looks the same to it)
+        pl.sum_horizontal(pl.col(f"c{i}").str.len_bytes().fill_null(0) for i in range(8)).alias(
+            "field_bytes"
+        ),
         code(c0.str.slice(0, 19), "sec"),
-        code(c0.str.slice(19, 9), "tail"),
+        code(c0.str.slice(19), "tail"),  # '.696-0600 21166 INFO  Node ': few distinct values
         code(pl.col("c1"), "node"),
         code(pl.col("c3"), "state"),
         code(pl.col("c5"), "rsv"),
         code(pl.col("c7"), "job"),
     )
     ok = cols.get_column("ok").to_numpy()
+    ok &= line_bytes - cols.get_column("field_bytes").to_numpy() == 8
 
     def coded(k: str) -> tuple[npt.NDArray[np.int64], list[str | None]]:
         """Per-chunk codes of one column and the distinct values they index (null -> last)."""
@@ -255,9 +284,9 @@ def parse_moab_chunk(
     tail_lut = np.zeros(len(tail_vals), dtype=np.int64)
     tail_ok = np.zeros(len(tail_vals), dtype=bool)
     for i, v in enumerate(tail_vals):
-        if v is not None:
+        if v is not None and _PID_LEVEL_NODE_RE.fullmatch(v, 10):  # v[9] is the blank
             try:
-                tail_lut[i] = _tail_ms(v)
+                tail_lut[i] = _tail_ms(v[:9])
                 tail_ok[i] = True
             except TimestampError:
                 pass
@@ -272,30 +301,77 @@ def parse_moab_chunk(
     ok &= node_ok[node_codes] & state_ok[state_codes]
     rows = np.flatnonzero(ok)
 
-    # intern only the nodes and states of accepted rows, in order of first appearance (the
-    # tokenizer's category order depends on the process's history; first appearance does not)
-    node_lut = np.full(len(node_vals), _NOT_INTERNED, dtype=np.int64)
-    present_nodes, first_row = np.unique(node_codes[rows], return_index=True)
-    for i in present_nodes[np.argsort(first_row, kind="stable")].tolist():
-        node_lut[i] = book.nodes.code(cast(str, node_vals[i]))  # accepted: node_ok, not None
-    sc = state_codes[rows]
-    state_lut = np.full(len(state_vals), _NOT_INTERNED, dtype=np.int64)
-    present = np.flatnonzero(np.bincount(sc, minlength=len(state_vals)))
-    first = sorted((int(np.argmax(sc == k)), k) for k in present.tolist())
-    for _, k in first:
-        state_lut[k] = book.states.code(cast(str, state_vals[k]))  # accepted: state_ok
+    # the lines the fast path refused: the line parser keeps the variants the format allows
+    # ("rescued"), rejects malformed node-status lines and ignores other messages
+    rejects: list[Reject] = []
+    ignored = 0
+    rescued: list[tuple[int, NodeStatus]] = []
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        for i in bad.tolist():
+            text = lines[i].decode("utf-8", "replace")
+            r = classify_line(text)
+            if r is None:
+                ignored += 1
+            elif isinstance(r, str):
+                rejects.append(Reject(r, source, first_lineno + i, text))
+            else:
+                rescued.append((i, r))
 
+    # Intern the values of accepted lines only, in line order over fast and rescued lines: all
+    # nodes, then states, then first reservations, then running jobs, as from_records does. So
+    # codes, and the name an unknown state gets (as first seen), do not depend on which lines
+    # took the fast path, nor on the tokenizer's category order (which depends on the process's
+    # history).
+    recs = [r for _, r in rescued]
+    slow = [(i, -1, k) for k, (i, _) in enumerate(rescued)]
+
+    def in_line_order(codes: npt.NDArray[np.int64], n_values: int) -> list[tuple[int, int]]:
+        """(code, -1) for the first fast row of each distinct code and (-1, k) for rescued
+        record k, ordered by line (a line is either fast or rescued)."""
+        accepted = codes[rows]
+        first = np.full(n_values, accepted.size, dtype=np.int64)  # first accepted row per code
+        np.minimum.at(first, accepted, np.arange(accepted.size, dtype=np.int64))
+        distinct = np.flatnonzero(first < accepted.size)
+        fast_lines = rows[first[distinct]].tolist()
+        fast = zip(fast_lines, distinct.tolist(), [-1] * distinct.size, strict=True)
+        return [(v, k) for _, v, k in sorted([*fast, *slow])]
+
+    node_lut = np.full(len(node_vals), _NOT_INTERNED, dtype=np.int64)
+    for c, k in in_line_order(node_codes, len(node_vals)):
+        if c >= 0:  # accepted: node_ok, not None
+            node_lut[c] = book.nodes.code(cast(str, node_vals[c]))
+        else:
+            book.nodes.code(recs[k].node)
+    state_lut = np.full(len(state_vals), _NOT_INTERNED, dtype=np.int64)
+    for c, k in in_line_order(state_codes, len(state_vals)):
+        if c >= 0:  # accepted: state_ok
+            state_lut[c] = book.states.code(cast(str, state_vals[c]))
+        else:
+            book.states.code(recs[k].state)
     rsv_codes, rsv_vals = coded("rsv")
-    rsv_lut = np.empty(len(rsv_vals), dtype=np.int64)
-    for i, v in enumerate(rsv_vals):
-        ids = split_idlist(v)
-        rsv_lut[i] = book.jobs.code(ids[0]) if ids else NO_JOB
+    rsv_lut = np.full(len(rsv_vals), NO_JOB, dtype=np.int64)
+    for c, k in in_line_order(rsv_codes, len(rsv_vals)):
+        ids = split_idlist(rsv_vals[c]) if c >= 0 else recs[k].rsvlist
+        if ids:
+            first_id = book.jobs.code(ids[0])
+            if c >= 0:
+                rsv_lut[c] = first_id
     job_codes, job_vals = coded("job")
-    job_lists = [[book.jobs.code(j) for j in split_idlist(v)] for v in job_vals]
+    job_lists: list[list[int]] = [[] for _ in job_vals]
+    for c, k in in_line_order(job_codes, len(job_vals)):
+        ids = split_idlist(job_vals[c]) if c >= 0 else recs[k].joblist
+        job_ids = [book.jobs.code(j) for j in ids]
+        if c >= 0:
+            job_lists[c] = job_ids
     job_len = np.array([len(x) for x in job_lists], dtype=np.int64)
     job_flat = np.array([j for x in job_lists for j in x], dtype=np.int64)
     job_off = np.concatenate([[0], np.cumsum(job_len)])
 
+    sc = state_codes[rows]
     jc = job_codes[rows]
     counts = job_len[jc]
     run_row = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
@@ -310,26 +386,7 @@ def parse_moab_chunk(
         run_row=run_row,
         run_job=job_flat[starts + within] if run_row.size else np.empty(0, dtype=np.int64),
     )
-    bad = np.flatnonzero(~ok)
-    rejects: list[Reject] = []
-    ignored = 0
-    rescued: list[tuple[int, NodeStatus]] = []
-    if bad.size:
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        if len(lines) != n_lines:  # the tokenizer did not keep one row per line: be safe
-            return parse_lines_slow(data, book, source, first_lineno)
-        for i in bad.tolist():
-            text = lines[i].decode("utf-8", "replace")
-            r = classify_line(text)
-            if r is None:
-                ignored += 1
-            elif isinstance(r, str):
-                rejects.append(Reject(r, source, first_lineno + i, text))
-            else:  # a variant the strict fast path refused but the format allows: keep it
-                rescued.append((i, r))
-    if rescued:
+    if rescued:  # their values are interned already: from_records gives the same codes
         batch = _merge_rescued(batch, rows, rescued, book)
     return ParsedChunk(batch, rejects, n_lines, ignored)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.formats.moab import (
@@ -87,14 +87,25 @@ def rejects(p: ParsedChunk) -> list[tuple[str, int, str]]:
     return [(r.reason, r.lineno, r.text) for r in p.rejects]
 
 
+def same(fast: ParsedChunk, fb: Codebook, slow: ParsedChunk, sb: Codebook) -> None:
+    """The fast path gives what the line-by-line definition gives: records, rejects, counts, and
+    the same codes (only accepted lines' values are interned, in line order)."""
+    assert rows(fast, fb) == rows(slow, sb)
+    assert rejects(fast) == rejects(slow)
+    assert (fast.lines, fast.ignored) == (slow.lines, slow.ignored)
+    assert fb.nodes.names == sb.nodes.names
+    assert fb.states.names == sb.states.names
+    assert fb.jobs.names == sb.jobs.names
+    for k in ("ts_ms", "node", "state", "rsv", "has_job", "run_row", "run_job"):
+        assert np.array_equal(getattr(fast.batch, k), getattr(slow.batch, k)), k
+
+
 def both(data: bytes, source: str = "t", first_lineno: int = 1) -> tuple[ParsedChunk, Codebook]:
     """Parse with the fast path and the slow definition; they must agree. Returns the fast one."""
     fb, sb = Codebook(), Codebook()
     fast = parse_moab_chunk(data, fb, source, first_lineno)
     slow = parse_lines_slow(data, sb, source, first_lineno)
-    assert rows(fast, fb) == rows(slow, sb)
-    assert rejects(fast) == rejects(slow)
-    assert (fast.lines, fast.ignored) == (slow.lines, slow.ignored)
+    same(fast, fb, slow, sb)
     return fast, fb
 
 
@@ -328,6 +339,14 @@ def test_other_messages_are_ignored_and_counted(line: str) -> None:
         (SEED_LINE.replace(" 21166", "\t21166"), "malformed_node_status"),  # tab after stamp
         (" " + SEED_LINE, "malformed_node_status"),  # leading blank
         (SEED_LINE.replace("' status:", "'  status:"), "malformed_node_status"),
+        # cut short in the joblist: the closing quote is missing, or the whole value
+        (SEED_LINE[:-1], "malformed_node_status"),
+        (SEED_LINE[:-2], "malformed_node_status"),
+        (SEED_LINE[: -len("'none'")], "malformed_node_status"),
+        (SEED_LINE + "'", "malformed_node_status"),  # a stray quote after the joblist
+        (SEED_LINE.replace("21166 INFO  ", ""), "malformed_node_status"),  # no pid and level
+        (SEED_LINE.replace("INFO  ", "INFO main "), "malformed_node_status"),  # a word too many
+        (mk(ts="0000-12-31T00:03:19.696-0600"), "bad_timestamp"),  # year 0 is not a date
     ],
 )
 def test_malformed_node_status_lines_are_rejected_with_a_reason(line: str, reason: str) -> None:
@@ -336,6 +355,27 @@ def test_malformed_node_status_lines_are_rejected_with_a_reason(line: str, reaso
         (reason, "moab.log", 42, line)
     ]
     assert (p.lines, p.ignored, len(p.batch)) == (3, 0, 2)
+
+
+def test_values_of_rejected_lines_are_not_interned() -> None:
+    lines = [
+        mk(node="1", rsv="11", job="12"),
+        mk(node="2", state="", rsv="21", job="22"),  # rejected
+        mk(node="3", rsv="31", job="32")[:-1],  # rejected (cut short)
+        "2014-12-31T00:03:19.696-0600 21166 INFO  Node '4' up rsvlist='41' joblist='42'",
+    ]
+    p, book = both(data_of(lines))
+    assert len(p.rejects) == 2 and p.ignored == 1
+    assert (book.nodes.names, book.jobs.names) == (["1"], ["11", "12"])
+    assert book.states.names == list(KNOWN_STATES)
+
+
+def test_unknown_state_is_named_as_first_seen_in_line_order() -> None:
+    """Whichever path a line takes (a Z offset is left to the line parser), the spelling of
+    the first line names the state."""
+    lines = [mk(ts="2014-12-31T06:03:19.696Z", state="Flaky"), mk(state="FLAKY")]
+    p, book = both(data_of(lines))
+    assert book.states.names[6:] == ["Flaky"] and p.batch.state.tolist() == [6, 6]
 
 
 def test_trailing_blanks_are_allowed() -> None:
@@ -465,3 +505,89 @@ def test_parser_survives_bytes_that_are_not_utf8_and_crlf() -> None:
     assert len(fast.batch) == len(slow.batch) == 2
     assert fast.ignored == slow.ignored == 1 and fast.lines == 3
     assert np.array_equal(fast.batch.ts_ms, slow.batch.ts_ms)
+
+
+# ---- fast path == line-by-line definition on generated chunks -----------------------------
+
+_OFFSETS = ["-0600", "+0530", "+0000", "Z", "-06:00", "+05:45", "-2400", "+0099", ""]
+_FRACS = [".696", ".000", "", ".5", ".123456", "."]
+_HEADS = ["21166 INFO ", "1 WARN ", "77 INFO\t", "21166  INFO ", "INFO ", "a b c ", ""]
+_NODES = ["27453", "n1", "c0-0c0s0n1", "", " ", "x y", "n\u00e9", "\u2603"]
+_STATES = ["Idle", "Busy", "Running", "Down", "Drained", "Draining", "idle", "BUSY", " Idle "]
+_STATES += ["Flaky", "flaky", "", "  "]
+_LISTS = ["none", "NONE", "", " ", "101", "102,101", "r.maint,103", " 104 , 105 ", "106,,"]
+_OTHER = [
+    "2014-12-31T00:03:19.696-0600 21166 INFO  Job '1292428' started",
+    "2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' rebooted",
+    "status: Node '",
+    "",
+    "   ",
+]
+
+_stamp = st.builds(
+    lambda d, frac, off: d.strftime("%Y-%m-%dT%H:%M:%S") + frac + off,
+    st.datetimes(min_value=datetime(1999, 1, 1), max_value=datetime(2030, 12, 31)),
+    st.sampled_from(_FRACS),
+    st.sampled_from(_OFFSETS),
+) | st.sampled_from(["0000-01-01T00:00:00.000-0600", "2015-02-29T00:00:00.000-0600", "x"])
+
+_node_status = st.builds(
+    mk,
+    ts=_stamp,
+    node=st.sampled_from(_NODES),
+    state=st.sampled_from(_STATES),
+    rsv=st.sampled_from(_LISTS),
+    job=st.sampled_from(_LISTS),
+    head=st.sampled_from(_HEADS),
+)
+
+
+@st.composite
+def _damaged(draw: st.DrawFn) -> str:
+    """A node-status line cut short, with a character changed, or with something appended."""
+    line = draw(_node_status)
+    how = draw(st.sampled_from(["cut", "change", "append"]))
+    i = draw(st.integers(0, len(line)))
+    if how == "cut":
+        return line[:i]
+    if how == "change":
+        c = draw(st.sampled_from(["'", " ", "\t", "0", "x", "=", ",", "\u00a0"]))
+        return line[:i] + c + line[i + 1 :]
+    return line + draw(st.sampled_from(["  ", " x", "'", "\t", " joblist='1'"]))
+
+
+_line = st.one_of(
+    _node_status,
+    _node_status,
+    _damaged(),
+    st.sampled_from(_OTHER),
+    st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=30),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(st.tuples(_line, st.sampled_from(["\n", "\r\n"])), max_size=25),
+    last_newline=st.booleans(),
+    first_lineno=st.integers(1, 10**6),
+    split=st.integers(0, 25),
+)
+def test_fast_equals_slow_on_generated_chunks(
+    lines: list[tuple[str, str]], last_newline: bool, first_lineno: int, split: int
+) -> None:
+    """Mixed good, variant, damaged, blank and foreign lines, LF or CRLF, with or without a
+    last newline, as two chunks sharing one codebook."""
+    text = "".join(ln + end for ln, end in lines)
+    if lines and not last_newline:
+        text = text[: -len(lines[-1][1])]
+    split = min(split, len(lines))
+    cut = len("".join(ln + end for ln, end in lines[:split]).encode())
+    data = text.encode()
+    fb, sb = Codebook(), Codebook()
+    for chunk, lineno in ((data[:cut], first_lineno), (data[cut:], first_lineno + split)):
+        same(
+            parse_moab_chunk(chunk, fb, "gen", lineno),
+            fb,
+            parse_lines_slow(chunk, sb, "gen", lineno),
+            sb,
+        )
