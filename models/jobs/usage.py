@@ -36,16 +36,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from models.records.jobevent import JobEvent
 
-CSV_HEADER = (
-    "day",
-    "resource",
-    "cpu_hours",
-    "node_hours",
-    "wall_hours",
-    "jobs_started",
-    "jobs_ended",
-)
-
 
 def _zone(tz: str | ZoneInfo | None) -> ZoneInfo:
     if tz is None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # re-exported: streams/stages/samples.py imports Interner from here
-from models.records.nodestatus import Interner as Interner
+from models.records.nodestatus import Interner
 
 
 @dataclass(slots=True, frozen=True)

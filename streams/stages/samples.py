@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from models.formats import llview
-from models.records.nodesample import Interner, NodeSample, to_arrays
+from models.records.nodesample import NodeSample, to_arrays
+from models.records.nodestatus import Interner
 from models.samples.dfs import (
     IoRates,
     dfs_minutely,
