@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# re-exported: streams/stages/samples.py imports Interner from here
 from models.records.nodestatus import Interner
 
 
