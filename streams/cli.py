@@ -1,28 +1,49 @@
 """The `drainwatch` command line: one sub-command per module in streams.commands.
 
-Errors follow streams.errors: a user error is one line on stderr and exit status 2; SIGINT
-stops with status 130 and leaves the previous outputs as they were.
+Errors and exit codes follow streams.errors: a user error is one line on stderr and exit 2
+(``--debug`` shows the traceback), unusable input exits 3, an I/O failure 1, SIGINT 130, a closed
+standard output 141, quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from streams.errors import EXIT_INTERRUPTED, EXIT_USAGE, UserError
+from streams.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    EXIT_UNUSABLE,
+    EXIT_USAGE,
+    UnusableInput,
+    UserError,
+)
 
 # Sub-command modules; each defines register(subparsers) which sets `func` on its parser.
 COMMANDS = ("replay", "simulate", "worker", "ship")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``drainwatch replay: --nodes: ...``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="drainwatch",
         description="Scheduler-efficiency analytics for HPC centres (drain time and friends).",
     )
     parser.add_argument("--config", help="TOML settings file (else $DRAINWATCH_CONFIG)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error instead of one line"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"streams.commands.{name}").register(sub)
@@ -34,14 +55,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from streams.config import ConfigError
 
+    where = f"drainwatch {args.command}"
     try:
         rc = args.func(args)
     except (UserError, ConfigError) as e:
-        print(f"drainwatch {args.command}: {e}", file=sys.stderr)
+        if args.debug:
+            raise
+        print(f"{where}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except UnusableInput as e:
+        print(f"{where}: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except KeyboardInterrupt:
-        print(f"drainwatch {args.command}: interrupted; no output written", file=sys.stderr)
+        print(f"{where}: interrupted; the previous outputs are unchanged", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader of stdout went away: no message, and no second error when Python flushes
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+    except OSError as e:
+        if args.debug:
+            raise
+        name = f"{e.filename}: " if e.filename else ""
+        print(f"{where}: {name}{e.strerror or e}; the previous outputs are unchanged",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
     return int(rc or 0)
 
 

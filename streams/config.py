@@ -100,6 +100,7 @@ class Spec:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     optional: bool = False
+    maximum: float | None = None
 
     @property
     def env(self) -> str:
@@ -318,7 +319,14 @@ SPECS: tuple[Spec, ...] = (
         "address the worker's web server (health, stats) binds",
     ),
     Spec(
-        "web_port", "worker", "web_port", "int", 6066, "port of the worker's web server", minimum=1
+        "web_port",
+        "worker",
+        "web_port",
+        "int",
+        6066,
+        "port of the worker's web server",
+        minimum=1,
+        maximum=65535,
     ),
     Spec(
         "broker_session_timeout",
@@ -608,6 +616,8 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
         raise AssertionError(kind)
     if spec.minimum is not None and value < spec.minimum:
         raise ConfigError(where, f"{value!r} is below the minimum {spec.minimum:g}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ConfigError(where, f"{value!r} is above the maximum {spec.maximum:g}")
     return value
 
 

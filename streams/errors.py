@@ -1,36 +1,128 @@
 """The error policy: a user error is one line on stderr and exit status 2, never a traceback.
 
-Commands raise :class:`UserError` (bad option, missing or unreadable input, nothing usable in
-the input); :func:`streams.cli.main` prints ``drainwatch <command>: <message>`` and returns
-:data:`EXIT_USAGE`. Bad *records* are not errors: they are rejected with a reason, counted in the
-run's summary and written to the reject sink (``--rejects``; the dead-letter topic when live), and
-never stop the run or lose the good records around them.
+Exit codes of every command:
+
+====  ==========================================================================================
+0     success
+1     the run failed for a reason outside the user's control (an I/O error such as a full disk);
+      the previous outputs are left as they were
+2     user error: a bad option or setting, an input that is missing, unreadable or not a file,
+      an output that cannot be written; nothing was written
+3     the input was read but is not usable: no record, or more than ``--max-reject-share`` of the
+      records rejected; the outputs (summary, ``--rejects``) are written so the cause can be seen
+130   interrupted (SIGINT); the previous outputs are left as they were
+141   the reader of standard output went away (closed pipe); ends quietly
+====  ==========================================================================================
+
+Commands raise :class:`UserError`; :func:`streams.cli.main` prints ``drainwatch <command>:
+<message>`` (``--debug`` shows the traceback instead). Bad *records* are not errors: they are
+rejected with a reason, counted in the run's summary and written to the reject sink
+(``--rejects``; the dead-letter topic when live), and never stop the run or lose the good records
+around them.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-EXIT_USAGE = 2  # user error: bad option, missing input, nothing usable
+EXIT_FAILED = 1  # I/O error outside the user's control
+EXIT_USAGE = 2  # user error: bad option, missing input, unwritable output
+EXIT_UNUSABLE = 3  # input read, but nothing usable or too much of it rejected
 EXIT_INTERRUPTED = 130  # SIGINT: outputs of the interrupted run are not written
+EXIT_PIPE = 141  # stdout closed by its reader
 
 
 class UserError(Exception):
     """A mistake the user can fix; its message is printed as one line."""
 
 
-def check_inputs(paths: list[str]) -> list[str]:
-    """Every input must be a readable regular file (or a directory where one is accepted)."""
+class UnusableInput(Exception):
+    """The input was read but is not usable (exit 3); the run's outputs were written."""
+
+
+def check_inputs(paths: list[str], directories: bool = False) -> list[str]:
+    """Every input must exist and be a readable regular file (or a directory where accepted)."""
     for p in paths:
         path = Path(p)
         if not path.exists():
             raise UserError(f"no such file: {p}")
-        if not (path.is_file() or path.is_dir()):
+        if path.is_dir():
+            if not directories:
+                raise UserError(f"{p} is a directory: give the log files in it")
+            continue
+        if not path.is_file():
             raise UserError(f"not a regular file: {p}")
         try:
-            if path.is_file():
-                with open(path, "rb"):
-                    pass
+            with open(path, "rb"):
+                pass
         except OSError as e:
             raise UserError(f"cannot read {p}: {e.strerror}") from None
     return paths
+
+
+def check_output_dir(out: str) -> None:
+    """``out`` is (or can be created as) a directory this process can write into."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    parent = path if path.exists() else next(p for p in path.parents if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: {parent} is not writable")
+
+
+def check_output_file(option: str, value: str) -> None:
+    """A file output (e.g. ``--rejects``) can be created or replaced."""
+    path = Path(value)
+    if path.is_dir():
+        raise UserError(f"{option} {value} is a directory")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {value}: {parent} is not writable")
+
+
+def check_tz(tz: str) -> str:
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UserError(
+            f"--tz {tz!r} is not an IANA time zone (e.g. UTC, America/Chicago)"
+        ) from None
+    return tz
+
+
+# argparse option types: a bad value is reported by the parser as one line, exit 2
+
+
+def _number(
+    kind: Callable[[str], Any], lo: float, lo_ok: bool, hi: float | None = None
+) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if kind is int else 'a number'}"
+            ) from None
+        if not math.isfinite(v) or (v < lo if lo_ok else v <= lo) or (hi is not None and v > hi):
+            bound = f">= {lo:g}" if lo_ok else f"> {lo:g}"
+            rng = f"{bound}" + (f" and <= {hi:g}" if hi is not None else "")
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range (must be {rng})")
+        return v
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_int = _number(int, 0, False)
+non_negative_int = _number(int, 0, True)
+positive_float = _number(float, 0.0, False)
+non_negative_float = _number(float, 0.0, True)
+fraction = _number(float, 0.0, False, 1.0)  # (0, 1]

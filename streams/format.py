@@ -11,6 +11,9 @@
 * Durations kept as integer milliseconds (drain accounting) are written as exact decimal
   seconds with the trailing zeros dropped (``143988.596``, ``144000``).
 
+* Text: as is, except that a cell starting with ``= + - @`` (a spreadsheet formula) that is not a
+  number is written with a leading ``'``.
+
 CSV files are UTF-8, ``,``-separated, LF line ends, header row always present.
 """
 
@@ -76,8 +79,22 @@ def day(d: date | str | None) -> str:
     return d if isinstance(d, str) else d.isoformat()
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def text(x: Any) -> str:
-    return "" if x is None else str(x)
+    """Text as is, except that a cell a spreadsheet would run as a formula (starting with
+    ``= + - @``, tab or CR, and not a number) gets a leading ``'``: a node or user named
+    ``=HYPERLINK(...)`` is shown, not executed."""
+    if x is None:
+        return ""
+    s = str(x)
+    if s.startswith(_FORMULA_START):
+        try:
+            float(s)
+        except ValueError:
+            return "'" + s
+    return s
 
 
 # column kind -> formatter; the kinds are listed in docs/outputs.md

@@ -32,7 +32,19 @@ from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
 from models.records.nodestatus import Codebook
 from models.samples.dfs import hot_zone_threshold
 from streams import driver
-from streams.errors import UserError, check_inputs
+from streams.errors import (
+    UnusableInput,
+    UserError,
+    check_inputs,
+    check_output_dir,
+    check_output_file,
+    check_tz,
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from streams.sinks.files import DirectorySink
 from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
 from streams.sources.moab import MoabFiles
@@ -68,12 +80,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--nodes",
-        type=int,
+        type=positive_int,
         default=None,
         help="static basis: schedulable nodes (default: settings, else nodes seen)",
     )
     p.add_argument("--rejects", default=None, help="write rejected records with reasons here")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--max-reject-share",
+        type=fraction,
+        default=0.5,
+        metavar="F",
+        help="exit 3 when more than F of the records are rejected (default 0.5)",
+    )
     _drain_arguments(p)
     _job_arguments(p)
     _sample_arguments(p)
@@ -84,7 +103,7 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("moab (drain accounting, seed 000)")
     g.add_argument(
         "--max-gap",
-        type=float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="longest interval accrued to a state; longer is unaccounted "
@@ -105,19 +124,21 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--ftl-threshold",
-        type=float,
+        type=non_negative_float,
         default=FAILURE_TO_LAUNCH_S,
         metavar="S",
         help="failure to launch: drained, then ran less than S seconds (default 30)",
     )
     g.add_argument(
         "--quality-min",
-        type=float,
+        type=fraction,
         default=QUALITY_MIN,
         metavar="F",
         help="flag a window 'short' below F x its length per node (default 0.95)",
     )
-    g.add_argument("--chunk-mb", type=int, default=32, help="read size per parse batch (MB)")
+    g.add_argument(
+        "--chunk-mb", type=positive_int, default=32, help="read size per parse batch (MB)"
+    )
 
 
 def _job_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,53 +146,53 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     a = g.add_argument
     a("--resource", default=None, metavar="NAME",
       help="resource name in usage_daily.csv (default: input file stem)")  # fmt: skip
-    a("--short-threshold", type=float, default=DEFAULT_THRESHOLD_S, metavar="S",
+    a("--short-threshold", type=positive_float, default=DEFAULT_THRESHOLD_S, metavar="S",
       help="jobs shorter than this are short (seed 002; default 600 s)")  # fmt: skip
-    a("--short-min-runtime", type=float, default=None, metavar="S",
+    a("--short-min-runtime", type=positive_float, default=None, metavar="S",
       help="run time short jobs are charged as (default: the threshold)")  # fmt: skip
-    a("--short-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
+    a("--short-interval", type=positive_float, default=DEFAULT_INTERVAL_S, metavar="S",
       help="penalty update period (seed 002: 180 s)")  # fmt: skip
-    a("--short-lambda", type=float, default=DEFAULT_LAMBDA, metavar="L",
+    a("--short-lambda", type=fraction, default=DEFAULT_LAMBDA, metavar="L",
       help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)")  # fmt: skip
-    a("--turnover-window", type=float, default=DEFAULT_WINDOW_S, metavar="S",
+    a("--turnover-window", type=positive_float, default=DEFAULT_WINDOW_S, metavar="S",
       help="window T of U = sum(w)/T (default 3600 s)")  # fmt: skip
-    a("--turnover-max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S",
+    a("--turnover-max-gap", type=positive_float, default=DEFAULT_MAX_GAP_S, metavar="S",
       help="longer gaps are idle time, not turnover (default 3600 s)")  # fmt: skip
-    a("--history-runs", type=int, default=DEFAULT_HISTORY, metavar="N",
+    a("--history-runs", type=positive_int, default=DEFAULT_HISTORY, metavar="N",
       help="runs kept per (user, job name) for run-time prediction (default 5)")  # fmt: skip
-    a("--half-life", type=float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
+    a("--half-life", type=positive_float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
       help="fair-share usage half-life (default 7 days)")  # fmt: skip
     a("--refund-states", default="NODE_FAIL", metavar="STATES",
       help="comma-separated end states refunded in fair share ('' = none)")  # fmt: skip
-    a("--capability-fraction", type=float, default=DEFAULT_FRACTION, metavar="F",
+    a("--capability-fraction", type=fraction, default=DEFAULT_FRACTION, metavar="F",
       help="large job: >= F of the section (seed 004: 0.40)")  # fmt: skip
-    a("--section-nodes", type=int, default=None, metavar="N",
+    a("--section-nodes", type=positive_int, default=None, metavar="N",
       help="capability section size (default: --nodes, SWF MaxNodes, ...)")  # fmt: skip
 
 
 def _sample_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("samples / llview (seed 003: utilisation and DFS hot zones)")
     a = g.add_argument
-    a("--mem-per-core", type=float, default=None, metavar="GB",
+    a("--mem-per-core", type=positive_float, default=None, metavar="GB",
       help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
       "Without it the memory ratios are left empty")  # fmt: skip
-    a("--hot-zone", type=float, default=None, metavar="MBps",
+    a("--hot-zone", type=positive_float, default=None, metavar="MBps",
       help="DFS hot-zone threshold in the source's unit/s (default 93, the seed's "
       "Gofree NFS: IOR 98 +- 5 MB/s)")  # fmt: skip
     a("--hot-zone-bw", default=None, metavar="MEAN,STD",
       help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)")  # fmt: skip
     a("--hot-zone-fs", action="append", default=[], metavar="FS=MBps",
       help="hot-zone threshold of one file system (repeatable; others use --hot-zone)")  # fmt: skip
-    a("--hot-zone-gap", type=int, default=0, metavar="MIN",
+    a("--hot-zone-gap", type=non_negative_int, default=0, metavar="MIN",
       help="hot minutes at most this many minutes apart form one episode (0)")  # fmt: skip
-    a("--hot-zone-top", type=int, default=3, metavar="N",
+    a("--hot-zone-top", type=positive_int, default=3, metavar="N",
       help="jobs named per hot-zone episode (3)")  # fmt: skip
-    a("--cores-per-node", type=float, default=None,
+    a("--cores-per-node", type=positive_float, default=None,
       help="allocated cores per node when the data does not say (samples without "
       "'cores'; llview without PCOREusage)")  # fmt: skip
-    a("--sample-period", type=float, default=60.0, metavar="S",
+    a("--sample-period", type=positive_float, default=60.0, metavar="S",
       help="sampling period of node-sample traces, seconds (60)")  # fmt: skip
-    a("--util-below", type=float, default=0.25,
+    a("--util-below", type=fraction, default=0.25,
       help="SA ratio reported for jobs under this core utilisation (0.25)")  # fmt: skip
 
 
@@ -187,10 +208,15 @@ def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check everything a run needs before reading a line; run; report; exit 3 when the input
+    was not usable (the outputs are written so the summary and rejects show why)."""
     args = _with_settings(args)
-    check_inputs([*args.paths, *args.jobs])
-    if args.chunk_mb < 1:
-        raise UserError("--chunk-mb must be at least 1")
+    check_tz(args.tz)
+    check_inputs(args.paths, directories=args.format == "llview")
+    check_inputs(args.jobs)
+    check_output_dir(args.out)
+    if args.rejects:
+        check_output_file("--rejects", args.rejects)
     engine = ENGINES[args.format]
     build = {"drain": _drain_run, "jobs": _jobs_run, "samples": _samples_run}[engine]
     rejects = driver.RejectLog(args.rejects)
@@ -202,13 +228,37 @@ def run(args: argparse.Namespace) -> int:
         raise
     sink = DirectorySink(args.out, owned=_owned(engine))
     summary = driver.run(r, [sink], rejects)
-    if not args.no_progress:
-        print(
-            f"replay {args.format}: {summary['records']} records, {summary['rejected']} rejected"
-            f" -> {args.out}/summary_{engine}.json",
-            file=sys.stderr,
+    if not args.no_progress or summary["rejected"]:
+        print(report_line(f"replay {args.format}", summary, args.out), file=sys.stderr)
+    records, rejected = summary["records"], summary["rejected"]
+    if records == 0:
+        raise UnusableInput(
+            f"no usable record in {len(args.paths)} input(s) ({rejected} rejected); see "
+            f"{args.out}/summary_{engine}.json" + (f" and {args.rejects}" if args.rejects else "")
+        )
+    share = rejected / (records + rejected)
+    if share > args.max_reject_share:
+        raise UnusableInput(
+            f"{share:.0%} of the records were rejected (more than --max-reject-share "
+            f"{args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
         )
     return 0
+
+
+def report_line(what: str, s: dict[str, Any], out: str) -> str:
+    """What a run read and what it could not use, on one line."""
+    parts = [f"{s['records']:,} records"]
+    if s["rejected"]:
+        reasons = ", ".join(f"{k} {v:,}" for k, v in s["rejected_by_reason"].items())
+        parts.append(f"{s['rejected']:,} rejected ({reasons})")
+    for key, label in (
+        ("ignored", "lines of other messages ignored"),
+        ("duplicates", "duplicates"),
+        ("out_of_order", "out of order"),
+    ):
+        if s[key]:
+            parts.append(f"{s[key]:,} {label}")
+    return f"{what}: {', '.join(parts)} -> {out}"
 
 
 def _owned(engine: str) -> list[str]:

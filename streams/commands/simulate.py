@@ -36,7 +36,6 @@ def parse_start(text: str, tz: str) -> float:
 def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     """Run the simulation described by ``args`` and write its files; return the summary."""
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     cfg = SimConfig(
         nodes=args.nodes,
         days=args.days,
@@ -58,6 +57,7 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
         model = LublinModel(args.nodes, args.seed, target_load=args.load)
         workload = workload_from_lublin(model, cfg)
     outages = random_outages(cfg, args.outages, args.drained)
+    out.mkdir(parents=True, exist_ok=True)
     log_path = out / ("moab.log.gz" if args.gzip else "moab.log")
     jobs_path = out / "jobs.jsonl"
     n_lines = 0

@@ -37,7 +37,6 @@ from models.samples.utilization import (
     job_utilization,
     measures_from_samples,
 )
-from streams.errors import UserError
 from streams.sources.samples import LlviewJob
 from streams.stages.base import Output
 from streams.tables import Table, cols
@@ -153,7 +152,12 @@ class _SamplesBase:
     def _reduce(self) -> _Reduced:
         raise NotImplementedError
 
+    def _empty(self) -> bool:
+        raise NotImplementedError
+
     def finish(self) -> Iterable[Output]:
+        if self._empty():  # nothing usable: the headers only; replay exits 3 and says so
+            return
         r = self._reduce()
         u = job_utilization(r.m, self.mpc, self.cores_per_node)
         wmax, wtot = job_write_stats(r.io)
@@ -258,10 +262,11 @@ class SampleTraceStage(_SamplesBase):
         self.samples += batch
         return ()
 
+    def _empty(self) -> bool:
+        return not self.samples
+
     def _reduce(self) -> _Reduced:
         arr = to_arrays(self.samples)
-        if len(arr) == 0:
-            raise UserError("no usable samples in the input")
         m = measures_from_samples(arr, self.period)
         io = io_from_samples(arr, self.period)
         minutes = np.unique(np.floor(arr.ts / 60).astype(np.int64))
@@ -319,6 +324,9 @@ class LlviewStage(_SamplesBase):
                 llview.io_from_fsusage(series, lm.num["ts"], self.jobs, self.nodes)
             )
         return ()
+
+    def _empty(self) -> bool:
+        return not any(len(p.job) for p in self.parts_m)
 
     def _reduce(self) -> _Reduced:
         cat = np.concatenate

@@ -67,3 +67,12 @@ def test_day() -> None:
     from datetime import date
 
     assert day(date(2015, 3, 8)) == "2015-03-08" and day("2015-03-08") == "2015-03-08"
+
+
+def test_text_cells_that_spreadsheets_would_run_are_neutralised() -> None:
+    from streams.format import text
+
+    assert text("=HYPERLINK(\"http://x\",\"y\")") == "'=HYPERLINK(\"http://x\",\"y\")"
+    assert text("@SUM(A1)") == "'@SUM(A1)" and text("+1+2") == "'+1+2"
+    assert text("-1") == "-1" and text("-2.5") == "-2.5"  # numbers stay numbers
+    assert text("node-01") == "node-01" and text(None) == ""
