@@ -72,7 +72,7 @@ def test_day() -> None:
 def test_text_cells_that_spreadsheets_would_run_are_neutralised() -> None:
     from streams.format import text
 
-    assert text("=HYPERLINK(\"http://x\",\"y\")") == "'=HYPERLINK(\"http://x\",\"y\")"
+    assert text('=HYPERLINK("http://x","y")') == '\'=HYPERLINK("http://x","y")'
     assert text("@SUM(A1)") == "'@SUM(A1)" and text("+1+2") == "'+1+2"
     assert text("-1") == "-1" and text("-2.5") == "-2.5"  # numbers stay numbers
     assert text("node-01") == "node-01" and text(None) == ""
