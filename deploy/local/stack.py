@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
@@ -238,11 +239,21 @@ def _running_pid(pid_file: Path, marker: str) -> int | None:
     return None
 
 
+def _private_log(log: Path, mode: str) -> Any:
+    """A log file readable by its owner only (0600; its directory 0700): logs may name users."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(log.parent, 0o700)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    fd = os.open(log, flags, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, mode)
+
+
 def _spawn(cmd: list[str], log: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     if log.exists() and log.stat().st_size > LOG_ROTATE_BYTES:
         os.replace(log, log.with_name(log.name + ".1"))
-    with open(log, "ab") as out:
+    with _private_log(log, "ab") as out:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         out.write(f"\n===== {stamp} stack.py starts: {' '.join(cmd)}\n".encode())
         out.flush()
@@ -353,7 +364,7 @@ def ensure_kafka_jars(cfg: Config) -> bool:
     ]  # fmt: skip
     env = dict(os.environ)
     env.setdefault("JAVA_HOME", str(Path(_java()).resolve().parents[1]))
-    with open(build_log, "wb") as out:
+    with _private_log(build_log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cfg.state)
     jars = list(tmp.glob("kafka_2.13-*.jar"))
     if rc != 0 or not jars:
@@ -448,7 +459,7 @@ def format_kafka_storage(cfg: Config) -> bool:
         cfg, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(cfg.kafka_properties)
     )
     log = cfg.logs / "kafka-format.log"
-    with open(log, "wb") as out:
+    with _private_log(log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0:
         raise StackError(f"kafka StorageTool format failed (exit {rc}); {log}:\n{_tail(log)}")
@@ -589,7 +600,7 @@ def ensure_influxd(cfg: Config) -> bool:
     # the X-Influxdb-Version header and SHOW DIAGNOSTICS tell the truth.
     ldflags = f"-X main.version={INFLUXDB_VERSION.lstrip('v')} -X main.branch=1.8"
     cmd = [go, "install", f"-ldflags={ldflags}", f"{INFLUXDB_MODULE}@{INFLUXDB_VERSION}"]
-    with open(build_log, "wb") as out:
+    with _private_log(build_log, "wb") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cfg.state)
     if rc != 0 or not os.access(cfg.influxd, os.X_OK):
         raise StackError(f"`{' '.join(cmd)}` failed (exit {rc}); {build_log}:\n{_tail(build_log)}")
@@ -631,7 +642,8 @@ bind-address = "127.0.0.1:{cfg.influx_rpc_port}"
   auth-enabled = true
   flux-enabled = true
   flux-log-enabled = false
-  log-enabled = true
+  # the HTTP access log prints query text, and the bootstrap's CREATE USER carries the password
+  log-enabled = false
   suppress-write-log = true
   pprof-enabled = false
 

@@ -120,3 +120,18 @@ def test_auth_is_on(influx):
                 bucket=influx.bucket, record=_point("batch", T0, 1.0, 1, "x")
             )
     assert err.value.response.status == 401
+
+
+def test_no_secret_in_the_stack_logs_and_logs_are_private(stack):
+    """The admin password never reaches a log file, and log files are readable by their owner
+    only (the HTTP access log would print the bootstrap's CREATE USER ... WITH PASSWORD)."""
+    import stat
+
+    password = stack.influx_token.split(":", 1)[1]
+    logs = stack.config.logs
+    files = [p for p in logs.iterdir() if p.is_file()]
+    assert files
+    for p in files:
+        assert password not in p.read_text(errors="replace"), p
+        assert stat.S_IMODE(p.stat().st_mode) & 0o077 == 0, f"{p} is readable by others"
+    assert stat.S_IMODE(logs.stat().st_mode) & 0o077 == 0
