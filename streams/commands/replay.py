@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=fraction,
         default=0.5,
         metavar="F",
-        help="exit 3 when more than F of the records are rejected (default 0.5)",
+        help="exit 3 when more than F of the records are rejected or out of time order "
+        "(default 0.5)",
     )
     _drain_arguments(p)
     _job_arguments(p)
@@ -138,6 +139,12 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--chunk-mb", type=positive_int, default=32, help="read size per parse batch (MB)"
+    )
+    g.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="accept log files that overlap in time (their overlapping records count as out "
+        "of order and accrue nothing); files are always read in the order of their first record",
     )
 
 
@@ -236,11 +243,13 @@ def run(args: argparse.Namespace) -> int:
             f"no usable record in {len(args.paths)} input(s) ({rejected} rejected); see "
             f"{args.out}/summary_{engine}.json" + (f" and {args.rejects}" if args.rejects else "")
         )
-    share = rejected / (records + rejected)
+    # records out of order accrue nothing: as lost as rejected ones (a reversed file)
+    lost = rejected + summary["out_of_order"]
+    share = lost / (records + rejected)
     if share > args.max_reject_share:
         raise UnusableInput(
-            f"{share:.0%} of the records were rejected (more than --max-reject-share "
-            f"{args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
+            f"{share:.0%} of the records were rejected or out of time order (more than "
+            f"--max-reject-share {args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
         )
     return 0
 
@@ -269,7 +278,13 @@ def _owned(engine: str) -> list[str]:
 
 def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
     book = Codebook()
-    source = MoabFiles(args.paths, book, args.chunk_mb << 20, progress=not args.no_progress)
+    source = MoabFiles(
+        args.paths,
+        book,
+        args.chunk_mb << 20,
+        progress=not args.no_progress,
+        allow_overlap=args.allow_overlap,
+    )
     jobs = drain_stages.JobTimesStage() if args.jobs else None
     stage = drain_stages.DrainStage(
         book,

@@ -1,7 +1,10 @@
 """Moab log files -> NodeStatusBatch, one batch per whole-line chunk (memory flat in the size).
 
-Bad node-status lines go to the run's reject log with their reason; lines that are other Moab
-messages are counted as ignored.
+Files are read in the order of their first record's time, whatever order they were given in
+(``moab.log.1 moab.log.0`` from a glob reads .0 after .1 if .1 is older). Files that overlap in
+time are refused unless ``allow_overlap`` (their records would be out of order and accrue
+nothing). Bad node-status lines go to the run's reject log with their reason; lines that are
+other Moab messages are counted as ignored.
 """
 
 from __future__ import annotations
@@ -12,23 +15,51 @@ from collections.abc import Iterator
 from models.formats.moab import parse_moab_chunk
 from models.records.nodestatus import Codebook, NodeStatusBatch
 from streams.driver import InputStats, RejectLog
+from streams.errors import UserError
+from streams.format import instant_ms
 from streams.sources.files import Progress, line_chunks, open_binary, raw_position
+
+PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
+
+
+def first_record_ms(path: str) -> int | None:
+    """Time of the earliest record in the first MiB of a Moab log (None: none there)."""
+    with open_binary(path) as f:
+        head = f.read(PEEK_BYTES)
+    if len(head) == PEEK_BYTES and b"\n" in head:
+        head = head[: head.rindex(b"\n") + 1]
+    b = parse_moab_chunk(head, Codebook(), source=path).batch
+    return int(b.ts_ms.min()) if len(b) else None
+
+
+def in_time_order(paths: list[str]) -> list[str]:
+    """Files ordered by their first record's time (files without one last, in given order)."""
+    firsts = [first_record_ms(p) for p in paths]
+    order = sorted(range(len(paths)), key=lambda i: (firsts[i] is None, firsts[i] or 0, i))
+    return [paths[i] for i in order]
 
 
 class MoabFiles:
     def __init__(
-        self, paths: list[str], book: Codebook, chunk_bytes: int = 32 << 20, progress: bool = True
+        self,
+        paths: list[str],
+        book: Codebook,
+        chunk_bytes: int = 32 << 20,
+        progress: bool = True,
+        allow_overlap: bool = False,
     ) -> None:
-        self.paths = paths
+        self.paths = in_time_order(paths)
+        self.allow_overlap = allow_overlap
         self.book = book
         self.chunk_bytes = chunk_bytes
-        self.inputs = [InputStats(p, bytes=os.path.getsize(p)) for p in paths]
+        self.inputs = [InputStats(p, bytes=os.path.getsize(p)) for p in self.paths]
         self.lines = 0
         self.ignored = 0
         self.progress = Progress(sum(i.bytes for i in self.inputs), enabled=progress)
 
     def batches(self, rejects: RejectLog) -> Iterator[NodeStatusBatch]:
         done_before = 0
+        previous: InputStats | None = None
         for path, stats in zip(self.paths, self.inputs, strict=True):
             with open_binary(path) as f:
                 lineno = 1
@@ -46,8 +77,22 @@ class MoabFiles:
                     stats.records += len(b)
                     if len(b):
                         stats.seen(int(b.ts_ms.min()), int(b.ts_ms.max()))
+                        self._check_overlap(previous, stats)
                         yield b
                     self.progress.update(done_before + raw_position(f), self.lines)
             done_before += stats.bytes
+            if stats.last_ms is not None:
+                previous = stats
         self.progress.update(done_before, self.lines, force=True)
         self.progress.close()
+
+    def _check_overlap(self, previous: InputStats | None, current: InputStats) -> None:
+        if self.allow_overlap or previous is None or previous.last_ms is None:
+            return
+        if current.first_ms is not None and current.first_ms < previous.last_ms:
+            raise UserError(
+                f"{current.path} starts at {instant_ms(current.first_ms)}, before "
+                f"{previous.path} ends ({instant_ms(previous.last_ms)}): the files overlap in "
+                "time; give files of one scheduler without overlap, or --allow-overlap to count "
+                "the overlapping records as out of order"
+            )

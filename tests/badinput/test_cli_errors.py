@@ -127,7 +127,7 @@ CASES = [
     Case("empty moab file", replay("moab", "{tmp}/empty.log", "--out", "{tmp}/o"), 3,
          "no usable record", files={"empty.log": b""}),
     Case("mostly rejected job events", replay("jobevents", "{tmp}/j.jsonl", "--out", "{tmp}/o"),
-         3, "of the records were rejected",
+         3, "of the records were rejected or out of time order",
          files={"j.jsonl": b'{"type":"start","ts":1,"job":"1"}\n' + b"{oops\n" * 5}),
     Case("no usable samples", replay("samples", "{tmp}/s.jsonl", "--out", "{tmp}/o"), 3,
          "no usable record", files={"s.jsonl": b"{}\n"}),
