@@ -126,3 +126,18 @@ non_negative_int = _number(int, 0, True)
 positive_float = _number(float, 0.0, False)
 non_negative_float = _number(float, 0.0, True)
 fraction = _number(float, 0.0, False, 1.0)  # (0, 1]
+
+
+def instant_ms_arg(text: str) -> int:
+    """An ISO 8601 date or time (UTC when it has no offset) -> epoch milliseconds."""
+    from datetime import UTC, datetime
+
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date or time (e.g. 2015-03-08 or 2015-03-08T06:00Z)"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return round(dt.timestamp() * 1000)

@@ -49,6 +49,12 @@ class Interner:
             self.names.append(name)
         return c
 
+    def truncate(self, n: int) -> None:
+        """Forget every name coded at or after ``n`` (undo a batch that was taken back)."""
+        for name in self.names[n:]:
+            del self._index[name]
+        del self.names[n:]
+
 
 class StateBook:
     """State names, matched case-insensitively. Known states keep codes 0..5; an unknown state
@@ -72,6 +78,13 @@ class StateBook:
             self.names.append(raw.strip())
         return c
 
+    def truncate(self, n: int) -> None:
+        """Forget every state coded at or after ``n`` (never the known ones)."""
+        n = max(n, len(KNOWN_STATES))
+        for name in self.names[n:]:
+            del self._index[name.casefold()]
+        del self.names[n:]
+
 
 class Codebook:
     """The interners one replay or one worker shares across all its batches."""
@@ -82,6 +95,16 @@ class Codebook:
         self.nodes = Interner()
         self.states = StateBook()
         self.jobs = Interner()
+
+    def mark(self) -> tuple[int, int, int]:
+        """Sizes to :meth:`rollback` to."""
+        return len(self.nodes), len(self.states), len(self.jobs)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Forget the names interned since ``mark`` (a parsed chunk that is parsed again)."""
+        self.nodes.truncate(mark[0])
+        self.states.truncate(mark[1])
+        self.jobs.truncate(mark[2])
 
 
 def split_idlist(text: str | None) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from models.jobs.runtime import DEFAULT_HISTORY
 from models.jobs.shortjobs import DEFAULT_INTERVAL_S, DEFAULT_LAMBDA, DEFAULT_THRESHOLD_S
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
 from models.records.nodestatus import Codebook
+from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS, TimeBounds
 from models.samples.dfs import hot_zone_threshold
 from streams import driver
 from streams.errors import (
@@ -40,6 +41,7 @@ from streams.errors import (
     check_output_file,
     check_tz,
     fraction,
+    instant_ms_arg,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -93,6 +95,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="F",
         help="exit 3 when more than F of the records are rejected or out of time order "
         "(default 0.5)",
+    )
+    p.add_argument(
+        "--not-before",
+        type=instant_ms_arg,
+        default=DEFAULT_NOT_BEFORE_MS,
+        metavar="TIME",
+        help="records earlier than this are implausible and rejected (default 1970-01-01, UTC)",
+    )
+    p.add_argument(
+        "--not-after",
+        type=instant_ms_arg,
+        default=DEFAULT_NOT_AFTER_MS,
+        metavar="TIME",
+        help="records at or after this are implausible and rejected (default 2100-01-01, UTC)",
     )
     _drain_arguments(p)
     _job_arguments(p)
@@ -224,6 +240,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.out)
     if args.rejects:
         check_output_file("--rejects", args.rejects)
+    if args.not_before >= args.not_after:
+        raise UserError("--not-before must be earlier than --not-after")
+    args.bounds = TimeBounds(args.not_before, args.not_after)
     engine = ENGINES[args.format]
     build = {"drain": _drain_run, "jobs": _jobs_run, "samples": _samples_run}[engine]
     rejects = driver.RejectLog(args.rejects)
@@ -284,6 +303,7 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         args.chunk_mb << 20,
         progress=not args.no_progress,
         allow_overlap=args.allow_overlap,
+        bounds=args.bounds,
     )
     jobs = drain_stages.JobTimesStage() if args.jobs else None
     stage = drain_stages.DrainStage(
@@ -297,7 +317,8 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
     )
     feeds = [driver.Feed(source, [stage])]
     if jobs is not None:
-        feeds.append(driver.Feed(_LazyJobFiles(args.jobs_format, args.jobs, args.tz), [jobs]))
+        job_files = _LazyJobFiles(args.jobs_format, args.jobs, args.tz, args.bounds)
+        feeds.append(driver.Feed(job_files, [jobs]))
     settings = {"max_gap_seconds": args.max_gap, "nodes": args.nodes}
     if args.jobs:
         settings["jobs_format"] = args.jobs_format
@@ -307,12 +328,12 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
 class _LazyJobFiles:
     """Job events read when their feed starts (after the node-status feed)."""
 
-    def __init__(self, fmt: str, paths: list[str], tz: str) -> None:
-        self.fmt, self.paths, self.tz = fmt, paths, tz
+    def __init__(self, fmt: str, paths: list[str], tz: str, bounds: TimeBounds) -> None:
+        self.fmt, self.paths, self.tz, self.bounds = fmt, paths, tz, bounds
         self.inputs: list[driver.InputStats] = []
 
     def batches(self, rejects: driver.RejectLog) -> Any:
-        events, self.inputs = read_job_events(self.fmt, self.paths, rejects)
+        events, self.inputs = read_job_events(self.fmt, self.paths, rejects, self.bounds)
         return JobEventFiles(events, self.inputs, self.tz).batches(rejects)
 
 
@@ -320,7 +341,7 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
     paths = [str(p) for p in args.paths]
     # read and sorted before the stages are built: the capability section size may come from
     # the events
-    events, inputs = read_job_events(args.format, paths, rejects)
+    events, inputs = read_job_events(args.format, paths, rejects, args.bounds)
     source = JobEventFiles(events, inputs, args.tz)
     section, section_from = section_size(
         args.format, paths, events, args.section_nodes or args.nodes
@@ -380,7 +401,7 @@ def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.
         source = LlviewDirs(args.paths, args.cores_per_node)
         stage = sample_stages.LlviewStage(**kw)
     else:
-        source = SampleTraceFiles(args.paths)
+        source = SampleTraceFiles(args.paths, args.bounds)
         stage = sample_stages.SampleTraceStage(args.sample_period, **kw)
     settings = {"mem_per_core_gib": args.mem_per_core, "sample_period_s": args.sample_period}
     return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)

@@ -16,6 +16,7 @@ from models.formats.jobsource import iter_job_events, sort_events
 from models.formats.swf import parse_header
 from models.jobs.capability import DayCalendar
 from models.records.jobevent import JobEvent
+from models.records.plausible import REASON, TimeBounds
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.sources.files import open_text
@@ -24,16 +25,24 @@ BATCH = 8192
 
 
 def read_job_events(
-    fmt: str, paths: list[str], rejects: RejectLog
+    fmt: str, paths: list[str], rejects: RejectLog, bounds: TimeBounds | None = None
 ) -> tuple[list[JobEvent], list[InputStats]]:
-    """Every event of every file, sorted; per-file statistics."""
+    """Every plausible event of every file, sorted; per-file statistics. An event whose time is
+    outside ``bounds`` is rejected (``implausible_time``; line 0: the event, not its line, is
+    known here), so one end dated 2400 cannot charge four centuries of node-hours."""
+    bounds = bounds or TimeBounds()
     events: list[JobEvent] = []
     stats: list[InputStats] = []
     for p in paths:
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
         with open_text(p) as f:
-            evs = list(iter_job_events(fmt, f, source=str(p), rejects=bad))
+            evs = []
+            for e in iter_job_events(fmt, f, source=str(p), rejects=bad):
+                if bounds.contains_s(e.ts):
+                    evs.append(e)
+                else:
+                    bad.append(Reject(REASON, str(p), 0, e.to_json().decode()))
         st.tally([e.ts for e in evs], bad, rejects)
         events += evs
         stats.append(st)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from models.formats.moab import parse_moab_chunk
-from models.records.nodestatus import Codebook, NodeStatusBatch
+from models.formats.moab import ParsedChunk, classify_line, parse_moab_chunk
+from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
+from models.records.plausible import REASON, TimeBounds
+from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
 from streams.format import instant_ms
@@ -47,7 +49,9 @@ class MoabFiles:
         chunk_bytes: int = 32 << 20,
         progress: bool = True,
         allow_overlap: bool = False,
+        bounds: TimeBounds | None = None,
     ) -> None:
+        self.bounds = bounds or TimeBounds()
         self.paths = in_time_order(paths)
         self.allow_overlap = allow_overlap
         self.book = book
@@ -65,7 +69,7 @@ class MoabFiles:
                 lineno = 1
                 stats.lines = 0
                 for chunk in line_chunks(f, self.chunk_bytes):
-                    parsed = parse_moab_chunk(chunk, self.book, source=path, first_lineno=lineno)
+                    parsed = self._parse(chunk, path, lineno)
                     lineno += parsed.lines
                     stats.lines += parsed.lines
                     stats.ignored += parsed.ignored
@@ -96,3 +100,26 @@ class MoabFiles:
                 "time; give files of one scheduler without overlap, or --allow-overlap to count "
                 "the overlapping records as out of order"
             )
+
+    def _parse(self, chunk: bytes, path: str, lineno: int) -> ParsedChunk:
+        """Parse a chunk; lines whose time is implausible are rejected (``implausible_time``)
+        and the chunk parsed again without them, the codebook taken back to where it was, so
+        they leave no node, job or window behind."""
+        mark = self.book.mark()
+        parsed = parse_moab_chunk(chunk, self.book, source=path, first_lineno=lineno)
+        if self.bounds.all_within(parsed.batch.ts_ms):
+            return parsed
+        self.book.rollback(mark)
+        lines = chunk.split(b"\n")
+        bad: list[Reject] = []
+        for i, raw in enumerate(lines):
+            text = raw.decode("utf-8", "replace")
+            r = classify_line(text)
+            if isinstance(r, NodeStatus) and not self.bounds.contains_ms(r.ts_ms):
+                bad.append(Reject(REASON, path, lineno + i, text))
+                lines[i] = b""  # keeps the line numbers of the others
+        again = parse_moab_chunk(b"\n".join(lines), self.book, source=path, first_lineno=lineno)
+        blanked = {r.lineno for r in bad}  # their blank_line rejects are not the input's
+        kept = [r for r in again.rejects if r.lineno not in blanked]
+        again.rejects = sorted([*kept, *bad], key=lambda r: r.lineno)
+        return again

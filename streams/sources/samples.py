@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.formats import llview
-from models.formats.sampletrace import parse_trace
+from models.formats.sampletrace import dumps, parse_trace
 from models.records.nodesample import NodeSample
+from models.records.plausible import REASON, TimeBounds
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
@@ -21,14 +22,22 @@ from streams.sources.files import read_text
 
 
 class SampleTraceFiles:
-    def __init__(self, paths: list[str]) -> None:
+    """Samples whose time is outside ``bounds`` are rejected (``implausible_time``)."""
+
+    def __init__(self, paths: list[str], bounds: TimeBounds | None = None) -> None:
+        self.bounds = bounds or TimeBounds()
         self.paths = paths
         self.inputs = [InputStats(p, bytes=os.path.getsize(p)) for p in paths]
 
     def batches(self, rejects: RejectLog) -> Iterator[list[NodeSample]]:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
-            samples = list(parse_trace(read_text(Path(p)).splitlines(), p, bad))
+            samples = []
+            for smp in parse_trace(read_text(Path(p)).splitlines(), p, bad):
+                if self.bounds.contains_s(smp.ts):
+                    samples.append(smp)
+                else:
+                    bad.append(Reject(REASON, p, 0, dumps(smp).decode()))
             st.tally([s.ts for s in samples], bad, rejects)
             yield samples
 
