@@ -10,6 +10,7 @@ rejected records (``source, line, reason, text`` TSV) the same way.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -26,6 +27,7 @@ from streams.tables import Row, Table
 class DirectorySink:
     def __init__(self, out: str | Path, owned: Iterable[str] = ()) -> None:
         self.out = Path(out)
+        self._created = not self.out.exists()
         self.out.mkdir(parents=True, exist_ok=True)
         self._stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.out))
         self._files: dict[str, IO[str]] = {}
@@ -81,6 +83,9 @@ class DirectorySink:
         for f in self._files.values():
             f.close()
         shutil.rmtree(self._stage, ignore_errors=True)
+        if self._created:  # a directory this run made and wrote nothing into goes too
+            with contextlib.suppress(OSError):
+                self.out.rmdir()
 
 
 class RejectFile:

@@ -7,9 +7,13 @@ import gzip
 import io
 import sys
 import time
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, BinaryIO
+
+from streams.errors import UserError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -33,6 +37,16 @@ def read_text(path: str | Path) -> str:
     """The whole (possibly gzip-compressed) file as text, bad bytes replaced."""
     with open_binary(path) as f:
         return f.read().decode("utf-8", "replace")
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Turn a damaged input (a truncated or corrupt gzip stream) into a one-line user error that
+    names the file; the run's outputs are not written."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise UserError(f"{path}: damaged compressed input ({e}); nothing written") from None
 
 
 def raw_position(f: BinaryIO) -> int:

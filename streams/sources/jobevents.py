@@ -19,7 +19,7 @@ from models.records.jobevent import JobEvent
 from models.records.plausible import REASON, TimeBounds
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
-from streams.sources.files import open_text
+from streams.sources.files import open_text, reading
 
 BATCH = 8192
 
@@ -36,7 +36,7 @@ def read_job_events(
     for p in paths:
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
-        with open_text(p) as f:
+        with reading(p), open_text(p) as f:
             evs = []
             for e in iter_job_events(fmt, f, source=str(p), rejects=bad):
                 if bounds.contains_s(e.ts):
@@ -72,7 +72,7 @@ class JobEventFiles:
 
 def swf_max_nodes(path: str) -> int | None:
     """MaxNodes of an SWF file's header comments."""
-    with open_text(path) as f:
+    with reading(path), open_text(path) as f:
         head = []
         for line in f:
             if not line.lstrip().startswith(";"):

@@ -19,14 +19,14 @@ from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
 from streams.format import instant_ms
-from streams.sources.files import Progress, line_chunks, open_binary, raw_position
+from streams.sources.files import Progress, line_chunks, open_binary, raw_position, reading
 
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
 
 
 def first_record_ms(path: str) -> int | None:
     """Time of the earliest record in the first MiB of a Moab log (None: none there)."""
-    with open_binary(path) as f:
+    with reading(path), open_binary(path) as f:
         head = f.read(PEEK_BYTES)
     if len(head) == PEEK_BYTES and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]
@@ -65,7 +65,7 @@ class MoabFiles:
         done_before = 0
         previous: InputStats | None = None
         for path, stats in zip(self.paths, self.inputs, strict=True):
-            with open_binary(path) as f:
+            with reading(path), open_binary(path) as f:
                 lineno = 1
                 stats.lines = 0
                 for chunk in line_chunks(f, self.chunk_bytes):

@@ -18,7 +18,7 @@ from models.records.plausible import REASON, TimeBounds
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
-from streams.sources.files import read_text
+from streams.sources.files import read_text, reading
 
 
 class SampleTraceFiles:
@@ -33,7 +33,9 @@ class SampleTraceFiles:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
             samples = []
-            for smp in parse_trace(read_text(Path(p)).splitlines(), p, bad):
+            with reading(p):
+                text = read_text(Path(p))
+            for smp in parse_trace(text.splitlines(), p, bad):
                 if self.bounds.contains_s(smp.ts):
                     samples.append(smp)
                 else:
@@ -93,7 +95,12 @@ class LlviewDirs:
             def series(
                 key: str, g: dict[str, Path] = g, bad: list[Reject] = bad
             ) -> llview.LlviewSeries:
-                return llview.parse_series(read_text(g[key]), str(g[key]), bad)
+                with reading(g[key]):
+                    text = read_text(g[key])
+                try:
+                    return llview.parse_series(text, str(g[key]), bad)
+                except ValueError as e:  # no usable header: not an LLview series at all
+                    raise UserError(f"not an LLview series: {e}") from None
 
             lm = series("loadmem")
             cpn = self.cores_per_node
@@ -107,7 +114,10 @@ class LlviewDirs:
                 )
             cls = "normal"
             if "report" in g:
-                cls = llview.parse_job_report(g["report"].read_bytes()).queue or cls
+                try:
+                    cls = llview.parse_job_report(g["report"].read_bytes()).queue or cls
+                except ValueError as e:  # orjson.JSONDecodeError is a ValueError
+                    raise UserError(f"{g['report']}: not an LLview job report: {e}") from None
             job = LlviewJob(
                 g["loadmem"].parent,
                 lm,

@@ -131,6 +131,23 @@ CASES = [
          files={"j.jsonl": b'{"type":"start","ts":1,"job":"1"}\n' + b"{oops\n" * 5}),
     Case("no usable samples", replay("samples", "{tmp}/s.jsonl", "--out", "{tmp}/o"), 3,
          "no usable record", files={"s.jsonl": b"{}\n"}),
+    # damaged inputs found while reading: one line, nothing written
+    Case("truncated gzip moab", replay("moab", "{tmp}/t.log.gz", "--out", "{tmp}/o"), 2,
+         "damaged compressed input", files={"t.log.gz": Path(MOAB).read_bytes()[:50_000]}),
+    Case("truncated gzip job events", replay("jobevents", "{tmp}/t.jsonl.gz", "--out",
+                                             "{tmp}/o"), 2, "damaged compressed input",
+         files={"t.jsonl.gz": Path(JOBS).read_bytes()[:3000]}),
+    Case("truncated gzip samples", replay("samples", "{tmp}/t.jsonl.gz", "--out", "{tmp}/o"), 2,
+         "damaged compressed input", files={"t.jsonl.gz": Path(SAMPLES).read_bytes()[:3000]}),
+    Case("llview LoadMem without header", replay("llview", "{tmp}/j", "--out", "{tmp}/o"), 2,
+         "not an LLview series", files={"j/LoadMem_1_node.dat": b"garbage here\n",
+                                        "j/PCOREusage_1_node.dat": b"ts nodeid coreid u1 u2\n"}),
+    Case("llview bad job report", replay("llview", "{tmp}/j", "--out", "{tmp}/o"), 2,
+         "not an LLview job report",
+         files={"j/LoadMem_1_node.dat": b"jobid ts nodeid load used_mem usage used_cores\n"
+                b"1 1700000000 n1 1.0 2.0 50.0 4\n", "j/jobreport_x_1.json": b"{bad",
+                "j/PCOREusage_1_node.dat": b"ts nodeid coreid usage1_avg usage2_avg\n"
+                b"1700000000 n1 0 50 50\n"}),
     # simulate
     Case("simulate --nodes 0", ["simulate", "--model", "lublin", "--nodes", "0", "--days", "1",
                                 "--out", "{tmp}/o"], 2, "must be positive"),
