@@ -23,6 +23,10 @@ from models.records.reject import RecordError
 
 # Largest number of hosts one range may expand to (Slurm's MAX_RANGE is 64 Ki as well).
 MAX_RANGE = 1 << 16
+# Largest number of hosts one whole expression may expand to: more than any machine has (the
+# largest have ~160 Ki nodes); a 2.7 KB expression of 200 such ranges would otherwise be 13 M
+# names and gigabytes. Checked after each top-level part, so memory stays within one range more.
+MAX_HOSTS = 1 << 18
 
 _EMPTY = frozenset({"", "none assigned", "(null)", "none"})
 _LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
@@ -117,6 +121,8 @@ def expand_hostlist(expr: str | None) -> list[str]:
     hosts: list[str] = []
     for part in _split_top(s):
         hosts.extend(_expand_one(part, s))
+        if len(hosts) > MAX_HOSTS:
+            raise HostlistError("hostlist_too_large", s[:200])
     return hosts
 
 

@@ -159,3 +159,18 @@ def test_compress_expand_round_trip(expr: str) -> None:
 def test_host_lists_round_trip(items: list[tuple[str, int, int]]) -> None:
     hosts = [f"{p}{str(n).rjust(len(str(n)) + pad, '0')}" for p, n, pad in items]
     assert expand_hostlist(compress_hostlist(hosts)) == hosts
+
+
+def test_a_huge_expression_is_refused_with_a_reason_not_expanded() -> None:
+    import resource
+
+    from models.formats.hostlist import MAX_HOSTS
+
+    expr = ",".join(f"r{i}[0-65535]" for i in range(200))  # 2.7 KB, 13.1 M names
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(HostlistError) as e:
+        expand_hostlist(expr)
+    assert e.value.reason == "hostlist_too_large"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 100
+    assert len(expand_hostlist(",".join(f"r{i}[0-65535]" for i in range(4)))) == MAX_HOSTS
