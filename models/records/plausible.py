@@ -9,10 +9,14 @@ ts = -1e6 would charge node-hours for eleven days that never were. The defaults 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from models.records.reject import Reject
 
 DEFAULT_NOT_BEFORE_MS = 0  # 1970-01-01T00:00:00Z
 DEFAULT_NOT_AFTER_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
@@ -39,3 +43,30 @@ class TimeBounds:
         return ts_ms.size == 0 or bool(
             ts_ms.min() >= self.not_before_ms and ts_ms.max() < self.not_after_ms
         )
+
+
+class _Timed(Protocol):
+    @property
+    def ts(self) -> float: ...
+
+
+T = TypeVar("T", bound=_Timed)
+
+
+def keep_plausible(
+    records: Iterable[T],
+    bounds: TimeBounds,
+    source: str,
+    text: Callable[[T], str],
+    rejects: list[Reject],
+) -> list[T]:
+    """The records whose ``ts`` (epoch seconds) lies inside ``bounds``; each other one is
+    appended to ``rejects`` as ``implausible_time`` with ``text(record)`` (line 0: the record,
+    not its line, is known here)."""
+    kept: list[T] = []
+    for r in records:
+        if bounds.contains_s(r.ts):
+            kept.append(r)
+        else:
+            rejects.append(Reject(REASON, source, 0, text(r)))
+    return kept

@@ -16,7 +16,7 @@ from models.formats.jobsource import iter_job_events, sort_events
 from models.formats.swf import parse_header
 from models.jobs.capability import DayCalendar
 from models.records.jobevent import JobEvent
-from models.records.plausible import REASON, TimeBounds
+from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.sources.files import open_text, reading
@@ -37,12 +37,13 @@ def read_job_events(
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
         with reading(p), open_text(p) as f:
-            evs = []
-            for e in iter_job_events(fmt, f, source=str(p), rejects=bad):
-                if bounds.contains_s(e.ts):
-                    evs.append(e)
-                else:
-                    bad.append(Reject(REASON, str(p), 0, e.to_json().decode()))
+            evs = keep_plausible(
+                iter_job_events(fmt, f, source=str(p), rejects=bad),
+                bounds,
+                str(p),
+                lambda e: e.to_json().decode(),
+                bad,
+            )
         st.tally([e.ts for e in evs], bad, rejects)
         events += evs
         stats.append(st)

@@ -14,7 +14,7 @@ from pathlib import Path
 from models.formats import llview
 from models.formats.sampletrace import dumps, parse_trace
 from models.records.nodesample import NodeSample
-from models.records.plausible import REASON, TimeBounds
+from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
@@ -32,14 +32,15 @@ class SampleTraceFiles:
     def batches(self, rejects: RejectLog) -> Iterator[list[NodeSample]]:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
-            samples = []
             with reading(p):
                 text = read_text(Path(p))
-            for smp in parse_trace(text.splitlines(), p, bad):
-                if self.bounds.contains_s(smp.ts):
-                    samples.append(smp)
-                else:
-                    bad.append(Reject(REASON, p, 0, dumps(smp).decode()))
+            samples = keep_plausible(
+                parse_trace(text.splitlines(), p, bad),
+                self.bounds,
+                p,
+                lambda smp: dumps(smp).decode(),
+                bad,
+            )
             st.tally([s.ts for s in samples], bad, rejects)
             yield samples
 
