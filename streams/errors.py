@@ -27,6 +27,7 @@ import argparse
 import math
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -130,8 +131,6 @@ fraction = _number(float, 0.0, False, 1.0)  # (0, 1]
 
 def instant_ms_arg(text: str) -> int:
     """An ISO 8601 date or time (UTC when it has no offset) -> epoch milliseconds."""
-    from datetime import UTC, datetime
-
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--not-before must be earlier than --not-after")
     args.bounds = TimeBounds(args.not_before, args.not_after)
     engine = ENGINES[args.format]
-    build = {"drain": _drain_run, "jobs": _jobs_run, "samples": _samples_run}[engine]
+    build, owned = _ENGINE_RUNS[engine]
     rejects = driver.RejectLog(args.rejects)
     try:
         r = build(args, rejects)
@@ -252,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         if rejects.file is not None:
             rejects.file.abort()
         raise
-    sink = DirectorySink(args.out, owned=_owned(engine))
+    sink = DirectorySink(args.out, owned=owned)
     summary = driver.run(r, [sink], rejects)
     if not args.no_progress or summary["rejected"]:
         print(report_line(f"replay {args.format}", summary, args.out), file=sys.stderr)
@@ -287,12 +288,6 @@ def report_line(what: str, s: dict[str, Any], out: str) -> str:
         if s[key]:
             parts.append(f"{s[key]:,} {label}")
     return f"{what}: {', '.join(parts)} -> {out}"
-
-
-def _owned(engine: str) -> list[str]:
-    return {"drain": drain_stages.FILES, "jobs": job_stages.FILES, "samples": sample_stages.FILES}[
-        engine
-    ]
 
 
 def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
@@ -405,3 +400,14 @@ def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.
         stage = sample_stages.SampleTraceStage(args.sample_period, **kw)
     settings = {"mem_per_core_gib": args.mem_per_core, "sample_period_s": args.sample_period}
     return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)
+
+
+# engine -> (how its run is built, the files its runs write: a rerun removes those it no
+# longer writes)
+_ENGINE_RUNS: dict[
+    str, tuple[Callable[[argparse.Namespace, driver.RejectLog], driver.Run], list[str]]
+] = {
+    "drain": (_drain_run, drain_stages.FILES),
+    "jobs": (_jobs_run, job_stages.FILES),
+    "samples": (_samples_run, sample_stages.FILES),
+}
