@@ -188,7 +188,6 @@ class DrainStage:
         self.quality_min = quality_min
         self.ftl_threshold = ftl_threshold
         self.jobs = jobs
-        self._charged: list[JobDrain] = []
 
     @property
     def basis_nodes(self) -> int:
@@ -233,21 +232,24 @@ class DrainStage:
                 b.quality,
             )
 
-    def _job_records(self) -> list[JobDrain]:
+    def _job_records(self) -> tuple[list[JobDrain], dict[str, int]]:
+        """Every job charged drain, and its drain in exact node-milliseconds by job id."""
         acc, book = self.acc, self.book
         info = self.jobs.info if self.jobs else {}
         charged = acc.nodes_charged()
         running = acc.nodes_running()
         seen = acc.seen_running()
         out = []
+        drain_ms: dict[str, int] = {}
         for j in acc.jobs_charged().tolist():
             name = book.jobs.names[j]
             jt = info.get(name)
             size = jt.nodes if jt and jt.nodes else (int(running[j]) or None)
+            drain_ms[name] = int(acc.job_drain_ms[j])
             out.append(
                 JobDrain(
                     name,
-                    int(acc.job_drain_ms[j]) / 1000,
+                    drain_ms[name] / 1000,
                     int(charged[j]),
                     int(acc.job_first_ms[j]),
                     int(acc.job_last_ms[j]),
@@ -256,7 +258,7 @@ class DrainStage:
                     bool(seen[j]) or bool(jt and jt.start is not None),
                 )
             )
-        return out
+        return out, drain_ms
 
     def finish(self) -> Iterable[Output]:
         acc, book = self.acc, self.book
@@ -276,10 +278,8 @@ class DrainStage:
                 for n, s, c in zip(*ns.nonzero(), strict=True)
             ],
         )
-        jobs = self._job_records()
-        self._charged = jobs
+        jobs, j_ms = self._job_records()
         ranked = sorted(jobs, key=lambda j: (-j.drain_s, j.job))
-        j_ms = {book.jobs.names[j]: int(acc.job_drain_ms[j]) for j in acc.jobs_charged().tolist()}
         if self.jobs:
             yield (
                 DRAIN_JOBS_WITH_EVENTS,
