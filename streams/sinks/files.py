@@ -81,7 +81,8 @@ class DirectorySink:
 
     def abort(self) -> None:
         for f in self._files.values():
-            f.close()
+            with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
+                f.close()
         shutil.rmtree(self._stage, ignore_errors=True)
         if self._created:  # a directory this run made and wrote nothing into goes too
             with contextlib.suppress(OSError):
@@ -108,7 +109,8 @@ class RejectFile:
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
-        self._f.close()
+        with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
+            self._f.close()
         self._tmp.unlink(missing_ok=True)
 
 

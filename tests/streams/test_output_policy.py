@@ -177,3 +177,32 @@ def test_docs_outputs_md_lists_every_table_as_declared() -> None:
     assert generated == outputs_markdown().strip(), (
         "docs/outputs.md is out of date: regenerate its tables with `python -m streams.tables`"
     )
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 1 MiB tmpfs (needs the right to mount: root here and in CI)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True, check=False)  # fmt: skip
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill ({r.stderr.strip() or r.returncode})")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_full_disk_leaves_the_previous_outputs(small_disk: Path) -> None:
+    out = small_disk / "out"
+    assert main(argv("moab", out)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with open(small_disk / "filler", "wb", buffering=0) as f:  # fill it to the last block
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+    assert main(argv("moab", out)) == 1  # ENOSPC: one line, exit 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
