@@ -170,3 +170,38 @@ class NodeStatusBatch:
             np.asarray(rows, dtype=np.int64),
             np.asarray(jobs, dtype=np.int64),
         )
+
+    def take(self, rows: np.ndarray) -> NodeStatusBatch:
+        """The records at ``rows`` (distinct row indices), in that order, with their jobs."""
+        pos = np.full(len(self), -1, dtype=np.int64)
+        pos[rows] = np.arange(rows.size, dtype=np.int64)
+        run_row = pos[self.run_row]
+        keep = run_row >= 0
+        run_row, run_job = run_row[keep], self.run_job[keep]
+        o = np.argsort(run_row, kind="stable")
+        return NodeStatusBatch(
+            self.ts_ms[rows],
+            self.node[rows],
+            self.state[rows],
+            self.rsv[rows],
+            self.has_job[rows],
+            run_row[o],
+            run_job[o],
+        )
+
+    @classmethod
+    def concat(cls, a: NodeStatusBatch, b: NodeStatusBatch) -> NodeStatusBatch:
+        """``a`` followed by ``b`` (codes from the same codebook)."""
+        if not len(a):
+            return b
+        if not len(b):
+            return a
+        return cls(
+            np.concatenate([a.ts_ms, b.ts_ms]),
+            np.concatenate([a.node, b.node]),
+            np.concatenate([a.state, b.state]),
+            np.concatenate([a.rsv, b.rsv]),
+            np.concatenate([a.has_job, b.has_job]),
+            np.concatenate([a.run_row, b.run_row + len(a)]),
+            np.concatenate([a.run_job, b.run_job]),
+        )

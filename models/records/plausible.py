@@ -1,10 +1,17 @@
 """Plausible event times: a record whose time lies outside ``[not_before, not_after)`` is
-rejected with the reason ``implausible_time``.
+rejected with the reason ``implausible_time``; one whose time jumps far beyond the rest of its
+source (a lone record more than ``max_jump`` away from all others) with ``time_jump``.
 
 One stray value must not rule a run: a single Moab line dated 2400 would otherwise stretch every
 window grid over four centuries (millions of hourly rows, gigabytes), and one job event at
 ts = -1e6 would charge node-hours for eleven days that never were. The defaults are wide:
 1970-01-01 (SWF traces without a UnixStartTime count from 0) to 2100-01-01 UTC.
+
+The jump rule catches a stray year inside the absolute bounds (a clock set to 2090): the times of
+one source (a file, or one read chunk of a log) are cut into clusters wherever two consecutive
+times lie more than ``max_jump`` apart; a cluster that holds at most ``JUMP_SHARE`` of the
+source's records (at least one record), and is not the largest, is rejected. A scheduler that
+was really off for longer than ``max_jump`` leaves two large clusters, both kept.
 """
 
 from __future__ import annotations
@@ -20,17 +27,23 @@ from models.records.reject import Reject
 
 DEFAULT_NOT_BEFORE_MS = 0  # 1970-01-01T00:00:00Z
 DEFAULT_NOT_AFTER_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
+DEFAULT_MAX_JUMP_MS = 30 * 86_400_000  # 30 days
+JUMP_SHARE = 0.001
 REASON = "implausible_time"
+JUMP_REASON = "time_jump"
 
 
 @dataclass(frozen=True, slots=True)
 class TimeBounds:
     not_before_ms: int = DEFAULT_NOT_BEFORE_MS
     not_after_ms: int = DEFAULT_NOT_AFTER_MS
+    max_jump_ms: int = DEFAULT_MAX_JUMP_MS  # 0: no jump rule
 
     def __post_init__(self) -> None:
         if self.not_before_ms >= self.not_after_ms:
             raise ValueError("not_before must be earlier than not_after")
+        if self.max_jump_ms < 0:
+            raise ValueError("max_jump must be >= 0")
 
     def contains_ms(self, ts_ms: int) -> bool:
         return self.not_before_ms <= ts_ms < self.not_after_ms
@@ -43,6 +56,43 @@ class TimeBounds:
         return ts_ms.size == 0 or bool(
             ts_ms.min() >= self.not_before_ms and ts_ms.max() < self.not_after_ms
         )
+
+    def all_plausible(self, ts_ms: npt.NDArray[np.int64]) -> bool:
+        """Every time inside the bounds and no jump (cheap: min and max only when so)."""
+        if ts_ms.size == 0:
+            return True
+        lo, hi = int(ts_ms.min()), int(ts_ms.max())
+        if lo < self.not_before_ms or hi >= self.not_after_ms:
+            return False
+        return self.max_jump_ms == 0 or hi - lo <= self.max_jump_ms
+
+    def reasons(self, ts_ms: npt.NDArray[np.int64]) -> list[str | None]:
+        """Per record: None (plausible), ``implausible_time`` or ``time_jump``."""
+        out: list[str | None] = [None] * int(ts_ms.size)
+        if self.all_plausible(ts_ms):
+            return out
+        inside = (ts_ms >= self.not_before_ms) & (ts_ms < self.not_after_ms)
+        for i in np.flatnonzero(~inside).tolist():
+            out[i] = REASON
+        rows = np.flatnonzero(inside)
+        for i in rows[self._jumps(ts_ms[rows])].tolist():
+            out[i] = JUMP_REASON
+        return out
+
+    def _jumps(self, ts: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        n = int(ts.size)
+        stray = np.zeros(n, dtype=bool)
+        if self.max_jump_ms == 0 or n < 2 or int(ts.max() - ts.min()) <= self.max_jump_ms:
+            return stray
+        order = np.argsort(ts, kind="stable")
+        breaks = np.flatnonzero(np.diff(ts[order]) > self.max_jump_ms) + 1
+        starts = np.r_[0, breaks]
+        sizes = np.diff(np.r_[starts, n])
+        small = sizes <= max(1, int(JUMP_SHARE * n))
+        small[int(np.argmax(sizes))] = False
+        label = np.repeat(np.arange(sizes.size), sizes)
+        stray[order] = small[label]
+        return stray
 
 
 class _Timed(Protocol):
@@ -60,13 +110,18 @@ def keep_plausible(
     text: Callable[[T], str],
     rejects: list[Reject],
 ) -> list[T]:
-    """The records whose ``ts`` (epoch seconds) lies inside ``bounds``; each other one is
-    appended to ``rejects`` as ``implausible_time`` with ``text(record)`` (line 0: the record,
-    not its line, is known here)."""
+    """The plausible records (``ts`` in epoch seconds, see :meth:`TimeBounds.reasons`); each
+    other one is appended to ``rejects`` with its reason and ``text(record)`` (line 0: the
+    record, not its line, is known here)."""
+    rs = list(records)
+    ts = np.fromiter((r.ts for r in rs), dtype=np.float64, count=len(rs))
+    finite = np.isfinite(ts)
+    ts_ms = np.where(finite, np.clip(np.nan_to_num(ts) * 1000, -(2.0**62), 2.0**62), -(2.0**62))
+    why = bounds.reasons(ts_ms.astype(np.int64))
     kept: list[T] = []
-    for r in records:
-        if bounds.contains_s(r.ts):
+    for r, reason in zip(rs, why, strict=True):
+        if reason is None:
             kept.append(r)
         else:
-            rejects.append(Reject(REASON, source, 0, text(r)))
+            rejects.append(Reject(reason, source, 0, text(r)))
     return kept

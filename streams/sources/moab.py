@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import numpy as np
+
 from models.formats.moab import ParsedChunk, classify_line, parse_moab_chunk
 from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
-from models.records.plausible import REASON, TimeBounds
+from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
@@ -102,21 +104,26 @@ class MoabFiles:
             )
 
     def _parse(self, chunk: bytes, path: str, lineno: int) -> ParsedChunk:
-        """Parse a chunk; lines whose time is implausible are rejected (``implausible_time``)
-        and the chunk parsed again without them, the codebook taken back to where it was, so
-        they leave no node, job or window behind."""
+        """Parse a chunk; lines whose time is implausible (``implausible_time``, ``time_jump``
+        within the chunk) are rejected and the chunk parsed again without them, the codebook
+        taken back to where it was, so they leave no node, job or window behind."""
         mark = self.book.mark()
         parsed = parse_moab_chunk(chunk, self.book, source=path, first_lineno=lineno)
-        if self.bounds.all_within(parsed.batch.ts_ms):
+        if self.bounds.all_plausible(parsed.batch.ts_ms):
             return parsed
         self.book.rollback(mark)
         lines = chunk.split(b"\n")
-        bad: list[Reject] = []
+        found: list[tuple[int, str, int]] = []  # (line index, text, time)
         for i, raw in enumerate(lines):
             text = raw.decode("utf-8", "replace")
             r = classify_line(text)
-            if isinstance(r, NodeStatus) and not self.bounds.contains_ms(r.ts_ms):
-                bad.append(Reject(REASON, path, lineno + i, text))
+            if isinstance(r, NodeStatus):
+                found.append((i, text, r.ts_ms))
+        why = self.bounds.reasons(np.array([t for _, _, t in found], dtype=np.int64))
+        bad: list[Reject] = []
+        for (i, text, _), reason in zip(found, why, strict=True):
+            if reason is not None:
+                bad.append(Reject(reason, path, lineno + i, text))
                 lines[i] = b""  # keeps the line numbers of the others
         again = parse_moab_chunk(b"\n".join(lines), self.book, source=path, first_lineno=lineno)
         blanked = {r.lineno for r in bad}  # their blank_line rejects are not the input's

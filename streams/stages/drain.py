@@ -24,6 +24,7 @@ from models.drain.jobs import (
 )
 from models.records.jobevent import JobEvent
 from models.records.nodestatus import KNOWN_STATES, Codebook, NodeStatusBatch
+from models.records.reorder import ReorderBuffer
 from streams.format import instant_ms
 from streams.stages.base import Output
 from streams.tables import Table, cols
@@ -179,8 +180,10 @@ class DrainStage:
         quality_min: float = QUALITY_MIN,
         ftl_threshold: float = FAILURE_TO_LAUNCH_S,
         jobs: JobTimesStage | None = None,
+        reorder_window_s: float = 0.0,
     ) -> None:
         self.book = book
+        self.reorder = ReorderBuffer(round(reorder_window_s * 1000))
         self.tz = tz
         self.max_gap_s = max_gap_s
         self.acc = DrainAccountant(book, tz=tz, max_gap_ms=round(max_gap_s * 1000))
@@ -201,12 +204,16 @@ class DrainStage:
         return t
 
     def step(self, batch: NodeStatusBatch) -> Iterable[Output]:
-        self.acc.add(batch)
+        self.acc.add(self.reorder.push(batch))
         return ()
 
     def record_counts(self) -> dict[str, int]:
         c = self.acc.counts
-        return {"duplicates": c.duplicates, "out_of_order": c.out_of_order}
+        return {
+            "duplicates": c.duplicates,
+            "out_of_order": c.out_of_order,
+            "reordered": self.reorder.reordered,
+        }
 
     def _windows(self, rows: list[WindowRow], label: Any) -> Iterator[tuple[Any, ...]]:
         for w in rows:
@@ -262,6 +269,7 @@ class DrainStage:
 
     def finish(self) -> Iterable[Output]:
         acc, book = self.acc, self.book
+        acc.add(self.reorder.flush())
         yield DRAIN_DAILY, list(self._windows(acc.daily(), acc.days.local_label))
         yield DRAIN_HOURLY, list(self._windows(acc.hourly(), lambda ms: ms))
         ns = acc.node_state_ms()
@@ -373,5 +381,6 @@ class DrainStage:
             "first_record": instant_ms(acc.first_ms) or None,
             "last_record": instant_ms(acc.last_ms) or None,
             "quality_min": self.quality_min,
+            "reorder_window_seconds": self.reorder.window_ms / 1000,
             "ftl_threshold_seconds": self.ftl_threshold if self.jobs else None,
         }
