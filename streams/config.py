@@ -283,6 +283,62 @@ SPECS: tuple[Spec, ...] = (
         minimum=1,
         optional=True,
     ),
+    # --- Bounds: what a plausible input looks like (issue policy 5 and 6) ---
+    Spec(
+        "not_before",
+        "bounds",
+        "not_before",
+        "instant",
+        "1970-01-01T00:00:00Z",
+        "records earlier than this ISO 8601 time are implausible and rejected",
+    ),
+    Spec(
+        "not_after",
+        "bounds",
+        "not_after",
+        "instant",
+        "2100-01-01T00:00:00Z",
+        "records at or after this ISO 8601 time are implausible and rejected",
+    ),
+    Spec(
+        "max_jump",
+        "bounds",
+        "max_jump",
+        "float",
+        2_592_000.0,
+        "a few records more than this many seconds from the rest of their source are "
+        "rejected as time_jump (0: off; default 30 days)",
+        minimum=0.0,
+    ),
+    Spec(
+        "reorder_window",
+        "bounds",
+        "reorder_window",
+        "float",
+        5.0,
+        "node-status records up to this many seconds out of time order are put back in "
+        "order; later ones count as out of order (0: off)",
+        minimum=0.0,
+        maximum=3600.0,
+    ),
+    Spec(
+        "max_line_bytes",
+        "bounds",
+        "max_line_bytes",
+        "int",
+        1_048_576,
+        "longer input lines are rejected as line_too_long without being held in memory",
+        minimum=256,
+    ),
+    Spec(
+        "max_hosts",
+        "bounds",
+        "max_hosts",
+        "int",
+        262_144,
+        "host-list expressions naming more hosts are rejected as hostlist_too_large",
+        minimum=1,
+    ),
     # --- Worker ---
     Spec(
         "state_dir",
@@ -384,6 +440,12 @@ class Settings:
     tz: str = "UTC"
     max_gap: float = 600.0
     nodes: int | None = None
+    not_before: int = 0
+    not_after: int = 4_102_444_800_000
+    max_jump: float = 2_592_000.0
+    reorder_window: float = 5.0
+    max_line_bytes: int = 1_048_576
+    max_hosts: int = 262_144
     state_dir: Path = Path(".drainwatch")
     log_level: str = "info"
     store: str = "memory://"
@@ -580,6 +642,8 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
     if spec.optional and (raw is None or (isinstance(raw, str) and raw.strip() == "")):
         return None
     kind = spec.kind
+    if kind == "instant":
+        return _instant_ms(raw, where)
     if kind in ("str", "bootstrap", "choice", "tz", "path", "file"):
         if not isinstance(raw, str):
             raise ConfigError(where, f"expected a string, got {raw!r}")
@@ -619,6 +683,26 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
     if spec.maximum is not None and value > spec.maximum:
         raise ConfigError(where, f"{value!r} is above the maximum {spec.maximum:g}")
     return value
+
+
+def _instant_ms(raw: Any, where: str) -> int:
+    """A TOML datetime/date or an ISO 8601 string (UTC without an offset) -> epoch ms."""
+    from datetime import UTC, date, datetime
+
+    if isinstance(raw, datetime):
+        dt = raw
+    elif isinstance(raw, date):
+        dt = datetime(raw.year, raw.month, raw.day)
+    elif isinstance(raw, str):
+        try:
+            dt = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(where, f"{raw!r} is not an ISO 8601 date or time") from None
+    else:
+        raise ConfigError(where, f"expected an ISO 8601 date or time, got {raw!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return round(dt.timestamp() * 1000)
 
 
 def _number(raw: Any, where: str, typ: Callable[[Any], Any]) -> Any:
@@ -688,4 +772,6 @@ def _validate(s: Settings) -> Settings:
             spec["topic_prefix"].env,
             f"{s.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'",
         )
+    if s.not_before >= s.not_after:
+        raise ConfigError(spec["not_before"].env, "must be earlier than not_after")
     return s

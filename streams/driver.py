@@ -211,6 +211,7 @@ def _summary(
         "rejected_by_reason": dict(sorted(rejects.by_reason.items())),
         "duplicates": counts["duplicates"],
         "out_of_order": counts["out_of_order"],
+        "reordered": counts["reordered"],
         "late": counts["late"],
         "settings": r.settings,
         "outputs": dict(sorted(rows.items())),

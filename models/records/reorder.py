@@ -17,6 +17,11 @@ from models.records.nodestatus import NodeStatusBatch
 
 
 class ReorderBuffer:
+    """Records come out in order of their release, then time. A record is released by the
+    first arriving record that moves the latest time seen ``window_ms`` past it (at once if it
+    is already that late), so the output depends on the record stream, never on how it was cut
+    into batches."""
+
     __slots__ = ("window_ms", "_held", "_latest", "reordered")
 
     def __init__(self, window_ms: int) -> None:
@@ -25,32 +30,42 @@ class ReorderBuffer:
         self.window_ms = window_ms
         self._held = NodeStatusBatch.empty()
         self._latest: int | None = None
-        self.reordered = 0  # records released in a different order than they arrived
+        self.reordered = 0  # records that arrived behind a later one and were put back in order
 
     def __len__(self) -> int:
         return len(self._held)
 
     def push(self, batch: NodeStatusBatch) -> NodeStatusBatch:
-        """Add ``batch``; return the records now older than the window, in time order."""
-        if self.window_ms == 0:
+        """Add ``batch``; return the records it releases, in release order."""
+        n = len(batch)
+        if self.window_ms == 0 or n == 0:
             return batch
-        if not len(batch):
-            return NodeStatusBatch.empty()
+        ts_new = batch.ts_ms
+        runmax = np.maximum.accumulate(ts_new)
+        if self._latest is not None:
+            runmax = np.maximum(runmax, self._latest)
+        before = np.empty(n, dtype=np.int64)  # latest time seen before each new record
+        before[0] = self._latest if self._latest is not None else np.iinfo(np.int64).min
+        before[1:] = runmax[:-1]
+        behind = ts_new < before
+        self.reordered += int(np.count_nonzero(behind & (ts_new > before - self.window_ms)))
+        self._latest = int(runmax[-1])
         b = NodeStatusBatch.concat(self._held, batch)
-        hi = int(batch.ts_ms.max())
-        self._latest = hi if self._latest is None else max(self._latest, hi)
         ts = b.ts_ms
-        if ts.size > 1 and bool(np.any(ts[1:] < ts[:-1])):
-            self.reordered += int(np.count_nonzero(ts[1:] < np.maximum.accumulate(ts)[:-1]))
-            order = np.argsort(ts, kind="stable")
-            b = b.take(order)
-            ts = b.ts_ms
-        cut = int(np.searchsorted(ts, self._latest - self.window_ms, side="right"))
-        if cut == len(b):
-            self._held = NodeStatusBatch.empty()
-            return b
-        self._held = b.take(np.arange(cut, len(b), dtype=np.int64))
-        return b.take(np.arange(cut, dtype=np.int64))
+        h = len(self._held)
+        if not bool(np.any(behind)) and (h == 0 or int(self._held.ts_ms[-1]) <= int(ts_new[0])):
+            # already in time order: release order is arrival order
+            cut = int(np.searchsorted(ts, self._latest - self.window_ms, side="right"))
+            self._held = b.take(np.arange(cut, len(b), dtype=np.int64))
+            return b.take(np.arange(cut, dtype=np.int64))
+        k = np.searchsorted(runmax, ts + self.window_ms, side="left")
+        k[h:] = np.maximum(k[h:], np.arange(n))
+        out = np.flatnonzero(k < n)
+        keep = np.flatnonzero(k >= n)
+        keep = keep[np.argsort(ts[keep], kind="stable")]  # held in time order, then arrival
+        order = out[np.lexsort((out, ts[out], k[out]))]
+        self._held = b.take(keep)
+        return b.take(order)
 
     def flush(self) -> NodeStatusBatch:
         """Everything still held, in time order (end of input)."""

@@ -31,7 +31,7 @@ from models.jobs.runtime import DEFAULT_HISTORY
 from models.jobs.shortjobs import DEFAULT_INTERVAL_S, DEFAULT_LAMBDA, DEFAULT_THRESHOLD_S
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
 from models.records.nodestatus import Codebook
-from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS, TimeBounds
+from models.records.plausible import TimeBounds
 from models.samples.dfs import hot_zone_threshold
 from streams import driver
 from streams.errors import (
@@ -100,16 +100,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--not-before",
         type=instant_ms_arg,
-        default=DEFAULT_NOT_BEFORE_MS,
+        default=None,
         metavar="TIME",
-        help="records earlier than this are implausible and rejected (default 1970-01-01, UTC)",
+        help="records earlier than this are implausible and rejected (default: settings, "
+        "else 1970-01-01, UTC)",
     )
     p.add_argument(
         "--not-after",
         type=instant_ms_arg,
-        default=DEFAULT_NOT_AFTER_MS,
+        default=None,
         metavar="TIME",
-        help="records at or after this are implausible and rejected (default 2100-01-01, UTC)",
+        help="records at or after this are implausible and rejected (default: settings, "
+        "else 2100-01-01, UTC)",
+    )
+    p.add_argument(
+        "--max-jump",
+        type=non_negative_float,
+        default=None,
+        metavar="S",
+        help="reject as time_jump a few records more than S seconds from the rest of their "
+        "source (0: off; default: settings, else 30 days)",
     )
     _drain_arguments(p)
     _job_arguments(p)
@@ -156,6 +166,14 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--chunk-mb", type=positive_int, default=32, help="read size per parse batch (MB)"
+    )
+    g.add_argument(
+        "--reorder-window",
+        type=non_negative_float,
+        default=None,
+        metavar="S",
+        help="put records up to S seconds out of time order back in order; later ones count "
+        "as out of order (0: off; default: settings, else 5)",
     )
     g.add_argument(
         "--allow-overlap",
@@ -225,9 +243,13 @@ def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
     from streams.config import load_settings
 
     settings = load_settings(getattr(args, "config", None))
-    for name in ("tz", "nodes", "max_gap"):
+    for name in ("tz", "nodes", "max_gap", "not_before", "not_after", "max_jump"):
         if getattr(args, name, None) is None:
             setattr(args, name, getattr(settings, name))
+    if getattr(args, "reorder_window", None) is None:
+        args.reorder_window = settings.reorder_window
+    args.max_line_bytes = settings.max_line_bytes
+    args.max_hosts = settings.max_hosts
     return args
 
 
@@ -243,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file("--rejects", args.rejects)
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
-    args.bounds = TimeBounds(args.not_before, args.not_after)
+    args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
     engine = ENGINES[args.format]
     build, owned = _ENGINE_RUNS[engine]
     rejects = driver.RejectLog(args.rejects)
@@ -284,6 +306,7 @@ def report_line(what: str, s: dict[str, Any], out: str) -> str:
         ("ignored", "lines of other messages ignored"),
         ("duplicates", "duplicates"),
         ("out_of_order", "out of order"),
+        ("reordered", "put back in time order"),
     ):
         if s[key]:
             parts.append(f"{s[key]:,} {label}")
@@ -309,12 +332,17 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         quality_min=args.quality_min,
         ftl_threshold=args.ftl_threshold,
         jobs=jobs,
+        reorder_window_s=args.reorder_window,
     )
     feeds = [driver.Feed(source, [stage])]
     if jobs is not None:
         job_files = _LazyJobFiles(args.jobs_format, args.jobs, args.tz, args.bounds)
         feeds.append(driver.Feed(job_files, [jobs]))
-    settings = {"max_gap_seconds": args.max_gap, "nodes": args.nodes}
+    settings = {
+        "max_gap_seconds": args.max_gap,
+        "nodes": args.nodes,
+        "reorder_window_seconds": args.reorder_window,
+    }
     if args.jobs:
         settings["jobs_format"] = args.jobs_format
     return driver.Run("drain", args.format, args.tz, feeds, settings)

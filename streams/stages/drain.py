@@ -381,6 +381,5 @@ class DrainStage:
             "first_record": instant_ms(acc.first_ms) or None,
             "last_record": instant_ms(acc.last_ms) or None,
             "quality_min": self.quality_min,
-            "reorder_window_seconds": self.reorder.window_ms / 1000,
             "ftl_threshold_seconds": self.ftl_threshold if self.jobs else None,
         }
