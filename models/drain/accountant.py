@@ -499,3 +499,25 @@ class DrainAccountant:
     def nodes_running(self) -> np.ndarray:
         nj = len(self.book.jobs)
         return _grow(self._run_pairs.count, nj, 0)[:nj]
+
+    # ---- memory ---------------------------------------------------------------------------
+    def evict_windows(self, before_ms: int) -> int:
+        """Forget windows (finest, hour and day) that start before ``before_ms``: a streaming
+        accountant keeps only the windows that can still change or be asked for. Returns how
+        many finest windows were dropped. Callers pass a day edge so day sums stay whole."""
+        old = [k for k in self._win if k < before_ms]
+        for k in old:
+            del self._win[k]
+        for d in (self._win_nodes, self._hour_nodes, self._day_nodes):
+            for k in [k for k in d if k < before_ms]:
+                del d[k]
+        return len(old)
+
+    def window_partials(self, since_ms: int) -> dict[int, tuple[int, list[int]]]:
+        """Finest windows starting at or after ``since_ms``: start -> (distinct nodes, the
+        category sums). Absolute values (not deltas), so a re-sent partial is harmless."""
+        return {
+            k: (self._win_nodes.get(k, 0), v.tolist())
+            for k, v in self._win.items()
+            if k >= since_ms
+        }
