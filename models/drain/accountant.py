@@ -212,6 +212,8 @@ class DrainAccountant:
         self._run_pairs = _PairCounter(retention_ms)
         self.first_ms: int | None = None
         self.last_ms: int | None = None
+        # earliest instant whose windows or jobs changed since take_touched() (streaming)
+        self.touched_ms: int | None = None
 
     # ---- sizing -------------------------------------------------------------------------
     @property
@@ -257,6 +259,7 @@ class DrainAccountant:
         self.state_records = _grow(self.state_records, ns, 0)
         self.state_records[:ns] += np.bincount(b.state, minlength=ns)
         lo, hi = int(b.ts_ms.min()), int(b.ts_ms.max())
+        self._touch(lo)
         self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
         self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
         self._running(b)
@@ -347,6 +350,7 @@ class DrainAccountant:
         ncat = self.n_cats
         cat = np.where(gap, ncat - 1, state * N_COMBOS + cmb)
         lo, hi = int(s.min()), int(e.max())
+        self._touch(lo)
         self.fine.ensure(lo, hi)
         self.hours.ensure(lo, hi)
         self.days.ensure(lo, hi)
@@ -449,11 +453,16 @@ class DrainAccountant:
             )
         return rows
 
-    def _aggregate(self, grid: WindowGrid, nodes: dict[int, int]) -> list[WindowRow]:
-        """Sum the finest windows into the coarser windows of ``grid`` (exact: edges nest)."""
-        if not self._win:
-            return []
+    def _aggregate(
+        self, grid: WindowGrid, nodes: dict[int, int], since_ms: int | None = None
+    ) -> list[WindowRow]:
+        """Sum the finest windows into the windows of ``grid`` (exact: edges nest); only
+        windows starting at or after ``since_ms`` when given."""
         keys = np.array(sorted(self._win), dtype=np.int64)
+        if since_ms is not None:
+            keys = keys[keys >= since_ms]
+        if not keys.size:
+            return []
         grid.ensure(int(keys.min()), int(keys.max()))
         starts = grid.edges[grid.locate(keys)]
         sums: dict[int, np.ndarray] = {}
@@ -499,6 +508,37 @@ class DrainAccountant:
     def nodes_running(self) -> np.ndarray:
         nj = len(self.book.jobs)
         return _grow(self._run_pairs.count, nj, 0)[:nj]
+
+    def _touch(self, ms: int) -> None:
+        self.touched_ms = ms if self.touched_ms is None else min(self.touched_ms, ms)
+
+    def take_touched(self) -> int | None:
+        """The earliest instant changed since the last call (None: nothing changed)."""
+        t, self.touched_ms = self.touched_ms, None
+        return t
+
+    def rows_since(self, since_ms: int) -> dict[str, list[WindowRow]]:
+        """Minute (finest), hour and day rows of the windows that hold or follow ``since_ms``
+        (absolute values of those windows)."""
+        out: dict[str, list[WindowRow]] = {}
+        for unit, grid, nodes in (
+            (self.unit, self.fine, self._win_nodes),
+            ("hour", self.hours, self._hour_nodes),
+            ("day", self.days, self._day_nodes),
+        ):
+            if unit in out:
+                continue
+            grid.ensure(since_ms, since_ms)
+            start = int(grid.edges[grid.locate(np.array([since_ms]))[0]])
+            out[unit] = self._aggregate(grid, nodes, start)
+        return out
+
+    def jobs_touched(self, since_ms: int) -> np.ndarray:
+        """Codes of jobs charged or seen running at or after ``since_ms``."""
+        nj = len(self.book.jobs)
+        self._ensure()
+        hit = (self.job_last_ms[:nj] >= since_ms) | (self.job_run_last_ms[:nj] >= since_ms)
+        return np.flatnonzero(hit)
 
     # ---- memory ---------------------------------------------------------------------------
     def evict_windows(self, before_ms: int) -> int:

@@ -1,0 +1,425 @@
+"""Drain accounting on a stream split over partitions (seed 000 on the live path).
+
+Nodes are partitioned (a node always lands on the same partition), so each partition keeps its
+own :class:`PartitionDrain` (an accountant with minute windows, a reorder buffer, an event-time
+watermark) and reports **absolute** totals of what changed (:class:`Partial`); a
+:class:`DrainCombiner` sums the partitions into system-wide rows. Absolute values make every
+re-sent partial harmless, which is what at-least-once delivery needs.
+
+Event time only, never the wall clock: a partition's watermark is its latest record time minus
+the allowed lateness; a record older than its partition's watermark when it arrives is late
+(counted, returned to be dead-lettered, never accounted). The combiner's watermark is the lowest
+over the partitions that have reported; a window is final once that passes its end, and is
+written provisional (flagged) before. Nodes are disjoint across partitions, so distinct-node
+counts, node-time and per-job totals add up exactly; a job's first/last charge are min/max.
+A closed window can still change when a node returns after a silence longer than the lateness
+(its gap accrues as unaccounted time back to its last record); the combiner then writes the
+corrected final row again (same window, same timestamp: an overwrite).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.drain.accountant import DrainAccountant, WindowRow
+from models.drain.basis import QUALITY_MIN, window_basis
+from models.drain.snapshot import dumps, loads
+from models.drain.windows import WindowGrid
+from models.records.nodestatus import Codebook, NodeStatusBatch
+from models.records.reorder import ReorderBuffer
+
+UNITS = ("minute", "hour", "day")
+_BATCH_COLS = ("ts_ms", "node", "state", "rsv", "has_job", "run_row", "run_job")
+
+
+@dataclass(slots=True)
+class Partial:
+    """What one partition reports: absolute totals of the windows and jobs that changed.
+
+    ``windows``: (unit, start_ms, nodes, accounted, drain, idle_unallocated, down, unaccounted);
+    ``jobs``: (job, drain_ms, nodes_charged, first_charged_ms, last_charged_ms, nodes_running).
+    """
+
+    partition: int
+    watermark_ms: int | None
+    nodes: int
+    windows: list[tuple[str, int, int, int, int, int, int, int]] = field(default_factory=list)
+    jobs: list[tuple[str, int, int, int, int, int]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "watermark_ms": self.watermark_ms,
+            "nodes": self.nodes,
+            "windows": [list(w) for w in self.windows],
+            "jobs": [list(j) for j in self.jobs],
+            "counts": self.counts,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Partial:
+        return cls(
+            int(d["partition"]),
+            None if d["watermark_ms"] is None else int(d["watermark_ms"]),
+            int(d["nodes"]),
+            [(str(w[0]), *map(int, w[1:])) for w in d["windows"]],  # type: ignore[misc]
+            [(str(j[0]), *map(int, j[1:])) for j in d["jobs"]],  # type: ignore[misc]
+            {str(k): int(v) for k, v in d["counts"].items()},
+        )
+
+
+class PartitionDrain:
+    """One partition's drain state; every method is pure computation on its own data."""
+
+    def __init__(
+        self,
+        partition: int,
+        tz: str = "UTC",
+        max_gap_ms: int = 600_000,
+        lateness_ms: int = 600_000,
+        reorder_ms: int = 0,
+        retention_ms: int = 2 * 86_400_000,
+    ) -> None:
+        self.partition = partition
+        self.lateness_ms = lateness_ms
+        self.retention_ms = retention_ms
+        self.book = Codebook()
+        self.acc = DrainAccountant(self.book, tz=tz, max_gap_ms=max_gap_ms, unit="minute")
+        self.reorder = ReorderBuffer(reorder_ms)
+        self.latest: int | None = None
+        self.late = 0
+        self.offset = -1  # last source offset whose records are in this state
+        self.evicted_before: int | None = None  # windows before this are forgotten
+        self.too_old = 0  # changes to forgotten windows (a node back after days of silence)
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return None if self.latest is None else self.latest - self.lateness_ms
+
+    def add(self, batch: NodeStatusBatch) -> NodeStatusBatch:
+        """Account ``batch``; return its late records (not accounted: dead-letter them)."""
+        n = len(batch)
+        if n == 0:
+            return batch
+        ts = batch.ts_ms
+        first = int(ts[0]) if self.latest is None else self.latest
+        before = np.maximum.accumulate(np.concatenate([[first], ts[:-1]]))
+        late = ts < np.maximum(before, first) - self.lateness_ms
+        runmax = np.maximum.accumulate(ts)
+        last = int(runmax[-1])
+        self.latest = last if self.latest is None else max(self.latest, last)
+        if late.any():
+            self.late += int(np.count_nonzero(late))
+            late_rows = batch.take(np.flatnonzero(late))
+            batch = batch.take(np.flatnonzero(~late))
+        else:
+            late_rows = NodeStatusBatch.empty()
+        self.acc.add(self.reorder.push(batch))
+        return late_rows
+
+    def partial(self, final: bool = False) -> Partial:
+        """Absolute totals of what changed since the last partial (``final``: flush the
+        reorder buffer first, at the end of a finite input)."""
+        if final:
+            self.acc.add(self.reorder.flush())
+        acc, book = self.acc, self.book
+        since = acc.take_touched()
+        p = Partial(self.partition, self.watermark_ms, len(book.nodes))
+        if since is not None and self.evicted_before is not None and since < self.evicted_before:
+            self.too_old += 1  # never report a sum of a window that is partly forgotten
+            since = self.evicted_before
+        if since is not None:
+            for unit, rows in acc.rows_since(since).items():
+                p.windows += [_wtuple(unit, r) for r in rows]
+            codes = acc.jobs_touched(since)
+            if codes.size:
+                charged = acc.nodes_charged()
+                running = acc.nodes_running()
+                drain = acc.job_drain_ms
+                for j in codes.tolist():
+                    p.jobs.append(
+                        (
+                            book.jobs.names[j],
+                            int(drain[j]),
+                            int(charged[j]),
+                            int(acc.job_first_ms[j]),
+                            int(acc.job_last_ms[j]),
+                            int(running[j]),
+                        )
+                    )
+        c = acc.counts
+        p.counts = {
+            "records": c.records,
+            "duplicates": c.duplicates,
+            "out_of_order": c.out_of_order,
+            "late": self.late,
+            "reordered": self.reorder.reordered,
+            "too_old": self.too_old,
+        }
+        wm = self.watermark_ms
+        if wm is not None:  # windows a day behind the watermark can no longer be asked for
+            day = acc.days
+            day.ensure(wm - self.retention_ms, wm)
+            cut = int(day.edges[day.locate(np.array([wm - self.retention_ms]))[0]])
+            acc.evict_windows(cut)
+            self.evicted_before = cut
+        return p
+
+    # ---- durable state ----------------------------------------------------------------------
+    def dumps(self) -> bytes:
+        held = self.reorder._held
+        extra = {
+            "partition": self.partition,
+            "lateness_ms": self.lateness_ms,
+            "retention_ms": self.retention_ms,
+            "latest": self.latest,
+            "late": self.late,
+            "offset": self.offset,
+            "evicted_before": self.evicted_before,
+            "too_old": self.too_old,
+            "touched_ms": self.acc.touched_ms,
+            "reorder": {
+                "window_ms": self.reorder.window_ms,
+                "latest": self.reorder._latest,
+                "reordered": self.reorder.reordered,
+                "held": {k: getattr(held, k).tolist() for k in _BATCH_COLS},
+            },
+        }
+        return dumps(self.acc, extra)
+
+    @classmethod
+    def loads(cls, data: bytes) -> PartitionDrain:
+        acc, x = loads(data)
+        self = cls.__new__(cls)
+        self.partition = int(x["partition"])
+        self.lateness_ms = int(x["lateness_ms"])
+        self.retention_ms = int(x["retention_ms"])
+        self.book = acc.book
+        self.acc = acc
+        acc.touched_ms = x["touched_ms"]
+        r = x["reorder"]
+        self.reorder = ReorderBuffer(int(r["window_ms"]))
+        self.reorder._latest = r["latest"]
+        self.reorder.reordered = int(r["reordered"])
+        h = r["held"]
+        self.reorder._held = NodeStatusBatch(
+            *(np.array(h[k], dtype=bool if k == "has_job" else np.int64) for k in _BATCH_COLS)
+        )
+        self.latest = x["latest"]
+        self.late = int(x["late"])
+        self.offset = int(x["offset"])
+        self.evicted_before = x["evicted_before"]
+        self.too_old = int(x["too_old"])
+        return self
+
+
+def _wtuple(unit: str, r: WindowRow) -> tuple[str, int, int, int, int, int, int, int]:
+    return (
+        unit,
+        r.start_ms,
+        r.nodes,
+        r.accounted_ms,
+        r.drain_ms,
+        r.idle_unallocated_ms,
+        r.down_ms,
+        r.unaccounted_ms,
+    )
+
+
+@dataclass(slots=True)
+class LiveWindow:
+    """A system-wide drain row (the columns of drain_daily.csv) and whether it is final."""
+
+    unit: str
+    start_ms: int
+    length_ms: int
+    nodes: int
+    accounted_ms: int
+    drain_ms: int
+    idle_unallocated_ms: int
+    down_ms: int
+    unaccounted_ms: int
+    drain_pct_static: float | None
+    drain_pct_dynamic: float | None
+    basis_seconds_per_node: float
+    data_quality: str
+    provisional: bool
+
+
+@dataclass(slots=True)
+class LiveJob:
+    job: str
+    drain_ms: int
+    nodes_charged: int
+    first_charged_ms: int
+    last_charged_ms: int
+    nodes_running: int
+
+
+class DrainCombiner:
+    """Partials of every partition -> system-wide window and job rows (see module doc)."""
+
+    def __init__(
+        self,
+        tz: str = "UTC",
+        basis_nodes: int | None = None,
+        quality_min: float = QUALITY_MIN,
+        keep_ms: dict[str, int] | None = None,
+    ) -> None:
+        self.tz = tz
+        self.basis_nodes = basis_nodes
+        self.quality_min = quality_min
+        self.keep_ms = keep_ms or {"minute": 3 * 3_600_000, "hour": 2 * 86_400_000,
+                                   "day": 8 * 86_400_000}  # fmt: skip
+        self.grids = {u: WindowGrid(tz, u) for u in UNITS}
+        self.windows: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
+        self.final: set[tuple[str, int]] = set()  # windows written final
+        self.jobs: dict[str, dict[int, tuple[int, ...]]] = {}
+        self.marks: dict[int, int] = {}  # partition -> watermark
+        self.nodes: dict[int, int] = {}
+        self.counts: dict[int, dict[str, int]] = {}
+        self.dirty_windows: set[tuple[str, int]] = set()
+        self.dirty_jobs: set[str] = set()
+        self.corrections = 0
+        self.dropped = 0  # changes to windows already forgotten (older than keep_ms)
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return min(self.marks.values()) if self.marks else None
+
+    def add(self, p: Partial) -> None:
+        if p.watermark_ms is not None:
+            self.marks[p.partition] = max(
+                self.marks.get(p.partition, p.watermark_ms), p.watermark_ms
+            )
+        self.nodes[p.partition] = max(self.nodes.get(p.partition, 0), p.nodes)
+        self.counts[p.partition] = p.counts
+        for unit, start, *vals in p.windows:
+            key = (unit, start)
+            if key not in self.windows and key in self.final:
+                self.dropped += 1  # final, and forgotten: too old to correct
+                continue
+            parts = self.windows.setdefault(key, {})
+            if parts.get(p.partition) != tuple(vals):
+                parts[p.partition] = tuple(vals)
+                self.dirty_windows.add(key)
+        for job, *jv in p.jobs:
+            jp = self.jobs.setdefault(job, {})
+            if jp.get(p.partition) != tuple(jv):
+                jp[p.partition] = tuple(jv)
+                self.dirty_jobs.add(job)
+
+    def take(self) -> tuple[list[LiveWindow], list[LiveJob]]:
+        """Rows to write now: changed windows (provisional while open), windows that just
+        closed (final), changed jobs. Forgets windows older than ``keep_ms``."""
+        wm = self.watermark_ms
+        out_keys = set(self.dirty_windows)
+        for key in self.windows:
+            if key not in self.final and wm is not None and self._end(key) <= wm:
+                out_keys.add(key)
+        rows = []
+        basis = self.basis_nodes or sum(self.nodes.values())
+        for key in sorted(out_keys, key=lambda k: (UNITS.index(k[0]), k[1])):
+            parts = self.windows.get(key)
+            if not parts:
+                continue
+            tot = np.sum(np.array(list(parts.values()), dtype=np.int64), axis=0).tolist()
+            nodes, acc, drain, idle_u, down, gap = tot
+            length = self.grids[key[0]].length_ms(key[1])
+            b = window_basis(drain, acc, down, nodes, length, basis, self.quality_min)
+            closed = wm is not None and key[1] + length <= wm
+            if closed and key in self.final:
+                self.corrections += 1
+            if closed:
+                self.final.add(key)
+            rows.append(
+                LiveWindow(
+                    key[0],
+                    key[1],
+                    length,
+                    nodes,
+                    acc,
+                    drain,
+                    idle_u,
+                    down,
+                    gap,
+                    b.drain_pct_static,
+                    b.drain_pct_dynamic,
+                    b.seconds_per_node,
+                    b.quality,
+                    not closed,
+                )  # fmt: skip
+            )
+        self.dirty_windows.clear()
+        jobs = []
+        for job in sorted(self.dirty_jobs):
+            vals = list(self.jobs[job].values())
+            jobs.append(
+                LiveJob(
+                    job,
+                    sum(v[0] for v in vals),
+                    sum(v[1] for v in vals),
+                    min(v[2] for v in vals),
+                    max(v[3] for v in vals),
+                    sum(v[4] for v in vals),
+                )
+            )
+        self.dirty_jobs.clear()
+        if wm is not None:
+            self._forget(wm)
+        return rows, jobs
+
+    def _end(self, key: tuple[str, int]) -> int:
+        return key[1] + self.grids[key[0]].length_ms(key[1])
+
+    def _forget(self, wm: int) -> None:
+        old = [k for k in self.windows if k in self.final and k[1] + self.keep_ms[k[0]] < wm]
+        for k in old:
+            del self.windows[k]
+        # the final set only needs windows that could still come back
+        self.final = {k for k in self.final if k[1] + self.keep_ms[k[0]] * 2 >= wm}
+
+    # ---- durable state ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "windows": [
+                [u, s, [[p, list(v)] for p, v in parts.items()]]
+                for (u, s), parts in self.windows.items()
+            ],  # fmt: skip
+            "final": sorted([u, s] for u, s in self.final),
+            "jobs": [
+                [j, [[p, list(v)] for p, v in parts.items()]] for j, parts in self.jobs.items()
+            ],
+            "marks": sorted(self.marks.items()),
+            "nodes": sorted(self.nodes.items()),
+            "counts": sorted(self.counts.items()),
+            "dirty_windows": sorted([u, s] for u, s in self.dirty_windows),
+            "dirty_jobs": sorted(self.dirty_jobs),
+            "corrections": self.corrections,
+            "dropped": self.dropped,
+        }
+
+    def restore(self, d: dict[str, Any]) -> None:
+        self.windows = {(u, int(s)): {int(p): tuple(v) for p, v in parts}
+                        for u, s, parts in d["windows"]}  # fmt: skip
+        self.final = {(u, int(s)) for u, s in d["final"]}
+        self.jobs = {j: {int(p): tuple(v) for p, v in parts} for j, parts in d["jobs"]}
+        self.marks = {int(p): int(m) for p, m in d["marks"]}
+        self.nodes = {int(p): int(n) for p, n in d["nodes"]}
+        self.counts = {int(p): dict(c) for p, c in d["counts"]}
+        self.dirty_windows = {(u, int(s)) for u, s in d["dirty_windows"]}
+        self.dirty_jobs = set(d["dirty_jobs"])
+        self.corrections = int(d["corrections"])
+        self.dropped = int(d["dropped"])
+
+    def totals(self) -> dict[str, int]:
+        """Record counts summed over the partitions."""
+        out: dict[str, int] = {}
+        for c in self.counts.values():
+            for k, v in c.items():
+                out[k] = out.get(k, 0) + v
+        return out
