@@ -41,7 +41,10 @@ class AppTopics:
     job_events: faust.TopicT
     node_samples: faust.TopicT
     metrics_drain: faust.TopicT
+    metrics_jobs: faust.TopicT
     dead_letter: faust.TopicT
+    drain_partials: faust.TopicT
+    worker_state: faust.TopicT
 
 
 def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:

@@ -283,6 +283,14 @@ SPECS: tuple[Spec, ...] = (
         minimum=1,
         optional=True,
     ),
+    Spec(
+        "cluster",
+        "accounting",
+        "cluster",
+        "str",
+        "default",
+        "cluster name: the 'cluster' tag of every InfluxDB point and metric message",
+    ),
     # --- Bounds: what a plausible input looks like (issue policy 5 and 6) ---
     Spec(
         "not_before",
@@ -385,6 +393,42 @@ SPECS: tuple[Spec, ...] = (
         maximum=65535,
     ),
     Spec(
+        "lateness",
+        "worker",
+        "lateness",
+        "float",
+        600.0,
+        "event-time lateness (s): a window closes when every partition is this far past its end",
+        minimum=0.0,
+    ),
+    Spec(
+        "checkpoint_interval",
+        "worker",
+        "checkpoint_interval",
+        "float",
+        5.0,
+        "seconds between state snapshots; offsets are committed only up to a snapshot",
+        minimum=0.1,
+    ),
+    Spec(
+        "flush_interval",
+        "worker",
+        "flush_interval",
+        "float",
+        2.0,
+        "seconds between writes of open (provisional) windows",
+        minimum=0.1,
+    ),
+    Spec(
+        "connect_timeout",
+        "worker",
+        "connect_timeout",
+        "float",
+        120.0,
+        "give up (one-line error, exit 1) when Kafka or InfluxDB stays unreachable this long",
+        minimum=1.0,
+    ),
+    Spec(
         "broker_session_timeout",
         "worker",
         "broker_session_timeout",
@@ -446,11 +490,16 @@ class Settings:
     reorder_window: float = 5.0
     max_line_bytes: int = 1_048_576
     max_hosts: int = 262_144
+    cluster: str = "default"
     state_dir: Path = Path(".drainwatch")
     log_level: str = "info"
     store: str = "memory://"
     web_bind: str = "127.0.0.1"
     web_port: int = 6066
+    lateness: float = 600.0
+    checkpoint_interval: float = 5.0
+    flush_interval: float = 2.0
+    connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0
     broker_rebalance_timeout: float = 60.0

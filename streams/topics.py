@@ -8,11 +8,11 @@ draft 2020-12 and are checked against the records the code really produces
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
-from models.records.nodestatus import NodeStatus
 from models.records.reject import Reject
 
 SCHEMA = "https://json-schema.org/draft/2020-12/schema"
@@ -22,20 +22,35 @@ _STR_OR_NULL = {"type": ["string", "null"]}
 _INT = {"type": "integer"}
 _NUM = {"type": "number"}
 
+_INTS = {"type": "array", "items": _INT}
+_STRS = {"type": "array", "items": _STR}
+
 NODE_STATUS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
-    "title": "NodeStatus batch: one slice of one scheduler iteration",
-    "description": "Columns of equal length; rsvlist/joblist as written by Moab ('' = none).",
+    "$id": "node-status.v1.json",
+    "title": "NodeStatus slice v1: node records of one partition from one read of a log",
+    "description": "Columns of equal length indexing the message's own name tables "
+    "(streams/wire.py). A control message {v, source, control: 'flush'} marks the end of a "
+    "finite input: the worker accounts what it holds for reordering and closes the windows.",
     "type": "object",
-    "required": ["source", "ts_ms", "node", "state", "rsvlist", "joblist"],
+    "required": ["v", "source"],
     "additionalProperties": False,
     "properties": {
+        "v": {"const": 1},
         "source": {**_STR, "description": "shipper and log the records come from"},
-        "ts_ms": {"type": "array", "items": _INT, "description": "POSIX ms, UTC"},
-        "node": {"type": "array", "items": _STR},
-        "state": {"type": "array", "items": _STR},
-        "rsvlist": {"type": "array", "items": _STR, "description": "comma-separated ids"},
-        "joblist": {"type": "array", "items": _STR, "description": "comma-separated ids"},
+        "control": {"enum": ["flush"]},
+        "ts_ms": {**_INTS, "description": "POSIX ms, UTC, one per record"},
+        "nodes": {**_STRS, "description": "node names of this message"},
+        "node": {**_INTS, "description": "index into nodes, one per record"},
+        "states": {**_STRS, "description": "state names as written (Idle, Running, ...)"},
+        "state": {**_INTS, "description": "index into states, one per record"},
+        "jobs": {**_STRS, "description": "job and reservation ids of this message"},
+        "rsv": {**_INTS, "description": "first id of rsvlist (index into jobs) or -1"},
+        "run_row": {**_INTS, "description": "record of each joblist entry, ascending"},
+        "run_job": {**_INTS, "description": "index into jobs of each joblist entry"},
+    },
+    "dependentRequired": {
+        "ts_ms": ["nodes", "node", "states", "state", "jobs", "rsv", "run_row", "run_job"]
     },
 }
 
@@ -115,34 +130,135 @@ NODE_SAMPLE_SCHEMA: dict[str, Any] = {
 
 DEAD_LETTER_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
-    "title": "A rejected record and why (models.records.reject.Reject)",
+    "$id": "dead-letter.v1.json",
+    "title": "A rejected record or message and why (models.records.reject.Reject)",
     "type": "object",
     "required": ["source", "line", "reason", "text"],
     "additionalProperties": False,
     "properties": {
         "source": _STR,
-        "line": {**_INT, "description": "line or record number in the source"},
+        "line": {**_INT, "description": "line or record number in the source (0: unknown)"},
         "reason": {**_STR, "description": "short stable key, counted in summaries"},
-        "text": {**_STR, "description": "the record as read"},
+        "text": {**_STR, "description": "the record as read (a message: its first 4 KiB)"},
+        "topic": {**_STR, "description": "topic of a rejected message"},
+        "partition": _INT,
+        "offset": _INT,
     },
+}
+
+_WINDOW_PROPS: dict[str, Any] = {
+    "accounted_node_seconds": _NUM,
+    "drain_node_seconds": _NUM,
+    "unallocated_idle_node_seconds": _NUM,
+    "down_node_seconds": _NUM,
+    "unaccounted_node_seconds": _NUM,
+    "drain_pct_static": {"type": ["number", "null"]},
+    "drain_pct_dynamic": {"type": ["number", "null"]},
+    "basis_seconds_per_node": _NUM,
+    "data_quality": {"enum": ["ok", "short"]},
 }
 
 METRICS_DRAIN_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
-    "title": "Drain of one window (the columns of drain_daily.csv / drain_hourly.csv)",
+    "$id": "metrics.drain.v1.json",
+    "title": "Drain of one window, system-wide (the columns of drain_daily.csv)",
     "type": "object",
-    "required": ["window", "start_ms", "accounted_ms", "drain_ms"],
+    "required": [
+        "v",
+        "cluster",
+        "window",
+        "start",
+        "start_ms",
+        "length_ms",
+        "nodes",
+        *_WINDOW_PROPS,
+        "provisional",
+    ],  # fmt: skip
+    "additionalProperties": False,
     "properties": {
-        "window": {"enum": ["day", "hour", "minute"]},
+        "v": {"const": 1},
+        "cluster": _STR,
+        "window": {"enum": ["minute", "hour", "day"]},
+        "start": {**_STR, "description": "window start, ISO 8601 UTC with ms"},
         "start_ms": _INT,
         "length_ms": _INT,
-        "nodes": _INT,
-        "accounted_ms": _INT,
-        "drain_ms": _INT,
-        "idle_unallocated_ms": _INT,
-        "down_ms": _INT,
-        "unaccounted_ms": _INT,
+        "nodes": {**_INT, "description": "distinct nodes with time in the window"},
+        **_WINDOW_PROPS,
+        "provisional": {"type": "boolean", "description": "true while the window is open"},
     },
+}
+
+METRICS_JOBS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "metrics.jobs.v1.json",
+    "title": "Drain charged to one job so far (running totals; the fields of drain_jobs.csv)",
+    "type": "object",
+    "required": [
+        "v",
+        "cluster",
+        "job",
+        "drain_node_seconds",
+        "nodes_charged",
+        "first_charged",
+        "last_charged",
+        "nodes_running",
+    ],  # fmt: skip
+    "additionalProperties": False,
+    "properties": {
+        "v": {"const": 1},
+        "cluster": _STR,
+        "job": _STR,
+        "drain_node_seconds": _NUM,
+        "nodes_charged": _INT,
+        "first_charged": _STR,
+        "last_charged": _STR,
+        "nodes_running": {**_INT, "description": "distinct nodes seen running it"},
+    },
+}
+
+DRAIN_PARTIALS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "drain-partials.v1.json",
+    "title": "Internal: absolute totals of one node-status partition (models.drain.live)",
+    "type": "object",
+    "required": ["partition", "watermark_ms", "nodes", "windows", "jobs", "counts"],
+    "additionalProperties": False,
+    "properties": {
+        "partition": _INT,
+        "watermark_ms": {"type": ["integer", "null"]},
+        "nodes": _INT,
+        "windows": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [{"enum": ["minute", "hour", "day"]}] + [_INT] * 7,
+                "minItems": 8,
+                "maxItems": 8,
+            },
+            "description": "unit, start_ms, nodes, accounted, drain, idle_unallocated, "
+            "down, unaccounted (ms)",
+        },
+        "jobs": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [_STR] + [_INT] * 5,
+                "minItems": 6,
+                "maxItems": 6,
+            },
+            "description": "job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running",
+        },
+        "counts": {"type": "object", "additionalProperties": _INT},
+    },
+}
+
+WORKER_STATE_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "worker-state.v1.json",
+    "title": "Internal: a snapshot manifest (its chunks are raw bytes under '<key>/<n>')",
+    "type": "object",
+    "required": ["id", "chunks", "bytes"],
+    "properties": {"id": _STR, "chunks": _INT, "bytes": _INT},
 }
 
 
@@ -152,22 +268,54 @@ class TopicSpec:
     key: str  # what the message key is
     record: str  # what one message value is
     schema: dict[str, Any]
+    compacted: bool = False
+    single_partition: bool = False  # internal topics read by one consumer
+
+    @property
+    def schema_file(self) -> str:
+        return f"{self.name}.v1.json"
 
 
 TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(
         "node-status",
-        "node block of the slice ('<first node>..<last node>'): a node always lands on the "
-        "same partition",
-        "one slice of one scheduler iteration: NodeStatus columns",
+        "'p<partition>': the shipper picks the partition of a node by CRC-32 of its name",
+        "node records of one partition from one read of a log (one iteration, at most "
+        "8,192 records)",
         NODE_STATUS_SCHEMA,
     ),
     TopicSpec("job-events", "job id", "one JobEvent", JOB_EVENT_SCHEMA),
     TopicSpec("node-samples", "node name", "one NodeSample", NODE_SAMPLE_SCHEMA),
     TopicSpec(
-        "metrics.drain", "'<window>:<start_ms>'", "drain of one window", METRICS_DRAIN_SCHEMA
+        "metrics.drain",
+        "'<window>:<start_ms>'",
+        "drain of one window, system-wide; provisional until it closes",
+        METRICS_DRAIN_SCHEMA,
+        compacted=True,
+    ),
+    TopicSpec(
+        "metrics.jobs",
+        "job id",
+        "running drain totals of one job",
+        METRICS_JOBS_SCHEMA,
+        compacted=True,
     ),
     TopicSpec("dead-letter", "source", "one rejected record with its reason", DEAD_LETTER_SCHEMA),
+    TopicSpec(
+        "drain-partials",
+        "partition number",
+        "internal: absolute totals of one node-status partition",
+        DRAIN_PARTIALS_SCHEMA,
+        single_partition=True,
+    ),
+    TopicSpec(
+        "worker-state",
+        "'<group>/<owner>' (manifest) and '<group>/<owner>/<n>' (chunks)",
+        "internal: worker state snapshots, chunked under the message size limit",
+        WORKER_STATE_SCHEMA,
+        compacted=True,
+        single_partition=True,
+    ),
 )
 
 
@@ -179,7 +327,10 @@ class TopicNames:
     job_events: str
     node_samples: str
     metrics_drain: str
+    metrics_jobs: str
     dead_letter: str
+    drain_partials: str
+    worker_state: str
 
     def all(self) -> tuple[str, ...]:
         return tuple(getattr(self, f.name) for f in fields(self))
@@ -190,18 +341,15 @@ def topic_names(prefix: str) -> TopicNames:
     return TopicNames(*(f"{prefix}{t.name}" for t in TOPICS))
 
 
-def node_status_message(source: str, records: Sequence[NodeStatus]) -> dict[str, Any]:
-    """A node-status message value (see NODE_STATUS_SCHEMA) for records of one slice."""
-    return {
-        "source": source,
-        "ts_ms": [r.ts_ms for r in records],
-        "node": [r.node for r in records],
-        "state": [r.state for r in records],
-        "rsvlist": [",".join(r.rsvlist) for r in records],
-        "joblist": [",".join(r.joblist) for r in records],
-    }
+def dead_letter_message(r: Reject, **where: Any) -> dict[str, Any]:
+    """A dead-letter message value (see DEAD_LETTER_SCHEMA); ``where``: topic, partition,
+    offset of a rejected message."""
+    return {"source": r.source, "line": r.lineno, "reason": r.reason, "text": r.text, **where}
 
 
-def dead_letter_message(r: Reject) -> dict[str, Any]:
-    """A dead-letter message value (see DEAD_LETTER_SCHEMA)."""
-    return {"source": r.source, "line": r.lineno, "reason": r.reason, "text": r.text}
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def schema_files() -> dict[str, str]:
+    """File name -> text of every topic's JSON Schema, as kept in streams/schemas/."""
+    return {t.schema_file: json.dumps(t.schema, indent=2) + "\n" for t in TOPICS}

@@ -30,7 +30,10 @@ def test_topic_names_from_prefix() -> None:
         "drainwatch.job-events",
         "drainwatch.node-samples",
         "drainwatch.metrics.drain",
+        "drainwatch.metrics.jobs",
         "drainwatch.dead-letter",
+        "drainwatch.drain-partials",
+        "drainwatch.worker-state",
     )
     assert topic_names("site-a.").dead_letter == "site-a.dead-letter"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 
 import jsonschema
+import numpy as np
 import orjson
 import pytest
 
@@ -19,7 +20,8 @@ from streams.topics import (
     NODE_STATUS_SCHEMA,
     TOPICS,
     dead_letter_message,
-    node_status_message,
+    SCHEMA_DIR,
+    schema_files,
     topic_names,
 )
 from tests.golden.make_golden import INPUTS
@@ -55,14 +57,27 @@ def test_node_samples_validate() -> None:
         v.validate(orjson.loads(orjson.dumps(sample_to_dict(s))))
 
 
-def test_node_status_message_validates() -> None:
-    recs = [
-        NodeStatus(1_425_708_000_000 + i, f"n{i}", "Idle", ("12", "13") if i % 2 else (), ())
-        for i in range(5)
-    ]
-    msg = node_status_message("moab:test", recs)
-    jsonschema.Draft202012Validator(NODE_STATUS_SCHEMA).validate(msg)
-    assert msg["rsvlist"] == ["", "12,13", "", "12,13", ""]
+def test_node_status_messages_of_a_real_log_validate() -> None:
+    from models.formats.moab import parse_moab_chunk
+    from models.records.nodestatus import Codebook
+    from streams.wire import encode
+
+    book = Codebook()
+    b = parse_moab_chunk(gzip.decompress((INPUTS / "moab.log.gz").read_bytes()), book).batch
+    v = jsonschema.Draft202012Validator(NODE_STATUS_SCHEMA)
+    for lo in range(0, len(b), 5000):
+        part = b.take(np.arange(lo, min(lo + 5000, len(b))))
+        v.validate(orjson.loads(encode(part, book, "moab:test")))
+    v.validate({"v": 1, "source": "moab:x", "control": "flush"})
+    with pytest.raises(jsonschema.ValidationError):
+        v.validate({"v": 1, "source": "s", "ts_ms": [1]})  # columns come together
+
+
+def test_schema_files_are_the_schemas_in_the_code() -> None:
+    files = schema_files()
+    assert sorted(files) == sorted(p.name for p in SCHEMA_DIR.glob("*.json"))
+    for name, text in files.items():
+        assert (SCHEMA_DIR / name).read_text() == text, f"regenerate streams/schemas/{name}"
 
 
 def test_dead_letter_message_validates() -> None:
@@ -70,3 +85,5 @@ def test_dead_letter_message_validates() -> None:
     msg = dead_letter_message(r)
     jsonschema.Draft202012Validator(DEAD_LETTER_SCHEMA).validate(msg)
     assert msg == {"source": "moab.log", "line": 7, "reason": "bad_timestamp", "text": r.text}
+    msg = dead_letter_message(r, topic="t", partition=3, offset=99)
+    jsonschema.Draft202012Validator(DEAD_LETTER_SCHEMA).validate(msg)
