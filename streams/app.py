@@ -16,7 +16,7 @@ Rules every agent added to this app follows (docs/architecture.md, "Streaming ru
 
 Topics, their keys, record types and JSON Schemas: :mod:`streams.topics`.
 
-Streaming agents are not defined here; they arrive with the streaming issue.
+The agents of the live drain pipeline are attached by :func:`streams.agents.attach`.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
         broker_rebalance_timeout=settings.broker_rebalance_timeout,
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
+        # held acks must not make shutdown and rebalances wait forever (docs/state.md)
+        stream_wait_empty=False,
         autodiscover=False,
         env={},  # Faust's own env vars must not override DRAINWATCH_* settings
     )

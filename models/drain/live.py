@@ -94,11 +94,20 @@ class PartitionDrain:
         self.late = 0
         self.offset = -1  # last source offset whose records are in this state
         self.evicted_before: int | None = None  # windows before this are forgotten
+        self.ended_at: int | None = None  # end of a finite input: windows up to here close
         self.too_old = 0  # changes to forgotten windows (a node back after days of silence)
 
     @property
     def watermark_ms(self) -> int | None:
-        return None if self.latest is None else self.latest - self.lateness_ms
+        if self.latest is None:
+            return None
+        return max(self.latest - self.lateness_ms, self.ended_at or self.latest - self.lateness_ms)
+
+    def end_of_input(self) -> None:
+        """A finite input ended (a shipper's flush message): account the records held for
+        reordering and let every window up to the latest record close."""
+        self.acc.add(self.reorder.flush())
+        self.ended_at = self.latest
 
     def add(self, batch: NodeStatusBatch) -> NodeStatusBatch:
         """Account ``batch``; return its late records (not accounted: dead-letter them)."""
@@ -180,6 +189,7 @@ class PartitionDrain:
             "late": self.late,
             "offset": self.offset,
             "evicted_before": self.evicted_before,
+            "ended_at": self.ended_at,
             "too_old": self.too_old,
             "touched_ms": self.acc.touched_ms,
             "reorder": {
@@ -213,6 +223,7 @@ class PartitionDrain:
         self.late = int(x["late"])
         self.offset = int(x["offset"])
         self.evicted_before = x["evicted_before"]
+        self.ended_at = x["ended_at"]
         self.too_old = int(x["too_old"])
         return self
 
@@ -258,6 +269,7 @@ class LiveJob:
     first_charged_ms: int
     last_charged_ms: int
     nodes_running: int
+    time_ms: int  # identifies the job's point: its first charge as first reported
 
 
 class DrainCombiner:
@@ -284,6 +296,7 @@ class DrainCombiner:
         self.counts: dict[int, dict[str, int]] = {}
         self.dirty_windows: set[tuple[str, int]] = set()
         self.dirty_jobs: set[str] = set()
+        self.job_time: dict[str, int] = {}
         self.corrections = 0
         self.dropped = 0  # changes to windows already forgotten (older than keep_ms)
 
@@ -358,14 +371,18 @@ class DrainCombiner:
         jobs = []
         for job in sorted(self.dirty_jobs):
             vals = list(self.jobs[job].values())
+            if not any(v[0] for v in vals):
+                continue  # seen running, never charged drain: not a drain_jobs row
+            first = min(v[2] for v in vals)
             jobs.append(
                 LiveJob(
                     job,
                     sum(v[0] for v in vals),
                     sum(v[1] for v in vals),
-                    min(v[2] for v in vals),
+                    first,
                     max(v[3] for v in vals),
                     sum(v[4] for v in vals),
+                    self.job_time.setdefault(job, first),
                 )
             )
         self.dirty_jobs.clear()
@@ -399,6 +416,7 @@ class DrainCombiner:
             "counts": sorted(self.counts.items()),
             "dirty_windows": sorted([u, s] for u, s in self.dirty_windows),
             "dirty_jobs": sorted(self.dirty_jobs),
+            "job_time": sorted(self.job_time.items()),
             "corrections": self.corrections,
             "dropped": self.dropped,
         }
@@ -413,6 +431,7 @@ class DrainCombiner:
         self.counts = {int(p): dict(c) for p, c in d["counts"]}
         self.dirty_windows = {(u, int(s)) for u, s in d["dirty_windows"]}
         self.dirty_jobs = set(d["dirty_jobs"])
+        self.job_time = {str(j): int(t) for j, t in d["job_time"]}
         self.corrections = int(d["corrections"])
         self.dropped = int(d["dropped"])
 

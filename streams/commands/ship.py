@@ -1,5 +1,7 @@
-"""`drainwatch ship`: collectors that run on the nodes and ship what they measure.
+"""`drainwatch ship`: collectors and shippers.
 
+``ship moab``: Moab scheduler logs -> ``<prefix>node-status`` (streams/sources/moabship.py);
+whole files, or ``--follow`` one live log with a checkpoint.
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
 samples (see models.formats.sampletrace) to a file or stdout.
 """
@@ -7,6 +9,7 @@ samples (see models.formats.sampletrace) to a file or stdout.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -39,9 +42,82 @@ def _run(sampler: Sampler, sink: JsonLinesSink, args: argparse.Namespace) -> int
         return sampler.stats["sweeps"]
 
 
+def _ship_moab(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from models.records.plausible import TimeBounds
+    from streams.config import load_settings
+    from streams.errors import UserError, check_inputs
+    from streams.kafka import MAX_MESSAGE_BYTES, Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.moab import in_time_order
+    from streams.sources.moabship import MoabShipper, follow, ship_files
+
+    settings = load_settings(getattr(args, "config", None))
+    if args.follow and len(args.paths) != 1:
+        raise UserError("--follow takes exactly one log (the live one)")
+    if not args.follow:
+        check_inputs(args.paths)
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    checkpoint = args.checkpoint or str(
+        settings.state_dir / "ship" / (os.path.abspath(args.paths[0]).replace("/", "_") + ".json")
+    )
+
+    async def main() -> int:
+        from aiokafka import AIOKafkaProducer
+
+        await wait_for_kafka(settings, "drainwatch ship moab")
+        await ensure_topics(settings)
+        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
+                                    max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+        await producer.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            topic = settings.topic_prefix + "node-status"
+            parts = len(await producer.partitions_for(topic))
+            shipper = MoabShipper(producer, topic, settings.topic_prefix + "dead-letter", parts,
+                                  bounds)  # fmt: skip
+            if args.follow:
+                os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
+                await follow(shipper, args.paths[0], checkpoint, poll_s=args.poll, stop=stop)
+            else:
+                await ship_files(shipper, in_time_order(args.paths), not args.no_progress)
+            s = shipper.stats
+            print(f"ship moab: {s.lines:,} lines, {s.records:,} records in {s.messages:,} "
+                  f"messages, {s.dead_letters:,} dead letters, {s.ignored:,} other lines",
+                  file=sys.stderr)  # fmt: skip
+        finally:
+            await producer.stop()
+        return 130 if stop.is_set() and not args.follow else 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship moab: {e}", file=sys.stderr)
+        return 1
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ship", help="run a node collector and ship what it measures")
+    p = sub.add_parser("ship", help="ship scheduler logs to Kafka, or run a node collector")
     ssub = p.add_subparsers(dest="what", required=True)
+    m = ssub.add_parser(
+        "moab",
+        help="publish Moab node-status lines to <prefix>node-status",
+        description="Parse Moab logs with the replay's parser and publish node-status slices "
+        "(one partition's records per message) to Kafka; bad lines go to <prefix>dead-letter.",
+    )
+    m.add_argument("paths", nargs="+", metavar="LOG", help="Moab log files (any compression)")
+    m.add_argument("--follow", action="store_true",
+                   help="tail one live log across rotation and truncation")  # fmt: skip
+    m.add_argument("--checkpoint", default=None, metavar="FILE",
+                   help="--follow position file (default: under state_dir/ship/)")  # fmt: skip
+    m.add_argument("--poll", type=float, default=0.5, metavar="S",
+                   help="--follow: seconds between looks at the log (0.5)")  # fmt: skip
+    m.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    m.set_defaults(func=_ship_moab)
     s = ssub.add_parser(
         "samples",
         help="sample /proc for every job process on this node (seed 003 monitor)",

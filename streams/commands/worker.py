@@ -1,22 +1,27 @@
-"""`drainwatch worker`: run the Faust worker of the drainwatch app until SIGINT/SIGTERM.
+"""`drainwatch worker`: the live drain pipeline's Faust worker, until SIGINT/SIGTERM.
 
 Settings come from ``--config`` (or ``$DRAINWATCH_CONFIG``) and ``DRAINWATCH_*`` variables;
-see streams/config.py. The effective settings are logged at start with secrets masked.
+see streams/config.py. The effective settings are logged at start with secrets masked. Before
+the worker starts, Kafka and InfluxDB must answer: each is retried with backoff, one line per
+attempt, and after ``connect_timeout`` the command fails with one line (exit 1). Missing topics
+are created (streams/kafka.py). ``--no-influx`` runs without InfluxDB (metric topics only).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+import time
 from pathlib import Path
 
-from streams.config import ConfigError, load_settings
+from streams.config import ConfigError, Settings, load_settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "worker",
-        help="run the streaming worker (Faust) against Kafka",
+        help="run the live pipeline's worker (Faust) against Kafka and InfluxDB",
         description="Start the drainwatch Faust worker; stop it with SIGINT or SIGTERM.",
     )
     p.add_argument(
@@ -24,7 +29,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print the effective settings (secrets masked) and exit",
     )
+    p.add_argument(
+        "--no-influx", action="store_true", help="write metric topics only, not InfluxDB"
+    )
+    p.add_argument("--group", default=None, help="consumer group / app id (default drainwatch)")
     p.set_defaults(func=run)
+
+
+def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> object:
+    """An InfluxSink for the settings, once InfluxDB answers its ping (retried with backoff
+    up to ``connect_timeout``; raises Unreachable after)."""
+    from influxdb_client import InfluxDBClient
+
+    from streams.kafka import Unreachable
+    from streams.sinks.influx import InfluxSink
+
+    token = settings.influx_token.reveal() if settings.influx_token is not None else ""
+    deadline = time.monotonic() + settings.connect_timeout
+    delay, attempt = 0.5, 1
+    while True:
+        with InfluxDBClient(url=settings.influx_url, token=token, timeout=5000) as c:
+            if c.ping():
+                break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable(
+                f"InfluxDB at {settings.influx_url} unreachable for {settings.connect_timeout:g} s"
+            )
+        print(
+            f"{log_prefix}: InfluxDB at {settings.influx_url} not reachable (attempt {attempt}); "
+            f"retrying in {min(delay, left):.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        time.sleep(min(delay, left))
+        delay, attempt = min(delay * 2, 10.0), attempt + 1
+    return InfluxSink(
+        settings.influx_url, token, settings.influx_org, settings.influx_bucket, settings.cluster
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,16 +82,29 @@ def run(args: argparse.Namespace) -> int:
 
     import faust
 
-    from streams.app import create_app
+    from streams.agents import attach
+    from streams.app import APP_ID, create_app
+    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
 
-    app = create_app(settings)
-    Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
-    # before the worker starts (and so before /health/ answers): a log task could lose the race
     print(
         f"drainwatch worker: settings (secrets masked): {settings.describe()}",
         file=sys.stderr,
         flush=True,
     )
+
+    async def prepare() -> None:
+        await wait_for_kafka(settings, "drainwatch worker")
+        await ensure_topics(settings)
+
+    try:
+        asyncio.run(prepare())
+        sink = None if args.no_influx else influx_sink(settings, "drainwatch worker")
+    except Unreachable as e:
+        print(f"drainwatch worker: {e}", file=sys.stderr)
+        return 1
+    app = create_app(settings, app_id=args.group or APP_ID)
+    attach(app, settings, sink)  # type: ignore[arg-type]
+    Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:
         worker.execute_from_commandline()

@@ -1,0 +1,348 @@
+"""The live drain pipeline's Faust agents (docs/state.md has the design and its invariant).
+
+* ``node-status`` agent (one per worker, ``concurrency=1``; Faust hands it the partitions the
+  worker owns): decodes each message into a batch and feeds it to that partition's
+  :class:`~models.drain.live.PartitionDrain`; bad messages and late records go to the
+  dead-letter topic with their reason.
+* Every ``checkpoint_interval`` a checkpoint, per partition with new records: send its partial
+  (absolute totals of what changed) to ``drain-partials``, save its snapshot to ``worker-state``
+  (both awaited until the broker acknowledged them), then ack its events in offset order. The
+  invariant: **an offset is acked only when the state that includes its records is durable**.
+* ``drain-partials`` agent: the :class:`~models.drain.live.DrainCombiner`. Every
+  ``flush_interval`` it writes changed and newly closed windows and changed jobs to InfluxDB
+  (blocking, with retries, while InfluxDB is down) and to ``metrics.drain``/``metrics.jobs``,
+  saves its own snapshot, then acks the partials it consumed.
+
+A restarted or newly assigned partition loads its snapshot, skips (acks) events at or before the
+snapshot's offset and processes the rest again: absolute partials and idempotent InfluxDB points
+make the repetition harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
+from models.records.nodestatus import NodeStatusBatch
+from models.records.reject import Reject
+from streams.app import AGENT_CONCURRENCY
+from streams.config import Settings
+from streams.format import instant_ms
+from streams.sinks.influx import InfluxSink
+from streams.sinks.statestore import StateStore
+from streams.topics import dead_letter_message
+from streams.wire import Decoder, MessageError
+
+TAKE = 512
+
+
+def window_message(cluster: str, w: LiveWindow) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "cluster": cluster,
+        "window": w.unit,
+        "start": instant_ms(w.start_ms),
+        "start_ms": w.start_ms,
+        "length_ms": w.length_ms,
+        "nodes": w.nodes,
+        "accounted_node_seconds": w.accounted_ms / 1000,
+        "drain_node_seconds": w.drain_ms / 1000,
+        "unallocated_idle_node_seconds": w.idle_unallocated_ms / 1000,
+        "down_node_seconds": w.down_ms / 1000,
+        "unaccounted_node_seconds": w.unaccounted_ms / 1000,
+        "drain_pct_static": w.drain_pct_static,
+        "drain_pct_dynamic": w.drain_pct_dynamic,
+        "basis_seconds_per_node": w.basis_seconds_per_node,
+        "data_quality": w.data_quality,
+        "provisional": w.provisional,
+    }
+
+
+def job_message(cluster: str, j: LiveJob) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "cluster": cluster,
+        "job": j.job,
+        "drain_node_seconds": j.drain_ms / 1000,
+        "nodes_charged": j.nodes_charged,
+        "first_charged": instant_ms(j.first_charged_ms),
+        "last_charged": instant_ms(j.last_charged_ms),
+        "nodes_running": j.nodes_running,
+    }
+
+
+def _late_rejects(source: str, b: NodeStatusBatch, st: PartitionDrain) -> list[Reject]:
+    names, states, jobs = st.book.nodes.names, st.book.states.names, st.book.jobs.names
+    out = []
+    for i in range(len(b)):
+        row = {
+            "ts": instant_ms(int(b.ts_ms[i])),
+            "node": names[int(b.node[i])],
+            "state": states[int(b.state[i])],
+            "rsv": jobs[int(b.rsv[i])] if b.rsv[i] >= 0 else None,
+        }
+        out.append(Reject("late", source, 0, orjson.dumps(row).decode()))
+    return out
+
+
+class DrainPipeline:
+    """State and wiring of the two agents of one worker (see the module docstring)."""
+
+    def __init__(self, app: Any, settings: Settings, sink: InfluxSink | None) -> None:
+        self.app = app
+        self.settings = settings
+        self.topics = app.drainwatch_topics
+        self.sink = sink
+        self.store = StateStore(settings, self.topics.worker_state.get_topic_name(),
+                                app.conf.id, self._send_state)  # fmt: skip
+        self.parts: dict[int, PartitionDrain] = {}
+        self.decoders: dict[int, Decoder] = {}
+        self.held: dict[int, list[Any]] = {}
+        self.dead: list[Any] = []  # dead-letter send futures to await before acking
+        self.lock = asyncio.Lock()
+        self.comb: DrainCombiner | None = None
+        self.comb_offset = -1
+        self.comb_held: list[Any] = []
+        self.comb_lock = asyncio.Lock()
+        self.counts: Counter[str] = Counter()
+        self.last_snapshot = time.time()
+        self.started = time.time()
+
+    # ---- node-status ------------------------------------------------------------------------
+    async def _send_state(self, key: bytes, value: bytes) -> None:
+        await (await self.topics.worker_state.send(key=key, value=value))
+
+    async def _partition(self, p: int) -> PartitionDrain:
+        st = self.parts.get(p)
+        if st is None:
+            data = await self.store.load(f"node-status/{p}")
+            s = self.settings
+            if data is not None:
+                st = PartitionDrain.loads(data)
+                self.counts["snapshots_loaded"] += 1
+            else:
+                st = PartitionDrain(p, s.tz, round(s.max_gap * 1000), round(s.lateness * 1000),
+                                    round(s.reorder_window * 1000))  # fmt: skip
+            self.parts[p] = st
+            self.decoders[p] = Decoder(st.book)
+            self.held[p] = []
+        return st
+
+    def _dead_letter(self, r: Reject, **where: Any) -> None:
+        self.counts["dead_letters"] += 1
+        self.counts[f"dead_letters_{r.reason}"] += 1
+        value = orjson.dumps(dead_letter_message(r, **where))
+        self.dead.append(self.topics.dead_letter.send(key=r.source.encode(), value=value))
+
+    async def on_node_status(self, events: Iterable[Any]) -> None:
+        async with self.lock:
+            for ev in events:
+                msg = ev.message
+                p, off = msg.tp.partition, msg.offset
+                st = await self._partition(p)
+                if off <= st.offset:  # already in the loaded snapshot
+                    ev.ack()
+                    continue
+                self._one(ev, st, p, off)
+                st.offset = off
+                self.held[p].append(ev)
+
+    def _one(self, ev: Any, st: PartitionDrain, p: int, off: int) -> None:
+        where = {"topic": ev.message.topic, "partition": p, "offset": off}
+        value = ev.value if isinstance(ev.value, bytes) else bytes(ev.value or b"")
+        try:
+            ctl = orjson.loads(value) if b'"control"' in value[:200] else None
+            if isinstance(ctl, dict) and ctl.get("control") == "flush" and ctl.get("v") == 1:
+                st.end_of_input()
+                return
+            source, batch = self.decoders[p].decode(value)
+        except (MessageError, orjson.JSONDecodeError) as e:
+            reason = getattr(e, "reason", "bad_json")
+            text = value[:4096].decode("utf-8", "replace")
+            self._dead_letter(Reject(reason, "node-status", 0, text), **where)
+            return
+        self.counts["records"] += len(batch)
+        late = st.add(batch)
+        for r in _late_rejects(source, late, st):
+            self._dead_letter(r, **where)
+
+    async def checkpoint(self) -> None:
+        """Partials, snapshots, then acks (the invariant), for every partition with news."""
+        async with self.lock:
+            await _sent(self.dead)
+            self.dead.clear()
+            for p, held in self.held.items():
+                if not held:
+                    continue
+                st = self.parts[p]
+                partial = st.partial()
+                value = orjson.dumps(partial.to_dict())
+                await (await self.topics.drain_partials.send(key=str(p).encode(), value=value))
+                await self.store.save(f"node-status/{p}", st.dumps())
+                for ev in held:  # ascending offsets, no holes: the order they arrived in
+                    ev.ack()
+                held.clear()
+                self.counts["snapshots_saved"] += 1
+            self.last_snapshot = time.time()
+
+    async def revoked(self, tps: Iterable[Any]) -> None:
+        """Forget the state of partitions this worker no longer owns (their un-acked events
+        are re-delivered to the new owner, which loads the last snapshot)."""
+        ns = self.topics.node_status.get_topic_name()
+        cp = self.topics.drain_partials.get_topic_name()
+        async with self.lock:
+            for tp in tps:
+                if tp.topic == ns:
+                    self.parts.pop(tp.partition, None)
+                    self.decoders.pop(tp.partition, None)
+                    self.held.pop(tp.partition, None)
+        if any(tp.topic == cp for tp in tps):
+            async with self.comb_lock:
+                self.comb, self.comb_offset, self.comb_held = None, -1, []
+
+    # ---- combiner ---------------------------------------------------------------------------
+    async def _combiner(self) -> DrainCombiner:
+        if self.comb is None:
+            s = self.settings
+            comb = DrainCombiner(s.tz, s.nodes)
+            data = await self.store.load("combiner")
+            self.comb_offset = -1
+            if data is not None:
+                d = orjson.loads(data)
+                comb.restore(d["state"])
+                self.comb_offset = int(d["offset"])
+            self.comb = comb
+        return self.comb
+
+    async def on_partials(self, events: Iterable[Any]) -> None:
+        async with self.comb_lock:
+            comb = await self._combiner()
+            for ev in events:
+                off = ev.message.offset
+                if off <= self.comb_offset:
+                    ev.ack()
+                    continue
+                comb.add(Partial.from_dict(orjson.loads(ev.value)))
+                self.comb_offset = off
+                self.comb_held.append(ev)
+
+    async def flush(self) -> None:
+        """Write what changed (InfluxDB, metric topics), snapshot, then ack the partials."""
+        async with self.comb_lock:
+            comb = self.comb
+            if comb is None or not self.comb_held and not comb.dirty_windows:
+                return
+            rows, jobs = comb.take()
+            cluster = self.settings.cluster
+            if self.sink is not None and (rows or jobs):
+                await asyncio.to_thread(self.sink.write_windows, rows)
+                await asyncio.to_thread(self.sink.write_jobs, jobs)
+            futs = [
+                self.topics.metrics_drain.send(
+                    key=f"{w.unit}:{w.start_ms}".encode(),
+                    value=orjson.dumps(window_message(cluster, w)),
+                )
+                for w in rows
+            ]
+            futs += [
+                self.topics.metrics_jobs.send(
+                    key=j.job.encode(), value=orjson.dumps(job_message(cluster, j))
+                )
+                for j in jobs
+            ]
+            await _sent(futs)
+            state = {"state": comb.to_dict(), "offset": self.comb_offset}
+            await self.store.save("combiner", orjson.dumps(state))
+            for ev in self.comb_held:
+                ev.ack()
+            self.comb_held.clear()
+            self.counts["windows_written"] += len(rows)
+            self.counts["jobs_written"] += len(jobs)
+
+    # ---- the worker's own metrics -------------------------------------------------------------
+    def metrics_text(self) -> str:
+        """Prometheus text exposition of the worker's counters."""
+        lines = []
+
+        def put(name: str, value: float, help_: str, labels: str = "") -> None:
+            lines.append(f"# HELP drainwatch_{name} {help_}")
+            lines.append(f"drainwatch_{name}{labels} {value:.15g}")
+
+        put("records_total", self.counts["records"], "node records accounted or late")
+        put("dead_letters_total", self.counts["dead_letters"], "records and messages rejected")
+        put("snapshot_age_seconds", time.time() - self.last_snapshot, "age of the last checkpoint")
+        put("windows_written_total", self.counts["windows_written"], "window rows written")
+        if self.sink is not None:
+            st = self.sink.stats
+            put("sink_retries_total", st.retries, "InfluxDB write retries")
+            put("sink_seconds_total", st.seconds, "time spent writing to InfluxDB")
+            put("sink_points_total", st.points, "points written to InfluxDB")
+        for p, part in sorted(self.parts.items()):
+            put("partition_late_total", part.late, "late records", f'{{partition="{p}"}}')
+            put("partition_offset", part.offset, "last offset in state", f'{{partition="{p}"}}')
+        try:
+            for tp, lag in self._lag().items():
+                put("consumer_lag", lag, "records behind the log end", f'{{partition="{tp}"}}')
+        except Exception:  # lag is best effort while rebalancing
+            pass
+        return "\n".join(lines) + "\n"
+
+    def _lag(self) -> dict[int, int]:
+        consumer = self.app.consumer
+        out = {}
+        for tp in consumer.assignment():
+            if tp.topic != self.topics.node_status.get_topic_name():
+                continue
+            hw = consumer.highwater(tp)
+            st = self.parts.get(tp.partition)
+            if hw is not None:
+                out[tp.partition] = max(0, int(hw) - 1 - (st.offset if st else -1))
+        return out
+
+
+async def _sent(sends: list[Any]) -> None:
+    """Queue every send, then wait until the broker acknowledged all of them."""
+    futures = [await s for s in sends]
+    if futures:
+        await asyncio.gather(*futures)
+
+
+def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeline:
+    """Define the agents, timers, rebalance hooks and /metrics on ``app``."""
+    pipe = DrainPipeline(app, settings, sink)
+    t = app.drainwatch_topics
+
+    @app.agent(t.node_status, concurrency=AGENT_CONCURRENCY, name="drainwatch.node-status")
+    async def node_status(stream: Any) -> None:
+        async for events in stream.noack_take(TAKE, within=0.5):
+            await pipe.on_node_status(events)
+
+    @app.agent(t.drain_partials, concurrency=AGENT_CONCURRENCY, name="drainwatch.combiner")
+    async def combiner(stream: Any) -> None:
+        async for events in stream.noack_take(TAKE, within=0.5):
+            await pipe.on_partials(events)
+
+    @app.timer(settings.checkpoint_interval)
+    async def checkpoint() -> None:
+        await pipe.checkpoint()
+
+    @app.timer(settings.flush_interval)
+    async def flush() -> None:
+        await pipe.flush()
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kw: Any) -> None:
+        await pipe.revoked(revoked)
+
+    @app.page("/metrics")
+    async def metrics(web: Any, request: Any) -> Any:
+        return web.text(pipe.metrics_text(), content_type="text/plain; version=0.0.4")
+
+    app.drainwatch_pipeline = pipe
+    return pipe

@@ -1,0 +1,125 @@
+"""Kafka plumbing shared by the shippers and the worker: topics, reachability, state reads.
+
+``ensure_topics`` creates every drainwatch topic that is missing with the partitions and cleanup
+policy of :data:`streams.topics.TOPICS` (compacted topics keep the latest value per key).
+``wait_for_kafka`` retries with exponential backoff, logging one line per attempt, and gives up
+with :class:`Unreachable` after ``connect_timeout`` (issue policy 8: no traceback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any
+
+from streams.config import Settings
+from streams.topics import TOPICS
+
+MAX_MESSAGE_BYTES = 1_000_000  # aiokafka's default max_request_size; we stay under it
+
+
+class Unreachable(RuntimeError):
+    """A server stayed unreachable for the configured time (a one-line error)."""
+
+
+def _kw(settings: Settings) -> dict[str, Any]:
+    kw = settings.aiokafka_kwargs()
+    kw["request_timeout_ms"] = 10_000
+    return kw
+
+
+async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:
+    """Return once the brokers answer; retry with backoff (0.5 s doubling to 10 s)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    deadline = time.monotonic() + settings.connect_timeout
+    delay, attempt = 0.5, 1
+    while True:
+        admin = AIOKafkaAdminClient(**_kw(settings))
+        try:
+            await admin.start()
+            await admin.list_topics()
+            return
+        except Exception as e:  # any failure to connect is retried the same way
+            reason = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+        finally:
+            await admin.close()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable(
+                f"Kafka at {settings.kafka_bootstrap} unreachable for "
+                f"{settings.connect_timeout:g} s ({reason})"
+            )
+        print(
+            f"{what}: Kafka at {settings.kafka_bootstrap} not reachable (attempt {attempt}: "
+            f"{reason}); retrying in {min(delay, left):.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        await asyncio.sleep(min(delay, left))
+        delay, attempt = min(delay * 2, 10.0), attempt + 1
+
+
+async def ensure_topics(settings: Settings) -> dict[str, int]:
+    """Create the missing drainwatch topics; return topic -> partitions of every one."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import TopicAlreadyExistsError
+
+    admin = AIOKafkaAdminClient(**_kw(settings))
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        new = []
+        for t in TOPICS:
+            name = settings.topic_prefix + t.name
+            if name in existing:
+                continue
+            config = {"max.message.bytes": str(MAX_MESSAGE_BYTES + 100_000)}
+            if t.compacted:
+                config.update({"cleanup.policy": "compact", "segment.ms": "600000",
+                               "min.cleanable.dirty.ratio": "0.1"})  # fmt: skip
+            new.append(
+                NewTopic(
+                    name,
+                    num_partitions=1 if t.single_partition else settings.topic_partitions,
+                    replication_factor=settings.topic_replication_factor,
+                    topic_configs=config,
+                )
+            )
+        if new:
+            try:
+                await admin.create_topics(new)
+            except TopicAlreadyExistsError:  # a concurrent worker or shipper made them
+                pass
+        meta = await admin.describe_topics([settings.topic_prefix + t.name for t in TOPICS])
+        return {m["topic"]: len(m["partitions"]) for m in meta}
+    finally:
+        await admin.close()
+
+
+async def read_latest(settings: Settings, topic: str, prefix: bytes) -> dict[bytes, bytes]:
+    """Latest value of every key starting with ``prefix`` in a (compacted) one-partition topic,
+    read from the beginning to the end offset it had when called; deleted keys are absent."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(**_kw(settings), enable_auto_commit=False, group_id=None)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        await consumer.seek_to_beginning(tp)
+        out: dict[bytes, bytes] = {}
+        while await consumer.position(tp) < end:
+            batch = await consumer.getmany(tp, timeout_ms=1000, max_records=10_000)
+            for r in batch.get(tp, []):
+                if r.key is None or not r.key.startswith(prefix):
+                    continue
+                if r.value is None:
+                    out.pop(r.key, None)
+                else:
+                    out[r.key] = r.value
+        return out
+    finally:
+        await consumer.stop()

@@ -1,0 +1,167 @@
+"""InfluxDB sink (influxdb-client, v2 write API; docs/influxdb.md has the measurements).
+
+Idempotent by construction: a point's series (measurement + tags) and time identify it, so a
+re-written window or job total overwrites the earlier point. Writes are synchronous batches;
+429 and 5xx answers and connection failures are retried with exponential backoff (honouring
+Retry-After), one log line per attempt, until written — the caller blocks meanwhile, holding its
+Kafka acks, so nothing is lost while InfluxDB is down and the worker catches up when it returns.
+Other 4xx answers are a bug in the points and raise :class:`InfluxError`. Tag values (job ids,
+cluster names) are escaped by the client: spaces, commas, ``=``, quotes and newlines can neither
+break a batch nor inject a point.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.drain.live import LiveJob, LiveWindow
+
+BATCH = 5000
+
+
+class InfluxError(RuntimeError):
+    """InfluxDB refused points for a reason retrying cannot fix."""
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def window_point(cluster: str, w: LiveWindow) -> Any:
+    from influxdb_client import Point, WritePrecision
+
+    p = (
+        Point("drain")
+        .tag("cluster", cluster)
+        .tag("window", w.unit)
+        .field("nodes", w.nodes)
+        .field("length_seconds", w.length_ms / 1000)
+        .field("accounted_node_seconds", w.accounted_ms / 1000)
+        .field("drain_node_seconds", w.drain_ms / 1000)
+        .field("unallocated_idle_node_seconds", w.idle_unallocated_ms / 1000)
+        .field("down_node_seconds", w.down_ms / 1000)
+        .field("unaccounted_node_seconds", w.unaccounted_ms / 1000)
+        .field("basis_seconds_per_node", float(w.basis_seconds_per_node))
+        .field("data_quality", w.data_quality)
+        .field("provisional", w.provisional)
+        .time(w.start_ms, WritePrecision.MS)
+    )
+    for name in ("drain_pct_static", "drain_pct_dynamic"):
+        v = _num(getattr(w, name))
+        if v is not None:  # absent, not 0: a missing basis is not a measured zero
+            p = p.field(name, v)
+    return p
+
+
+def job_point(cluster: str, j: LiveJob) -> Any:
+    """A job's running totals at ``j.time_ms``: the first charge as first written, kept by
+    the combiner, so every later total of the job overwrites the same point."""
+    from influxdb_client import Point, WritePrecision
+
+    return (
+        Point("drain_job")
+        .tag("cluster", cluster)
+        .tag("job", j.job)
+        .field("drain_node_seconds", j.drain_ms / 1000)
+        .field("nodes_charged", j.nodes_charged)
+        .field("first_charged_ms", j.first_charged_ms)
+        .field("last_charged_ms", j.last_charged_ms)
+        .field("nodes_running", j.nodes_running)
+        .time(j.time_ms, WritePrecision.MS)
+    )
+
+
+@dataclass
+class SinkStats:
+    writes: int = 0
+    points: int = 0
+    retries: int = 0
+    seconds: float = 0.0  # time spent writing, retries included
+    last_error: str = ""
+    by_status: dict[str, int] = field(default_factory=dict)
+
+
+class InfluxSink:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        org: str,
+        bucket: str,
+        cluster: str = "default",
+        log: Callable[[str], None] | None = None,
+        max_delay_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        from influxdb_client import InfluxDBClient
+
+        self.client = InfluxDBClient(url=url, token=token, org=org, timeout=30_000, retries=False)
+        self.bucket = bucket
+        self.org = org
+        self.cluster = cluster
+        self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+        self.max_delay_s = max_delay_s
+        self.sleep = sleep
+        self.stats = SinkStats()
+        self._api: Any = None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def write_windows(self, rows: Iterable[LiveWindow]) -> None:
+        self.write([window_point(self.cluster, w) for w in rows])
+
+    def write_jobs(self, rows: Iterable[LiveJob]) -> None:
+        self.write([job_point(self.cluster, j) for j in rows])
+
+    def write(self, points: Sequence[Any]) -> None:
+        for i in range(0, len(points), BATCH):
+            self._write_batch(points[i : i + BATCH])
+
+    def _write_batch(self, points: Sequence[Any]) -> None:
+        from influxdb_client.client.write_api import SYNCHRONOUS
+        from influxdb_client.rest import ApiException
+
+        if not points:
+            return
+        if self._api is None:
+            self._api = self.client.write_api(write_options=SYNCHRONOUS)
+        t0 = time.monotonic()
+        delay, attempt = 0.5, 1
+        while True:
+            try:
+                self._api.write(bucket=self.bucket, org=self.org, record=list(points))
+                break
+            except ApiException as e:
+                status = int(e.status or 0)
+                self.stats.by_status[str(status)] = self.stats.by_status.get(str(status), 0) + 1
+                if status != 429 and status < 500:
+                    raise InfluxError(
+                        f"InfluxDB refused the points: HTTP {status} {str(e.body)[:300]!r}"
+                    ) from None
+                wait = _retry_after(e) or delay
+                why = f"HTTP {status}"
+            except Exception as e:  # connection refused, reset, timeout: InfluxDB is down
+                wait = delay
+                why = f"{type(e).__name__}: {e}".splitlines()[0][:160]
+            self.stats.retries += 1
+            self.stats.last_error = why
+            self.log(f"influxdb: write failed (attempt {attempt}: {why}); retrying in {wait:.1f} s")
+            self.sleep(wait)
+            delay, attempt = min(delay * 2, self.max_delay_s), attempt + 1
+        self.stats.writes += 1
+        self.stats.points += len(points)
+        self.stats.seconds += time.monotonic() - t0
+
+
+def _retry_after(e: Any) -> float | None:
+    headers = getattr(e, "headers", None) or {}
+    v = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(v)) if v is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,273 @@
+"""The Moab shipper's source side: read a log (whole files, or ``--follow`` a live one across
+rotation and truncation) and publish node-status slices to Kafka, checkpointing what the broker
+has acknowledged.
+
+Partitioning: a node's partition is CRC-32 of its name modulo the topic's partitions
+(:func:`streams.wire.partition_of`); one message holds one partition's records from one read of
+the log, at most :data:`streams.wire.MAX_ROWS` records. Bad lines become dead letters (source,
+line, reason, text) and are counted; they never stop the shipper.
+
+Checkpoint (``--follow``): ``{"path", "dev", "ino", "offset", "line"}`` written atomically
+(temporary file, fsync, rename) only after every message of the lines before ``offset`` was
+acknowledged. Restarted after ``kill -9`` it resumes there: lines after the checkpoint may be
+sent twice, which the worker's accounting ignores (a record not later than its node's latest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from models.formats.moab import ParsedChunk
+from models.records.nodestatus import Codebook, NodeStatusBatch
+from models.records.plausible import TimeBounds
+from models.records.reject import Reject
+from streams.kafka import MAX_MESSAGE_BYTES
+from streams.sinks.files import atomic_file
+from streams.sources.files import open_binary
+from streams.sources.moab import MoabFiles
+from streams.topics import dead_letter_message
+from streams.wire import MAX_ROWS, encode, partition_of
+
+READ_BYTES = 4 << 20
+RESET_JOBS = 200_000  # the codebook starts afresh past this many ids (names travel in messages)
+
+
+class _ChunkParser(MoabFiles):
+    """The replay's chunk parser with its plausibility checks, without the file handling."""
+
+    def __init__(self, book: Codebook, bounds: TimeBounds) -> None:  # noqa: D107
+        self.book = book
+        self.bounds = bounds
+
+
+@dataclass
+class ShipStats:
+    lines: int = 0
+    records: int = 0
+    messages: int = 0
+    dead_letters: int = 0
+    ignored: int = 0
+
+
+class MoabShipper:
+    def __init__(self, producer: Any, topic: str, dead_topic: str, partitions: int,
+                 bounds: TimeBounds | None = None) -> None:  # fmt: skip
+        self.producer = producer
+        self.topic = topic
+        self.dead_topic = dead_topic
+        self.partitions = partitions
+        self.bounds = bounds or TimeBounds()
+        self.book = Codebook()
+        self.part_of = np.empty(0, dtype=np.int64)
+        self.stats = ShipStats()
+
+    def _owners(self, b: NodeStatusBatch) -> np.ndarray:
+        n = len(self.book.nodes)
+        if self.part_of.size < n:
+            new = partition_of(self.book.nodes.names[self.part_of.size : n], self.partitions)
+            self.part_of = np.concatenate([self.part_of, new])
+        owners: np.ndarray = self.part_of[b.node]
+        return owners
+
+    async def ship(self, chunk: bytes, source: str, first_line: int) -> int:
+        """Parse whole lines, send them, wait for the broker's acks; returns lines shipped."""
+        if len(self.book.jobs) > RESET_JOBS:
+            self.book = Codebook()
+            self.part_of = np.empty(0, dtype=np.int64)
+        parsed: ParsedChunk = _ChunkParser(self.book, self.bounds)._parse(chunk, source, first_line)
+        self.stats.lines += parsed.lines
+        self.stats.ignored += parsed.ignored
+        futures = []
+        b = parsed.batch
+        if len(b):
+            owners = self._owners(b)
+            for p in range(self.partitions):
+                rows = np.flatnonzero(owners == p)
+                for lo in range(0, rows.size, MAX_ROWS):
+                    value = encode(b.take(rows[lo : lo + MAX_ROWS]), self.book, f"moab:{source}")
+                    if len(value) > MAX_MESSAGE_BYTES:  # long names: split further
+                        raise RuntimeError("node-status message over the size limit")
+                    futures.append(
+                        await self.producer.send(
+                            self.topic, value, key=f"p{p}".encode(), partition=p
+                        )  # fmt: skip
+                    )
+                    self.stats.messages += 1
+            self.stats.records += len(b)
+        for r in parsed.rejects:
+            futures.append(await self.dead_letter(r))
+        if futures:
+            await asyncio.gather(*futures)
+        return parsed.lines
+
+    async def dead_letter(self, r: Reject) -> Any:
+        self.stats.dead_letters += 1
+        value = orjson.dumps(dead_letter_message(r))
+        return await self.producer.send(self.dead_topic, value, key=r.source.encode())
+
+    async def end_of_input(self, source: str) -> None:
+        """Tell every partition a finite input ended (windows up to its last record close)."""
+        msg = orjson.dumps({"v": 1, "source": f"moab:{source}", "control": "flush"})
+        futures = [
+            await self.producer.send(self.topic, msg, key=f"p{p}".encode(), partition=p)
+            for p in range(self.partitions)
+        ]
+        await asyncio.gather(*futures)
+
+
+def _whole_lines(data: bytes, final: bool) -> bytes:
+    """``data`` up to its last newline (all of it when ``final``)."""
+    if final or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n")
+    return data[: cut + 1] if cut >= 0 else b""
+
+
+async def ship_files(shipper: MoabShipper, paths: list[str], progress: bool = True) -> None:
+    """Ship whole files (any compression), in the order given (the CLI orders them)."""
+    for path in paths:
+        line = 1
+        with open_binary(path) as f:
+            rest = b""
+            while True:
+                block = f.read(READ_BYTES)
+                data = rest + block
+                whole = _whole_lines(data, final=not block)
+                rest = data[len(whole) :]
+                if whole:
+                    line += await shipper.ship(whole, path, line)
+                if progress:
+                    s = shipper.stats
+                    print(f"\rship moab: {path}: {s.lines:,} lines, {s.records:,} records, "
+                          f"{s.dead_letters:,} dead letters", end="", file=sys.stderr)  # fmt: skip
+                if not block:
+                    break
+        if progress:
+            print(file=sys.stderr)
+        await shipper.end_of_input(path)
+
+
+@dataclass
+class Checkpoint:
+    path: str
+    dev: int
+    ino: int
+    offset: int
+    line: int
+
+    @classmethod
+    def load(cls, file: str) -> Checkpoint | None:
+        try:
+            with open(file, encoding="utf-8") as f:
+                d = json.load(f)
+            return cls(str(d["path"]), int(d["dev"]), int(d["ino"]), int(d["offset"]),
+                       int(d["line"]))  # fmt: skip
+        except FileNotFoundError:
+            return None
+
+    def save(self, file: str) -> None:
+        with atomic_file(file) as f:
+            f.write(json.dumps(self.__dict__).encode())
+
+
+def _find_rotated(cp: Checkpoint) -> str | None:
+    """The file the checkpoint points to, after a rotation renamed it in the same directory."""
+    d = os.path.dirname(os.path.abspath(cp.path)) or "."
+    for name in sorted(os.listdir(d)):
+        p = os.path.join(d, name)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if st.st_ino == cp.ino and st.st_dev == cp.dev:
+            return p
+    return None
+
+
+async def follow(
+    shipper: MoabShipper,
+    path: str,
+    checkpoint: str,
+    poll_s: float = 0.5,
+    status_every_s: float = 60.0,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Tail ``path`` across rotation and truncation until ``stop`` is set."""
+    stop = stop or asyncio.Event()
+    cp = Checkpoint.load(checkpoint)
+    cur_path, offset, line = path, 0, 1
+    if cp is not None:
+        st = _stat(path)
+        if st is not None and (st.st_dev, st.st_ino) == (cp.dev, cp.ino):
+            offset, line = cp.offset, cp.line
+        else:  # rotated since: finish the old file first, if it is still there
+            old = _find_rotated(cp)
+            if old is not None:
+                cur_path, offset, line = old, cp.offset, cp.line
+    last_status = time.monotonic()
+    while not stop.is_set():
+        try:
+            f = open(cur_path, "rb")  # noqa: SIM115 - closed below, reopened on rotation
+        except FileNotFoundError:
+            await _sleep(stop, poll_s)
+            continue
+        try:
+            fst = os.fstat(f.fileno())
+            if fst.st_size < offset:  # truncated in place
+                offset, line = 0, 1
+            f.seek(offset)
+            while not stop.is_set():
+                data = f.read(READ_BYTES)
+                rotated = False
+                if not data:
+                    now = _stat(path)
+                    rotated = now is None or (now.st_dev, now.st_ino) != (fst.st_dev, fst.st_ino)
+                    if not rotated:
+                        size = os.fstat(f.fileno()).st_size
+                        if size < offset:
+                            break  # truncated: reopen from the start
+                        if time.monotonic() - last_status >= status_every_s:
+                            s = shipper.stats
+                            print(f"ship moab: following {path}: {s.lines:,} lines, "
+                                  f"{s.records:,} records, {s.dead_letters:,} dead letters",
+                                  file=sys.stderr, flush=True)  # fmt: skip
+                            last_status = time.monotonic()
+                        await _sleep(stop, poll_s)
+                        continue
+                    data = f.read()  # the rest of the rotated file, last line included
+                whole = _whole_lines(data, final=rotated)
+                if whole:
+                    line += await shipper.ship(whole, path, line)
+                    offset += len(whole)
+                    Checkpoint(path, fst.st_dev, fst.st_ino, offset, line).save(checkpoint)
+                f.seek(offset)
+                if rotated:
+                    cur_path, offset, line = path, 0, 1
+                    break
+        finally:
+            f.close()
+        if cur_path != path:
+            cur_path = path
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+async def _sleep(stop: asyncio.Event, s: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=s)
+    except TimeoutError:
+        pass
