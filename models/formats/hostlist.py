@@ -29,7 +29,10 @@ MAX_RANGE = 1 << 16
 MAX_HOSTS = 1 << 18
 
 _EMPTY = frozenset({"", "none assigned", "(null)", "none"})
-_LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
+_LAST_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")  # ASCII digits, as expanded
+# a range bound: ASCII digits as Slurm reads them (str.isdigit() also takes '²', which int()
+# refuses); 64 digits at most, so int() never meets its 4300-digit limit
+_NUMBER = re.compile(r"[0-9]{1,64}")
 
 
 class HostlistError(RecordError):
@@ -68,13 +71,15 @@ def _expand_ranges(body: str, expr: str) -> list[str]:
         if not item:
             raise HostlistError("empty_range", expr)
         lo_s, dash, hi_s = item.partition("-")
-        if not lo_s.isdigit() or (dash and not hi_s.isdigit()):
+        if not _NUMBER.fullmatch(lo_s) or (dash and not _NUMBER.fullmatch(hi_s)):
             raise HostlistError("bad_range", item)
         lo = int(lo_s)
         hi = int(hi_s) if dash else lo
         if hi < lo:
             raise HostlistError("reversed_range", item)
-        if hi - lo + 1 > MAX_RANGE:
+        # the whole bracket, not each range: a name expands to at most MAX_RANGE hosts anyway,
+        # and 'a[0-65535,0-65535,...]' must not build millions of names before it is refused
+        if len(out) + hi - lo + 1 > MAX_RANGE:
             raise HostlistError("range_too_large", item)
         width = len(lo_s)
         out.extend(f"{n:0{width}d}" for n in range(lo, hi + 1))
@@ -111,8 +116,9 @@ def _expand_one(name: str, expr: str) -> list[str]:
     return ["".join(t) for t in itertools.product(*pieces)]
 
 
-def expand_hostlist(expr: str | None) -> list[str]:
-    """All host names of a Slurm hostlist expression, in order (see module docstring)."""
+def expand_hostlist(expr: str | None, max_hosts: int = MAX_HOSTS) -> list[str]:
+    """All host names of a Slurm hostlist expression, in order (see module docstring); more than
+    ``max_hosts`` of them raise ``hostlist_too_large``."""
     if expr is None:
         return []
     s = expr.strip()
@@ -121,7 +127,7 @@ def expand_hostlist(expr: str | None) -> list[str]:
     hosts: list[str] = []
     for part in _split_top(s):
         hosts.extend(_expand_one(part, s))
-        if len(hosts) > MAX_HOSTS:
+        if len(hosts) > max_hosts:
             raise HostlistError("hostlist_too_large", s[:200])
     return hosts
 

@@ -26,6 +26,8 @@ job twice. Timestamps given as numbers (epoch seconds) or with an offset are acc
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +39,21 @@ from models.records.jobevent import JobEvent, JobEventError
 from models.records.reject import Reject
 
 _NO_TIME = frozenset({"", "unknown", "none", "n/a"})
+_INT64_MAX = 2**63 - 1
+# an unsigned integer given as text: ASCII digits (str.isdigit() also takes '²', which int()
+# refuses), at most 18 of them so that it fits in int64
+_UINT_RE = re.compile(r"[0-9]{1,18}")
+
+
+def _finite(v: Any) -> float | None:
+    """``v`` as a float when it is a finite JSON number (not a boolean), else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _ts(d: dict[str, Any], key: str, required: bool = False) -> float | None:
@@ -48,7 +65,10 @@ def _ts(d: dict[str, Any], key: str, required: bool = False) -> float | None:
     if isinstance(v, bool):
         raise JobEventError(f"bad_{key.lstrip('@')}", repr(v))
     if isinstance(v, int | float):
-        return float(v)
+        f = _finite(v)
+        if f is None:
+            raise JobEventError(f"bad_{key.lstrip('@')}", repr(v))
+        return f
     if not isinstance(v, str):
         raise JobEventError(f"bad_{key.lstrip('@')}", repr(v))
     try:
@@ -66,9 +86,10 @@ def _int(d: dict[str, Any], key: str) -> int | None:
         return None
     if isinstance(v, bool):
         raise JobEventError(f"bad_{key}", repr(v))
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and _UINT_RE.fullmatch(v.strip()):
         return int(v)
-    if isinstance(v, int | float) and v == int(v) and v >= 0:
+    f = _finite(v)
+    if f is not None and f == int(f) and 0 <= v <= _INT64_MAX:
         return int(v)
     raise JobEventError(f"bad_{key}", repr(v))
 
@@ -85,12 +106,12 @@ def _exit_status(v: Any) -> int | None:
     """``"rc:signal"`` -> rc, or 128 + signal when rc is 0 and a signal killed the job."""
     if v is None or v == "":
         return None
-    if isinstance(v, int) and not isinstance(v, bool):
+    if isinstance(v, int) and not isinstance(v, bool) and -_INT64_MAX - 1 <= v <= _INT64_MAX:
         return v
     if not isinstance(v, str):
         raise JobEventError("bad_exit_code", repr(v))
     rc, _, sig = v.partition(":")
-    if not rc.strip().isdigit() or (sig and not sig.strip().isdigit()):
+    if not _UINT_RE.fullmatch(rc.strip()) or (sig and not _UINT_RE.fullmatch(sig.strip())):
         raise JobEventError("bad_exit_code", v)
     r, s = int(rc), int(sig or 0)
     return 128 + s if r == 0 and s else r
@@ -113,12 +134,17 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
         raise JobEventError("missing_end")
     if start is not None and end is not None and not running and end < start:
         raise JobEventError("end_before_start")
+    # as sacct: a job neither starts nor ends before it was submitted (no negative waits)
+    if submit is not None and start is not None and start < submit:
+        raise JobEventError("start_before_submit")
+    if submit is not None and end is not None and not running and end < submit:
+        raise JobEventError("end_before_submit")
     try:
         nodelist = tuple(expand_hostlist(_str(d, "nodes")))
     except HostlistError as e:
         raise JobEventError("bad_nodes", str(e)) from e
     tl = d.get("time_limit")
-    if tl is not None and (isinstance(tl, bool) or not isinstance(tl, int | float) or tl < 0):
+    if tl is not None and ((tl_s := _finite(tl)) is None or tl_s < 0):
         raise JobEventError("bad_time_limit", repr(tl))
     ec = _exit_status(
         d.get("derived_ec") if d.get("derived_ec") not in (None, "") else d.get("exit_code")

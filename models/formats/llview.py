@@ -24,6 +24,7 @@ Pure: functions take text. Rows that cannot be used become :class:`models.record
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +54,16 @@ class LlviewSeries:
 
 
 def parse_series(text: str, source: str = "-", rejects: list[Reject] | None = None) -> LlviewSeries:
-    """One LLview ``*_node.dat`` file. Needs a header line with a ``ts`` column."""
+    """One LLview ``*_node.dat`` file. Needs a header line with a ``ts`` column and no column
+    named twice; ValueError otherwise."""
     lines = text.splitlines()
     if not lines:
         raise ValueError(f"{source}: empty LLview series")
     cols = lines[0].split()
     if "ts" not in cols:
         raise ValueError(f"{source}: no ts column in header {lines[0]!r}")
+    if len(set(cols)) != len(cols):  # one list per name: its columns would not line up
+        raise ValueError(f"{source}: a column named twice in header {lines[0][:200]!r}")
     txt: dict[str, list[str]] = {c: [] for c in cols if c in _TEXT_COLS}
     nums: dict[str, list[float]] = {c: [] for c in cols if c not in _TEXT_COLS}
     for lineno, line in enumerate(lines[1:], 2):
@@ -104,15 +108,33 @@ class JobReport:
 
 
 def parse_job_report(text: str | bytes) -> JobReport:
-    """The job report JSON (sections job, cpu, fs, fabric, gpu, num_datapoints, rc...)."""
+    """The job report JSON (sections job, cpu, fs, fabric, gpu, num_datapoints, rc...).
+    ValueError (orjson.JSONDecodeError is one) when it is not JSON or not a job report: not an
+    object, ``job`` / ``rc`` not objects, ``nodelist`` not a string, the run time not a finite
+    non-negative number."""
     d = orjson.loads(text)
+    if not isinstance(d, dict):
+        raise ValueError("a job report is a JSON object")
     job = d.get("job", {})
     rc = d.get("rc", {})
+    if not isinstance(job, dict) or not isinstance(rc, dict):
+        raise ValueError("job and rc of a job report are objects")
     wallh = rc.get("rc_wallh")
-    runtime = float(wallh) * 3600.0 if wallh is not None else float(job.get("runtime", 0)) * 3600
+    hours = wallh if wallh is not None else job.get("runtime", 0)
+    try:
+        if isinstance(hours, bool) or not isinstance(hours, int | float | str):
+            raise TypeError
+        runtime = float(hours) * 3600.0
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"job report run time {hours!r} is not a number") from None
+    if not math.isfinite(runtime) or runtime < 0:
+        raise ValueError(f"job report run time {hours!r} is not a finite duration")
+    nodelist = job.get("nodelist", "")
+    if not isinstance(nodelist, str):
+        raise ValueError(f"job report nodelist {nodelist!r} is not a string")
     return JobReport(
         jobid=str(job.get("jobid", "")),
-        nodes=tuple(job.get("nodelist", "").split()),
+        nodes=tuple(nodelist.split()),
         runtime_s=runtime,
         queue=str(job.get("queue", "")),
         sections=d,

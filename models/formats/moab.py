@@ -41,6 +41,10 @@ _SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is m
 BAD_SECONDS = -(2**62)
 # lookup-table entry (node / state code) of a distinct value that no accepted row uses
 _NOT_INTERNED = -1
+# polars' CSV reader decompresses a buffer that starts with a gzip, zlib or zstd magic number
+# (and raises OSError when the rest is not such a stream): a chunk starting so, which may be
+# plain text ('x^...'), takes the line-by-line path
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"x\x01", b"x^", b"x\x9c", b"x\xda", b"(\xb5/\xfd")
 
 
 class TimestampError(RecordError):
@@ -220,14 +224,16 @@ def parse_moab_chunk(
     """
     if not data:
         return ParsedChunk(NodeStatusBatch.empty())
+    if data.startswith(_COMPRESSED_MAGIC):
+        return parse_lines_slow(data, book, source, first_lineno)
     tokenised = data
     try:
         df = _tokenise(tokenised)
-    except pl.exceptions.PolarsError:  # e.g. bytes that are not UTF-8: replace them, retry
+    except (pl.exceptions.PolarsError, OSError):  # e.g. bytes that are not UTF-8: replace, retry
         try:
             tokenised = data.decode("utf-8", "replace").encode()
             df = _tokenise(tokenised)
-        except pl.exceptions.PolarsError:
+        except (pl.exceptions.PolarsError, OSError):
             return parse_lines_slow(data, book, source, first_lineno)
     n_lines = df.height  # one row per line, blank lines included
     line_bytes = _line_bytes(tokenised)

@@ -12,6 +12,7 @@ the pid was reused, or the counter was reset) restarts from zero.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,20 @@ from models.records.reject import RecordError
 
 class ProcParseError(RecordError):
     """/proc text that cannot be used; ``reason`` is a short stable key for counting."""
+
+
+# A /proc counter or id: ASCII digits (str.isdigit() also takes '²', which int() refuses), at
+# most 19 so that int() stays cheap; values must fit in int64 (the samples' numpy columns).
+_UINT_RE = re.compile(r"[0-9]{1,19}")
+_INT64_MAX = 2**63 - 1
+
+
+def _uint(text: str, reason: str, detail: str) -> int:
+    """A non-negative integer that fits in int64, or ProcParseError(reason)."""
+    s = text.strip()
+    if not _UINT_RE.fullmatch(s) or int(s) > _INT64_MAX:
+        raise ProcParseError(reason, detail)
+    return int(s)
 
 
 # ---------------------------------------------------------------- /proc/<pid>/status, io, stat
@@ -52,10 +67,8 @@ def parse_status(text: str) -> ProcStatus:
         v = vals.get(key)
         if v is None:
             return 0
-        num = v.split()[0]
-        if not num.isdigit():
-            raise ProcParseError("status_bad_number", f"{key}: {v}")
-        return int(num)
+        num = v.split()[:1]  # "123456 kB"; an empty value is no number
+        return _uint(num[0] if num else "", "status_bad_number", f"{key}: {v}")
 
     return ProcStatus(vals["Name"], kb("VmPeak"), kb("VmSize"), kb("VmRSS"), kb("VmSwap"))
 
@@ -88,10 +101,7 @@ def parse_io(text: str) -> ProcIo:
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
         if sep:
-            rest = rest.strip()
-            if not rest.isdigit():
-                raise ProcParseError("io_bad_number", line)
-            vals[key.strip()] = int(rest)
+            vals[key.strip()] = _uint(rest, "io_bad_number", line)
     missing = [k for k in _IO_KEYS if k not in vals]
     if missing:
         raise ProcParseError("io_missing_field", ",".join(missing))
@@ -119,34 +129,36 @@ def parse_stat(text: str) -> ProcStat:
     rest = text[rp + 2 :].split()
     if len(rest) < 20:
         raise ProcParseError("stat_short", text[:80])
-    try:
-        # rest[0] is field 3 (state), so field k is rest[k - 3]
-        return ProcStat(
-            int(text[:lp]),
-            text[lp + 1 : rp],
-            rest[0],
-            int(rest[11]),
-            int(rest[12]),
-            int(rest[19]),
-            int(rest[17]),
-        )
-    except ValueError as e:
-        raise ProcParseError("stat_bad_number", str(e)) from None
+    # rest[0] is field 3 (state), so field k is rest[k - 3]
+    detail = text[:80]
+    return ProcStat(
+        _uint(text[:lp], "stat_bad_number", detail),
+        text[lp + 1 : rp],
+        rest[0],
+        _uint(rest[11], "stat_bad_number", detail),
+        _uint(rest[12], "stat_bad_number", detail),
+        _uint(rest[19], "stat_bad_number", detail),
+        _uint(rest[17], "stat_bad_number", detail),
+    )
 
 
 def parse_uptime(text: str) -> float:
     """/proc/uptime: seconds since boot (first number)."""
     try:
-        return float(text.split()[0])
+        up = float(text.split()[0])
     except (IndexError, ValueError):
         raise ProcParseError("uptime_bad", text[:40]) from None
+    if not math.isfinite(up) or up < 0:
+        raise ProcParseError("uptime_bad", text[:40])
+    return up
 
 
 def parse_btime(stat_text: str) -> int:
     """Boot time (epoch s) from the ``btime`` line of /proc/stat."""
     for line in stat_text.splitlines():
         if line.startswith("btime "):
-            return int(line.split()[1])
+            f = line.split()
+            return _uint(f[1] if len(f) > 1 else "", "stat_bad_btime", line[:80])
     raise ProcParseError("stat_no_btime")
 
 
@@ -163,8 +175,8 @@ def parse_net_dev(text: str, skip: tuple[str, ...] = ("lo",)) -> tuple[int, int]
         f = rest.split()
         if len(f) < 16:
             raise ProcParseError("net_dev_short", line)
-        rx += int(f[0])
-        tx += int(f[8])
+        rx += _uint(f[0], "net_dev_bad_number", line)
+        tx += _uint(f[8], "net_dev_bad_number", line)
     return rx, tx
 
 

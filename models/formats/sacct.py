@@ -28,6 +28,7 @@ become :class:`models.records.reject.Reject` records with a reason; parsing neve
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from models.formats.hostlist import HostlistError, expand_hostlist
+from models.formats.hostlist import MAX_HOSTS, HostlistError, expand_hostlist
 from models.records.jobevent import JobEvent
 from models.records.reject import RecordError, Reject
 
@@ -74,6 +75,9 @@ REQUIRED = ("jobid", "submit", "start", "end")
 _NO_TIME = frozenset({"", "unknown", "none", "n/a", "invalid"})
 _NO_LIMIT = frozenset({"", "unlimited", "partition_limit", "invalid", "none", "unknown"})
 _MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)$")
+# an unsigned integer field: ASCII digits (str.isdigit() also takes '²', which int() refuses),
+# at most 18 of them, so every value fits in int64 (the analytics' numpy columns)
+_UINT_RE = re.compile(r"[0-9]{1,18}")
 _MEM_MB = {"": 1.0, "K": 1.0 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
@@ -138,7 +142,7 @@ def parse_duration(text: str) -> float | None:
     rest = s
     if "-" in s:
         d, _, rest = s.partition("-")
-        if not d.isdigit():
+        if not _UINT_RE.fullmatch(d):
             raise SacctError("bad_duration", text)
         days = int(d)
     parts = rest.split(":")
@@ -146,7 +150,7 @@ def parse_duration(text: str) -> float | None:
         raise SacctError("bad_duration", text)
     try:
         nums = [float(p) if "." in p else int(p) for p in parts]
-    except ValueError as e:
+    except ValueError as e:  # not a number, or an integer of more than 4300 digits
         raise SacctError("bad_duration", text) from e
     if any(n < 0 for n in nums) or any("." in p for p in parts[:-1]):
         raise SacctError("bad_duration", text)
@@ -158,7 +162,13 @@ def parse_duration(text: str) -> float | None:
         h, (m, sec) = 0, nums
     else:  # M
         h, m, sec = 0, nums[0], 0
-    return float(days * 86400 + h * 3600 + m * 60 + sec)
+    try:
+        seconds = float(days * 86400 + h * 3600 + m * 60 + sec)
+    except OverflowError as e:  # an integer beyond any float
+        raise SacctError("bad_duration", text) from e
+    if not math.isfinite(seconds):  # '1e999.' or 400 digits with a fraction
+        raise SacctError("bad_duration", text)
+    return seconds
 
 
 @lru_cache(maxsize=1 << 16)
@@ -187,6 +197,8 @@ def parse_reqmem(text: str) -> tuple[float | None, str | None]:
         raise SacctError("bad_reqmem", text)
     num, unit, per = m.groups()
     mb = float(num) * _MEM_MB[unit]
+    if not math.isfinite(mb):
+        raise SacctError("bad_reqmem", text)
     return mb, {"n": "node", "c": "cpu", "": None}[per]
 
 
@@ -195,7 +207,7 @@ def parse_exitcode(text: str) -> tuple[int | None, int | None]:
     if s == "":
         return None, None
     rc, sep, sig = s.partition(":")
-    if not rc.isdigit() or (sep and not sig.isdigit()):
+    if not _UINT_RE.fullmatch(rc) or (sep and not _UINT_RE.fullmatch(sig)):
         raise SacctError("bad_exitcode", text)
     return int(rc), (int(sig) if sep else None)
 
@@ -218,7 +230,7 @@ def _int(text: str | None, name: str) -> int | None:
     s = text.strip()
     if s == "":
         return None
-    if not s.isdigit():
+    if not _UINT_RE.fullmatch(s):
         raise SacctError(f"bad_{name}", text)
     return int(s)
 
@@ -230,8 +242,11 @@ def _str(text: str | None) -> str | None:
     return s or None
 
 
-def sacct_job_from_fields(vals: dict[str, str], tz: ZoneInfo | None = None) -> SacctJob:
-    """Build a SacctJob from ``{field name: text}``; raises SacctError with a reason."""
+def sacct_job_from_fields(
+    vals: dict[str, str], tz: ZoneInfo | None = None, max_hosts: int = MAX_HOSTS
+) -> SacctJob:
+    """Build a SacctJob from ``{field name: text}``; raises SacctError with a reason (a node
+    list of more than ``max_hosts`` hosts: ``hostlist_too_large``)."""
     jobid = (vals.get("jobid") or "").strip()
     if not jobid:
         raise SacctError("missing_jobid")
@@ -244,14 +259,17 @@ def sacct_job_from_fields(vals: dict[str, str], tz: ZoneInfo | None = None) -> S
         raise SacctError("start_before_submit", f"{vals.get('submit')} > {vals.get('start')}")
     if start is not None and end is not None and end < start:
         raise SacctError("end_before_start", f"{vals.get('start')} > {vals.get('end')}")
+    if start is None and end is not None and end < submit:  # never ran: no negative wait
+        raise SacctError("end_before_submit", f"{vals.get('submit')} > {vals.get('end')}")
     state_s = (vals.get("state") or "").strip()
     state, _, by = state_s.partition(" by ")
     rc, sig = parse_exitcode(vals.get("exitcode", ""))
     mem, per = parse_reqmem(vals.get("reqmem", ""))
     try:
-        nodelist = tuple(expand_hostlist(vals.get("nodelist")))
+        nodelist = tuple(expand_hostlist(vals.get("nodelist"), max_hosts))
     except HostlistError as e:
-        raise SacctError("bad_nodelist", str(e)) from e
+        reason = e.reason if e.reason == "hostlist_too_large" else "bad_nodelist"
+        raise SacctError(reason, str(e)) from e
     el = vals.get("elapsed")
     tl = vals.get("timelimit")
     return SacctJob(
@@ -298,10 +316,11 @@ def parse_sacct(
     source: str = "",
     tz: str | None = None,
     steps: bool = False,
+    max_hosts: int = MAX_HOSTS,
 ) -> Iterator[SacctJob]:
     """Parse ``sacct --parsable2`` lines lazily. ``tz``: IANA zone the times were printed in
     (default UTC). Job steps (``123.batch``, ``123.0``) are skipped unless ``steps``. Bad lines go
-    to ``rejects`` (when given) and are skipped."""
+    to ``rejects`` (when given) and are skipped; ``max_hosts`` caps a node list's expansion."""
     zone = None if tz in (None, "UTC", "Etc/UTC") else ZoneInfo(tz)
     names: tuple[str, ...] | None = None
     for lineno, raw in enumerate(lines, start=1):
@@ -336,7 +355,7 @@ def parse_sacct(
         if not steps and "." in vals.get("jobid", ""):
             continue
         try:
-            yield sacct_job_from_fields(vals, zone)
+            yield sacct_job_from_fields(vals, zone, max_hosts)
         except SacctError as e:
             if rejects is not None:
                 rejects.append(Reject(e.reason, source, lineno, text))
@@ -400,6 +419,7 @@ def iter_sacct_events(
     source: str = "",
     tz: str | None = None,
     steps: bool = False,
+    max_hosts: int = MAX_HOSTS,
 ) -> Iterator[JobEvent]:
-    for job in parse_sacct(lines, rejects, source, tz=tz, steps=steps):
+    for job in parse_sacct(lines, rejects, source, tz=tz, steps=steps, max_hosts=max_hosts):
         yield from sacct_job_events(job)

@@ -42,6 +42,11 @@ _INT_FIELDS = (
 )
 
 
+# Largest integer value: a pid, counter or size must fit the analytics' int64 / float columns
+# (JSON gives unsigned 64-bit integers too)
+MAX_INT = 2**63 - 1
+
+
 class SampleTraceError(RecordError):
     """A node-sample trace record that cannot be used (see models.records.reject.RecordError)."""
 
@@ -102,6 +107,8 @@ def parse_sample(line: str | bytes) -> NodeSample:
                 raise SampleTraceError("bad_number", f"{k}={v!r}")
         if v < 0:
             raise SampleTraceError("negative", f"{k}={v}")
+        if v > MAX_INT:
+            raise SampleTraceError("bad_number", f"{k}={v}")
         ints[k] = v
     floats: dict[str, float] = {}
     for k in ("ts", "core", "start"):
@@ -112,7 +119,7 @@ def parse_sample(line: str | bytes) -> NodeSample:
     if floats["core"] < 0:
         raise SampleTraceError("negative", f"core={floats['core']}")
     cores = d.get("cores", 0)
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
+    if isinstance(cores, bool) or not isinstance(cores, int) or not 0 <= cores <= MAX_INT:
         raise SampleTraceError("bad_number", f"cores={cores!r}")
     fs_rates: list[tuple[str, float, float]] = []
     fs = d.get("fs", {})

@@ -22,10 +22,13 @@ from models.records.reject import RecordError, Reject
 
 N_FIELDS = 18
 UNKNOWN = -1  # the standard's value of any field that is not known (parsed as None)
+# Largest integer field: int64, so times stay finite floats and every value fits a numpy column
+MAX_INT = 2**63 - 1
 
-# "; Key: value" (the colon followed by a blank or the end of line, so "http://..." continuation
-# lines are not taken for keys).
-_HEADER_RE = re.compile(r"^;\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*:(?:\s+(.*?)|)\s*$")
+# A header key of "; Key: value" (the colon followed by a blank or the end of line, so
+# "http://..." continuation lines are not taken for keys). Matched by hand around this: the one
+# pattern it replaces had lazy groups next to \s* and backtracked quadratically on long blanks.
+_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
 
 
 class SwfError(RecordError):
@@ -97,12 +100,15 @@ def _number(tok: str, is_int: bool) -> int | float:
     try:
         if is_int:
             try:
-                return int(tok)
+                n = int(tok)
             except ValueError:
                 v = float(tok)  # "3600.0" is still a whole number of seconds
                 if not v.is_integer():
                     raise
-                return int(v)
+                n = int(v)
+            if abs(n) > MAX_INT:  # 400 digits: no finite time, no numpy column
+                raise ValueError(tok)
+            return n
         return float(tok)
     except (ValueError, OverflowError) as e:
         raise SwfError("bad_number", tok) from e
@@ -135,9 +141,26 @@ def _int_or_none(s: str | None) -> int | None:
     if s is None:
         return None
     try:
-        return int(s.split()[0])
+        n = int(s.split()[0])
     except (ValueError, IndexError):
         return None
+    return n if abs(n) <= MAX_INT else None
+
+
+def _header_field(line: str) -> tuple[str, str] | None:
+    """``; Key: value`` -> (key, value stripped); None for any other comment line."""
+    if not line.startswith(";"):
+        return None
+    key, colon, val = line[1:].partition(":")
+    key = key.strip()
+    if not colon or not _KEY_RE.fullmatch(key):
+        return None
+    if val and not val[0].isspace():  # "http://..."
+        return None
+    val = val.strip()
+    if "\n" in val:  # one line's field (as the former pattern's '.')
+        return None
+    return key, val
 
 
 def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
@@ -146,9 +169,9 @@ def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
     last: str | None = None
     for line in comment_lines:
         s = line.rstrip("\r\n")
-        m = _HEADER_RE.match(s)
-        if m:
-            key, val = m.group(1), (m.group(2) or "")
+        kv = _header_field(s)
+        if kv is not None:
+            key, val = kv
             raw[key] = f"{raw[key]}\n{val}" if key in raw else val
             last = key
         elif last is not None:
@@ -179,7 +202,11 @@ def parse_swf(
     lineno = 0
     for raw_line in it:
         lineno += 1
-        line = raw_line.decode() if isinstance(raw_line, bytes | bytearray) else raw_line
+        line = (
+            raw_line.decode("utf-8", "replace")
+            if isinstance(raw_line, bytes | bytearray)
+            else raw_line
+        )
         st = line.strip()
         if not st:
             continue
@@ -194,7 +221,11 @@ def parse_swf(
         if first is None:
             return
         for no, raw_line in itertools.chain([first], enumerate(it, start=lineno + 1)):
-            line = raw_line.decode() if isinstance(raw_line, bytes | bytearray) else raw_line
+            line = (
+                raw_line.decode("utf-8", "replace")
+                if isinstance(raw_line, bytes | bytearray)
+                else raw_line
+            )
             st = line.strip()
             if not st or st.startswith(";"):
                 continue
