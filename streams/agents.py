@@ -30,6 +30,7 @@ import orjson
 
 from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
 from models.records.nodestatus import NodeStatusBatch
+from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams.app import AGENT_CONCURRENCY
 from streams.config import Settings
@@ -113,6 +114,8 @@ class DrainPipeline:
         self.counts: Counter[str] = Counter()
         self.last_snapshot = time.time()
         self.started = time.time()
+        self.bounds = TimeBounds(settings.not_before, settings.not_after,
+                                 round(settings.max_jump * 1000))  # fmt: skip
 
     # ---- node-status ------------------------------------------------------------------------
     async def _send_state(self, key: bytes, value: bytes) -> None:
@@ -157,16 +160,18 @@ class DrainPipeline:
         where = {"topic": ev.message.topic, "partition": p, "offset": off}
         value = ev.value if isinstance(ev.value, bytes) else bytes(ev.value or b"")
         try:
-            ctl = orjson.loads(value) if b'"control"' in value[:200] else None
+            ctl = orjson.loads(value) if len(value) < 8192 and b'"control"' in value else None
             if isinstance(ctl, dict) and ctl.get("control") == "flush" and ctl.get("v") == 1:
                 st.end_of_input()
                 return
-            source, batch = self.decoders[p].decode(value)
+            source, batch, bad = self.decoders[p].decode(value, self.bounds)
         except (MessageError, orjson.JSONDecodeError) as e:
             reason = getattr(e, "reason", "bad_json")
             text = value[:4096].decode("utf-8", "replace")
             self._dead_letter(Reject(reason, "node-status", 0, text), **where)
             return
+        for reason, text in bad:
+            self._dead_letter(Reject(reason, source, 0, text), **where)
         self.counts["records"] += len(batch)
         late = st.add(batch)
         for r in _late_rejects(source, late, st):

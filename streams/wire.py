@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 
 from models.records.nodestatus import NO_JOB, Codebook, NodeStatusBatch
+from models.records.plausible import TimeBounds
 
 VERSION = 1
 MAX_ROWS = 8192  # rows per message: ~40 B per row keeps a message far below 1 MB
@@ -92,8 +93,12 @@ class Decoder:
         self.book = book
         self._node_cache: dict[tuple[str, ...], np.ndarray] = {}
 
-    def decode(self, value: bytes) -> tuple[str, NodeStatusBatch]:
-        """(source, batch); raises MessageError naming what is wrong."""
+    def decode(
+        self, value: bytes, bounds: TimeBounds | None = None
+    ) -> tuple[str, NodeStatusBatch, list[tuple[str, str]]]:
+        """(source, batch, rejected rows as (reason, text)); raises MessageError naming what is
+        wrong with the message. Records outside ``bounds`` are left out before any name is
+        interned, so they leave no node or job behind."""
         try:
             msg = orjson.loads(value)
         except orjson.JSONDecodeError as e:
@@ -116,29 +121,59 @@ class Decoder:
         run_job = _ints(msg, "run_job", run_row.size, 0, len(jobs) - 1)
         if run_row.size > 1 and bool(np.any(run_row[1:] < run_row[:-1])):
             raise MessageError("bad_message", "'run_row' must be ascending")
-        # all checks passed: only now touch the codebook
+        has_job = np.zeros(n, dtype=bool)
+        has_job[run_row] = True
+        local = NodeStatusBatch(ts, node, state, rsv, has_job, run_row, run_job)
+        rejected: list[tuple[str, str]] = []
+        if bounds is not None and not bounds.all_plausible(ts):
+            why = bounds.reasons(ts)
+            for i, w in enumerate(why):
+                if w is not None:
+                    row = {"ts_ms": int(ts[i]), "node": nodes[int(node[i])],
+                           "state": states[int(state[i])]}  # fmt: skip
+                    rejected.append((w, orjson.dumps(row).decode()))
+            local = local.take(
+                np.array([i for i, w in enumerate(why) if w is None], dtype=np.int64)
+            )
+        return source, self._intern(local, nodes, states, jobs), rejected
+
+    def _intern(
+        self, b: NodeStatusBatch, nodes: list[str], states: list[str], jobs: list[str]
+    ) -> NodeStatusBatch:
+        """Local indices -> codes of the codebook; only names the records use are interned."""
         book = self.book
         key = tuple(nodes)
         ncodes = self._node_cache.get(key)
         if ncodes is None:
-            ncodes = np.array([book.nodes.code(x) for x in nodes], dtype=np.int64)
-            if len(self._node_cache) > 4096:
-                self._node_cache.clear()
-            self._node_cache[key] = ncodes
-        scodes = np.array([book.states.code(x) for x in states], dtype=np.int64)
-        jcodes = np.array([book.jobs.code(x) for x in jobs] + [NO_JOB], dtype=np.int64)
-        has_job = np.zeros(n, dtype=bool)
-        has_job[run_row] = True
-        batch = NodeStatusBatch(
-            ts,
-            ncodes[node] if n else node,
-            scodes[state] if n else state,
-            jcodes[rsv],  # -1 indexes the NO_JOB appended last
-            has_job,
-            run_row,
-            jcodes[run_job] if run_job.size else run_job,
+            used = np.zeros(len(nodes), dtype=bool)
+            used[b.node] = True
+            ncodes = np.full(len(nodes), -1, dtype=np.int64)
+            for i in np.flatnonzero(used).tolist():
+                ncodes[i] = book.nodes.code(nodes[i])
+            if used.all():  # a full table: reusable for the next message with the same nodes
+                if len(self._node_cache) > 4096:
+                    self._node_cache.clear()
+                self._node_cache[key] = ncodes
+        used_s = np.zeros(len(states), dtype=bool)
+        used_s[b.state] = True
+        scodes = np.full(len(states), -1, dtype=np.int64)
+        for i in np.flatnonzero(used_s).tolist():
+            scodes[i] = book.states.code(states[i])
+        used_j = np.zeros(len(jobs) + 1, dtype=bool)
+        used_j[b.rsv] = True  # -1 marks the NO_JOB slot appended last
+        used_j[b.run_job] = True
+        jcodes = np.full(len(jobs) + 1, NO_JOB, dtype=np.int64)
+        for i in np.flatnonzero(used_j[:-1]).tolist():
+            jcodes[i] = book.jobs.code(jobs[i])
+        return NodeStatusBatch(
+            b.ts_ms,
+            ncodes[b.node],
+            scodes[b.state],
+            jcodes[b.rsv],
+            b.has_job,
+            b.run_row,
+            jcodes[b.run_job],
         )
-        return source, batch
 
 
 def partition_of(names: list[str], partitions: int) -> np.ndarray:

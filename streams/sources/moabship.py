@@ -200,8 +200,12 @@ async def follow(
     poll_s: float = 0.5,
     status_every_s: float = 60.0,
     stop: asyncio.Event | None = None,
+    rotate_grace_s: float | None = None,
 ) -> None:
-    """Tail ``path`` across rotation and truncation until ``stop`` is set."""
+    """Tail ``path`` across rotation and truncation until ``stop`` is set. After a rotation
+    (the path names a new file) the old file is read until it has been quiet for
+    ``rotate_grace_s`` (default 5 polls), then the new one from its start."""
+    rotate_grace_s = 5 * poll_s if rotate_grace_s is None else rotate_grace_s
     stop = stop or asyncio.Event()
     cp = Checkpoint.load(checkpoint)
     cur_path, offset, line = path, 0, 1
@@ -225,38 +229,43 @@ async def follow(
             if fst.st_size < offset:  # truncated in place
                 offset, line = 0, 1
             f.seek(offset)
+            rotated_at: float | None = None  # when the path was seen to name another file
             while not stop.is_set():
                 data = f.read(READ_BYTES)
-                rotated = False
-                if not data:
+                final = False
+                if data:
+                    rotated_at = None  # quiet is measured from the last data
+                else:
                     now = _stat(path)
-                    rotated = now is None or (now.st_dev, now.st_ino) != (fst.st_dev, fst.st_ino)
-                    if not rotated:
-                        size = os.fstat(f.fileno()).st_size
-                        if size < offset:
-                            break  # truncated: reopen from the start
+                    moved = now is None or (now.st_dev, now.st_ino) != (fst.st_dev, fst.st_ino)
+                    if moved:
+                        # the writer may still append to the renamed file for a moment: keep
+                        # reading it until it has been quiet for the grace period
+                        rotated_at = rotated_at or time.monotonic()
+                        final = time.monotonic() - rotated_at >= rotate_grace_s
+                    elif os.fstat(f.fileno()).st_size < offset:
+                        break  # truncated in place: reopen from the start
+                    if not final:
                         if time.monotonic() - last_status >= status_every_s:
-                            s = shipper.stats
-                            print(f"ship moab: following {path}: {s.lines:,} lines, "
-                                  f"{s.records:,} records, {s.dead_letters:,} dead letters",
+                            st_ = shipper.stats
+                            print(f"ship moab: following {path}: {st_.lines:,} lines, "
+                                  f"{st_.records:,} records, {st_.dead_letters:,} dead letters",
                                   file=sys.stderr, flush=True)  # fmt: skip
                             last_status = time.monotonic()
                         await _sleep(stop, poll_s)
                         continue
                     data = f.read()  # the rest of the rotated file, last line included
-                whole = _whole_lines(data, final=rotated)
+                whole = _whole_lines(data, final=final)
                 if whole:
                     line += await shipper.ship(whole, path, line)
                     offset += len(whole)
                     Checkpoint(path, fst.st_dev, fst.st_ino, offset, line).save(checkpoint)
                 f.seek(offset)
-                if rotated:
+                if final:
                     cur_path, offset, line = path, 0, 1
                     break
         finally:
             f.close()
-        if cur_path != path:
-            cur_path = path
 
 
 def _stat(path: str) -> os.stat_result | None:

@@ -11,16 +11,15 @@ import pytest
 
 from models.formats.jobsource import iter_job_events
 from models.formats.sampletrace import parse_trace, sample_to_dict
-from models.records.nodestatus import NodeStatus
 from models.records.reject import Reject
 from streams.topics import (
     DEAD_LETTER_SCHEMA,
     JOB_EVENT_SCHEMA,
     NODE_SAMPLE_SCHEMA,
     NODE_STATUS_SCHEMA,
+    SCHEMA_DIR,
     TOPICS,
     dead_letter_message,
-    SCHEMA_DIR,
     schema_files,
     topic_names,
 )

@@ -38,7 +38,8 @@ def test_round_trip_of_a_real_log_in_slices_gives_the_same_accounting() -> None:
     live = DrainAccountant(wbook, tz="America/Chicago")
     for lo in range(0, len(batch), 700):
         part = batch.take(np.arange(lo, min(lo + 700, len(batch))))
-        src, got = dec.decode(encode(part, book, "moab:test"))
+        src, got, bad = dec.decode(encode(part, book, "moab:test"))
+        assert bad == []
         assert src == "moab:test"
         assert _records(got, wbook) == _records(part, book)
         live.add(got)
@@ -73,7 +74,7 @@ def test_damaged_messages_are_refused_with_a_reason(change, reason) -> None:
         dec.decode(orjson.dumps({**GOOD, **change}))
     assert e.value.reason == reason
     assert len(book.nodes) == 0 and len(book.jobs) == 0  # nothing half-decoded
-    _, b = dec.decode(orjson.dumps(GOOD))
+    _, b, _ = dec.decode(orjson.dumps(GOOD))
     assert b.has_job.tolist() == [False, True] and b.rsv.tolist() == [0, -1]
 
 
@@ -84,3 +85,15 @@ HUGE = orjson.dumps(GOOD).replace(b'"ts_ms":[1,2]', b'"ts_ms":[1,100000000000000
 def test_not_json_objects(raw: bytes) -> None:
     with pytest.raises(MessageError):
         Decoder(Codebook()).decode(raw)
+
+
+def test_records_outside_the_bounds_are_left_out_before_any_name_is_interned() -> None:
+    from models.records.plausible import TimeBounds
+
+    book = Codebook()
+    msg = {**GOOD, "ts_ms": [1, 13_569_465_600_000]}  # the second record is dated 2400
+    _, b, bad = Decoder(book).decode(orjson.dumps(msg), TimeBounds())
+    assert b.ts_ms.tolist() == [1] and book.nodes.names == ["a"]
+    assert book.jobs.names == ["j"]  # rsv of row 0; row 1's joblist went with it
+    assert b.run_row.size == 0
+    assert [r for r, _ in bad] == ["implausible_time"] and '"node":"b"' in bad[0][1]
