@@ -49,6 +49,7 @@ from streams.errors import (
     positive_int,
 )
 from streams.sinks.files import DirectorySink
+from streams.sources.files import check_format
 from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
 from streams.sources.moab import MoabFiles
 from streams.sources.samples import LlviewDirs, SampleTraceFiles
@@ -322,6 +323,7 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         progress=not args.no_progress,
         allow_overlap=args.allow_overlap,
         bounds=args.bounds,
+        max_line_bytes=args.max_line_bytes,
     )
     jobs = drain_stages.JobTimesStage() if args.jobs else None
     stage = drain_stages.DrainStage(
@@ -336,7 +338,9 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
     )
     feeds = [driver.Feed(source, [stage])]
     if jobs is not None:
-        job_files = _LazyJobFiles(args.jobs_format, args.jobs, args.tz, args.bounds)
+        job_files = _LazyJobFiles(
+            args.jobs_format, args.jobs, args.tz, args.bounds, args.max_line_bytes, args.max_hosts
+        )
         feeds.append(driver.Feed(job_files, [jobs]))
     settings = {
         "max_gap_seconds": args.max_gap,
@@ -351,12 +355,25 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
 class _LazyJobFiles:
     """Job events read when their feed starts (after the node-status feed)."""
 
-    def __init__(self, fmt: str, paths: list[str], tz: str, bounds: TimeBounds) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        paths: list[str],
+        tz: str,
+        bounds: TimeBounds,
+        max_line_bytes: int,
+        max_hosts: int,
+    ) -> None:
+        for p in paths:  # an archive is refused before the node-status feed runs
+            check_format(p)
         self.fmt, self.paths, self.tz, self.bounds = fmt, paths, tz, bounds
+        self.max_line_bytes, self.max_hosts = max_line_bytes, max_hosts
         self.inputs: list[driver.InputStats] = []
 
     def batches(self, rejects: driver.RejectLog) -> Any:
-        events, self.inputs = read_job_events(self.fmt, self.paths, rejects, self.bounds)
+        events, self.inputs = read_job_events(
+            self.fmt, self.paths, rejects, self.bounds, self.max_line_bytes, self.max_hosts
+        )
         return JobEventFiles(events, self.inputs, self.tz).batches(rejects)
 
 
@@ -364,7 +381,9 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
     paths = [str(p) for p in args.paths]
     # read and sorted before the stages are built: the capability section size may come from
     # the events
-    events, inputs = read_job_events(args.format, paths, rejects, args.bounds)
+    events, inputs = read_job_events(
+        args.format, paths, rejects, args.bounds, args.max_line_bytes, args.max_hosts
+    )
     source = JobEventFiles(events, inputs, args.tz)
     section, section_from = section_size(
         args.format, paths, events, args.section_nodes or args.nodes
@@ -424,7 +443,7 @@ def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.
         source = LlviewDirs(args.paths, args.cores_per_node)
         stage = sample_stages.LlviewStage(**kw)
     else:
-        source = SampleTraceFiles(args.paths, args.bounds)
+        source = SampleTraceFiles(args.paths, args.bounds, args.max_line_bytes)
         stage = sample_stages.SampleTraceStage(args.sample_period, **kw)
     settings = {"mem_per_core_gib": args.mem_per_core, "sample_period_s": args.sample_period}
     return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)

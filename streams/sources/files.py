@@ -1,70 +1,346 @@
-"""Reading input files: gzip detected by its magic bytes, whole-line chunks for streaming parsers
-(memory flat in the file size), and a plain progress line on stderr."""
+"""Reading input files: compression sniffed from the magic bytes (gzip, bz2, xz, zstd read;
+archives and other compressions refused by name), whole-line chunks and lines with a cap on a
+line's length (memory flat in the file size and in its longest line), and a plain progress line
+on stderr."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import sys
 import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
+from models.records.reject import Reject
 from streams.errors import UserError
 
+try:  # a dependency; without it zstd inputs are refused by name
+    import zstandard as _zstd
+except ImportError:  # pragma: no cover - exercised only where the package is missing
+    _zstd = None  # type: ignore[assignment]
+
 GZIP_MAGIC = b"\x1f\x8b"
+BZ2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Inputs refused by name: archives hold files (extract them first), other compressions have no
+# reader here (decompress them first).
+REFUSED = (
+    (b"PK\x03\x04", "zip archive", "extract it first"),
+    (b"PK\x05\x06", "zip archive", "extract it first"),
+    (b"PK\x07\x08", "zip archive", "extract it first"),
+    (b"7z\xbc\xaf\x27\x1c", "7z archive", "extract it first"),
+    (b"Rar!\x1a\x07", "rar archive", "extract it first"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed input", "decompress it first"),
+    (b"\x1f\x9d", "compress (.Z) input", "decompress it first"),
+)
+TAR_MAGIC_AT = 257  # "ustar" in a tar header (POSIX and GNU)
+
+MAX_LINE_BYTES = 1 << 20  # default of the max_line_bytes setting
+LINE_TOO_LONG = "line_too_long"
+KEEP_BYTES = 200  # of an overlong line, kept as its reject text
+_SKIP_PIECE = 1 << 20  # an overlong line is skipped in pieces of this size
+
+
+class DamagedInput(Exception):
+    """A compressed stream that cannot be read to its end (corrupt or truncated)."""
+
+
+def _damaged(path: str | Path, why: object) -> UserError:
+    return UserError(f"{path}: damaged compressed input ({why}); nothing written")
+
+
+class _Decompressed(io.RawIOBase):
+    """A decompressing reader (bz2, xz, zstd) as a raw stream: its errors become DamagedInput,
+    ``fileobj`` is the file on disk (for progress)."""
+
+    def __init__(self, inner: Any, fileobj: BinaryIO, kind: str) -> None:
+        super().__init__()
+        self.inner, self.fileobj, self.kind = inner, fileobj, kind
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        try:
+            n: int = self.inner.readinto(b)
+        except (EOFError, lzma.LZMAError) as e:
+            raise DamagedInput(f"{self.kind}: {e}") from None
+        except OSError as e:
+            if e.errno is not None:  # a real I/O error of the file, not of its contents
+                raise
+            raise DamagedInput(f"{self.kind}: {e}") from None
+        except Exception as e:
+            if _zstd is not None and isinstance(e, _zstd.ZstdError):
+                raise DamagedInput(f"{self.kind}: {e}") from None
+            raise
+        return n
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+            self.fileobj.close()
+        finally:
+            super().close()
+
+
+def _check_zstd_frames(f: BinaryIO) -> None:
+    """Walk the frames of a zstd file (headers and block headers only) and raise DamagedInput if
+    it ends inside one: the zstandard stream reader returns a truncated frame's bytes silently.
+    Corrupt block contents are found by the decoder itself."""
+    f.seek(0, io.SEEK_END)
+    size = f.tell()
+    pos = 0
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        f.seek(pos)
+        b = f.read(n)
+        if len(b) < n:
+            raise DamagedInput("zstd: truncated")
+        pos += n
+        return b
+
+    while pos < size:
+        magic = int.from_bytes(take(4), "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            skip = int.from_bytes(take(4), "little")
+            pos += skip
+            if pos > size:
+                raise DamagedInput("zstd: truncated")
+            continue
+        if magic != 0xFD2FB528:
+            raise DamagedInput(f"zstd: no frame at byte {pos - 4}")
+        fhd = take(1)[0]
+        single = fhd >> 5 & 1
+        fcs = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        take((0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + fcs)
+        while True:
+            h = int.from_bytes(take(3), "little")
+            kind, bsize = h >> 1 & 3, h >> 3
+            if kind == 3:
+                raise DamagedInput("zstd: reserved block type")
+            pos += 1 if kind == 1 else bsize
+            if pos > size:
+                raise DamagedInput("zstd: truncated")
+            if h & 1:
+                break
+        if fhd >> 2 & 1:
+            take(4)  # content checksum
+    f.seek(0)
+
+
+def _refuse(path: str | Path, what: str, advice: str) -> UserError:
+    return UserError(f"{path}: {what}; {advice}")
 
 
 def open_binary(path: str | Path) -> BinaryIO:
-    """Open a file for binary reading, decompressing gzip transparently."""
+    """Open a file for binary reading, decompressing gzip, bz2, xz and zstd transparently (told
+    by their magic bytes, not the name). Archives (zip, 7z, rar, tar, also compressed) and other
+    compressions are refused by name (UserError); a zstd file that ends inside a frame too."""
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller
-    if f.read(2) == GZIP_MAGIC:
+    try:
+        head = f.read(8)
         f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
-    f.seek(0)
-    return f
+        g: BinaryIO
+        if head.startswith(GZIP_MAGIC):
+            gz = gzip.GzipFile(fileobj=f, mode="rb")
+            gz.myfileobj = f  # type: ignore[assignment]  # closed with it
+            g = gz  # type: ignore[assignment]
+        elif head.startswith(BZ2_MAGIC):
+            g = _buffered(bz2.BZ2File(f), f, "bz2")
+        elif head.startswith(XZ_MAGIC):
+            g = _buffered(lzma.LZMAFile(f), f, "xz")
+        elif head.startswith(ZSTD_MAGIC):
+            if _zstd is None:
+                raise _refuse(path, "zstd-compressed input", "decompress it first")
+            try:
+                _check_zstd_frames(f)
+            except DamagedInput as e:
+                raise _damaged(path, e) from None
+            reader = _zstd.ZstdDecompressor().stream_reader(
+                f, read_size=1 << 16, read_across_frames=True
+            )
+            g = _buffered(reader, f, "zstd")
+        else:
+            for magic, what, advice in REFUSED:
+                if head.startswith(magic):
+                    raise _refuse(path, what, advice)
+            g = f
+        if g is not f:
+            try:
+                inner = g.peek(TAR_MAGIC_AT + 5)  # type: ignore[attr-defined]
+            except (DamagedInput, EOFError, OSError, zlib.error) as e:
+                if isinstance(e, OSError) and e.errno is not None:
+                    raise
+                raise _damaged(path, e) from None
+        else:
+            inner = f.peek(TAR_MAGIC_AT + 5)
+        if inner[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar":
+            raise _refuse(path, "tar archive", "extract it first")
+        return g
+    except BaseException:
+        f.close()
+        raise
+
+
+def _buffered(inner: Any, f: BinaryIO, kind: str) -> BinaryIO:
+    return io.BufferedReader(_Decompressed(inner, f, kind), buffer_size=1 << 20)
 
 
 def open_text(path: str | Path) -> IO[str]:
-    """Open a possibly gzip-compressed file as UTF-8 text (bad bytes replaced, never fatal)."""
+    """Open a possibly compressed file as UTF-8 text (bad bytes replaced, never fatal). Its lines
+    are not capped: use :func:`capped_lines` for input records."""
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace")
 
 
 def read_text(path: str | Path) -> str:
-    """The whole (possibly gzip-compressed) file as text, bad bytes replaced."""
+    """The whole (possibly compressed) file as text, bad bytes replaced."""
     with open_binary(path) as f:
         return f.read().decode("utf-8", "replace")
 
 
+def check_format(path: str | Path) -> None:
+    """Refuse an input whose compression or archive format cannot be read (UserError), before
+    the run reads a line."""
+    with reading(path), open_binary(path):
+        pass
+
+
 @contextmanager
 def reading(path: str | Path) -> Iterator[None]:
-    """Turn a damaged input (a truncated or corrupt gzip stream) into a one-line user error that
-    names the file; the run's outputs are not written."""
+    """Turn a damaged input (a truncated or corrupt gzip, bz2, xz or zstd stream) into a
+    one-line user error that names the file; the run's outputs are not written."""
     try:
         yield
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise UserError(f"{path}: damaged compressed input ({e}); nothing written") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error, DamagedInput) as e:
+        raise _damaged(path, e) from None
 
 
 def raw_position(f: BinaryIO) -> int:
-    """Bytes consumed from the file on disk (compressed position for gzip), for progress."""
-    inner = getattr(f, "fileobj", None)
+    """Bytes consumed from the file on disk (the compressed position for a compressed file),
+    for progress."""
+    inner = getattr(f, "fileobj", None)  # gzip
+    if inner is None:
+        inner = getattr(getattr(f, "raw", None), "fileobj", None)  # bz2, xz, zstd
     return inner.tell() if inner is not None else f.tell()
 
 
-def line_chunks(f: BinaryIO, chunk_bytes: int = 32 << 20) -> Iterator[bytes]:
-    """Chunks of whole lines: a block, completed up to the end of its last line (each chunk
-    ends with a newline except possibly the very last)."""
+@dataclass(frozen=True, slots=True)
+class LongLine:
+    """A line longer than the cap, replaced by an empty line in its chunk."""
+
+    index: int  # of the line in its chunk, from 0
+    head: bytes  # its first KEEP_BYTES bytes
+
+    def reject(self, source: str, first_lineno: int) -> Reject:
+        text = self.head.decode("utf-8", "replace")
+        return Reject(LINE_TOO_LONG, source, first_lineno + self.index, text)
+
+
+def _skip_line(f: BinaryIO) -> None:
+    """Read past the end of the current line, in bounded pieces."""
+    while True:
+        piece = f.readline(_SKIP_PIECE)
+        if not piece or piece.endswith(b"\n"):
+            return
+
+
+def line_chunks(
+    f: BinaryIO, chunk_bytes: int = 32 << 20, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[bytes, list[LongLine]]]:
+    """Chunks of whole lines: a block, completed up to the end of its last line (each chunk ends
+    with a newline except possibly the very last), and the lines in it that were longer than
+    ``max_line_bytes`` (without their newline). Such a line is replaced by an empty line, so the
+    numbers of the others stay right, and is never held whole: its unread part is skipped in
+    bounded pieces. A chunk holds at most ``chunk_bytes + max_line_bytes + 1`` bytes."""
+    cap = max_line_bytes
     while True:
         block = f.read(chunk_bytes)
         if not block:
             return
+        tail: bytes | None = None  # head of an overlong unfinished last line
         if not block.endswith(b"\n"):
-            block += f.readline()
-        yield block
+            start = block.rfind(b"\n") + 1
+            have = len(block) - start
+            if have <= cap:
+                more = f.readline(cap + 1 - have)
+                block += more
+                have += len(more)
+            if have > cap and not block.endswith(b"\n"):
+                tail = block[start : start + KEEP_BYTES]
+                more = f.readline(KEEP_BYTES - len(tail)) if len(tail) < KEEP_BYTES else b""
+                tail += more.removesuffix(b"\n")
+                if not more.endswith(b"\n"):
+                    _skip_line(f)
+                block = block[:start] + b"\n"
+        # overlong lines inside the block: hop from line start to the last newline within
+        # cap + 1 bytes (about len/cap steps); none there means the line at pos is too long
+        spans: list[tuple[int, int]] = []
+        n = len(block)
+        pos = 0
+        while n - pos > cap + 1:
+            j = block.rfind(b"\n", pos, pos + cap + 1)
+            if j >= 0:
+                pos = j + 1
+                continue
+            k = block.find(b"\n", pos + cap + 1)
+            k = n if k < 0 else k
+            spans.append((pos, k))
+            pos = k + 1
+        if not spans and tail is None:
+            yield block, []
+            continue
+        longs: list[LongLine] = []
+        parts: list[bytes] = []
+        prev = counted = index = 0
+        for a, b in spans:
+            index += block.count(b"\n", counted, a)
+            counted = a
+            longs.append(LongLine(index, block[a : min(b, a + KEEP_BYTES)]))
+            parts.append(block[prev:a])
+            prev = b  # the newline stays: an empty line in its place
+        parts.append(block[prev:])
+        block = b"".join(parts)
+        if tail is not None:
+            longs.append(LongLine(block.count(b"\n") - 1, tail))
+        yield block, longs
+
+
+def capped_lines(
+    f: BinaryIO,
+    source: str,
+    rejects: list[Reject],
+    max_line_bytes: int = MAX_LINE_BYTES,
+    chunk_bytes: int = 1 << 20,
+) -> Iterator[bytes]:
+    """The lines of ``f`` without their newline (CRLF taken as a newline). A line longer than
+    ``max_line_bytes`` is yielded as an empty line (line numbers stay right) and appended to
+    ``rejects`` as ``line_too_long`` with its first 200 bytes, in its place in the stream (when
+    the line is reached, so rejects stay in line order with the parser's own)."""
+    lineno = 1
+    for chunk, longs in line_chunks(f, chunk_bytes, max_line_bytes):
+        if b"\r\n" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n")
+        lines = chunk.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        if not longs:
+            yield from lines
+        else:
+            at = {ln.index: ln for ln in longs}
+            for i, line in enumerate(lines):
+                if i in at:
+                    rejects.append(at[i].reject(source, lineno))
+                yield line
+        lineno += len(lines)
 
 
 class Progress:

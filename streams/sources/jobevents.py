@@ -11,34 +11,58 @@ import bisect
 import os
 from collections.abc import Iterator
 from operator import attrgetter
+from typing import BinaryIO
 
+from models.formats.hostlist import MAX_HOSTS
 from models.formats.jobsource import iter_job_events, sort_events
+from models.formats.sacct import iter_sacct_events
 from models.formats.swf import parse_header
 from models.jobs.capability import DayCalendar
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
-from streams.sources.files import open_text, reading
+from streams.sources.files import MAX_LINE_BYTES, capped_lines, check_format, open_binary, reading
 
 BATCH = 8192
 
 
+def text_lines(
+    f: BinaryIO, source: str, rejects: list[Reject], max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[str]:
+    """The lines of a job-event file as text (bad UTF-8 replaced, CRLF as LF), each longer than
+    ``max_line_bytes`` rejected as ``line_too_long`` and read as an empty line."""
+    for line in capped_lines(f, source, rejects, max_line_bytes):
+        yield line.decode("utf-8", "replace")
+
+
 def read_job_events(
-    fmt: str, paths: list[str], rejects: RejectLog, bounds: TimeBounds | None = None
+    fmt: str,
+    paths: list[str],
+    rejects: RejectLog,
+    bounds: TimeBounds | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_hosts: int = MAX_HOSTS,
 ) -> tuple[list[JobEvent], list[InputStats]]:
     """Every plausible event of every file, sorted; per-file statistics. An event whose time is
     outside ``bounds`` is rejected (``implausible_time``; line 0: the event, not its line, is
-    known here), so one end dated 2400 cannot charge four centuries of node-hours."""
+    known here), so one end dated 2400 cannot charge four centuries of node-hours. Lines longer
+    than ``max_line_bytes`` are rejected (``line_too_long``) without being held whole; sacct
+    node lists naming more than ``max_hosts`` hosts are rejected (``hostlist_too_large``)."""
     bounds = bounds or TimeBounds()
+    for p in paths:  # an archive or unreadable compression is refused before a line is read
+        check_format(p)
     events: list[JobEvent] = []
     stats: list[InputStats] = []
     for p in paths:
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
-        with reading(p), open_text(p) as f:
+        with reading(p), open_binary(p) as f:
+            lines = text_lines(f, str(p), bad, max_line_bytes)
             evs = keep_plausible(
-                iter_job_events(fmt, f, source=str(p), rejects=bad),
+                iter_sacct_events(lines, bad, str(p), max_hosts=max_hosts)
+                if fmt == "sacct"
+                else iter_job_events(fmt, lines, source=str(p), rejects=bad),
                 bounds,
                 str(p),
                 lambda e: e.to_json().decode(),
@@ -73,9 +97,9 @@ class JobEventFiles:
 
 def swf_max_nodes(path: str) -> int | None:
     """MaxNodes of an SWF file's header comments."""
-    with reading(path), open_text(path) as f:
+    with reading(path), open_binary(path) as f:
         head = []
-        for line in f:
+        for line in text_lines(f, path, []):
             if not line.lstrip().startswith(";"):
                 if line.strip():
                     break

@@ -4,7 +4,8 @@ Files are read in the order of their first record's time, whatever order they we
 (``moab.log.1 moab.log.0`` from a glob reads .0 after .1 if .1 is older). Files that overlap in
 time are refused unless ``allow_overlap`` (their records would be out of order and accrue
 nothing). Bad node-status lines go to the run's reject log with their reason; lines that are
-other Moab messages are counted as ignored.
+other Moab messages are counted as ignored; a line longer than ``max_line_bytes`` is rejected as
+``line_too_long`` without being held whole.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
 from streams.format import instant_ms
-from streams.sources.files import Progress, line_chunks, open_binary, raw_position, reading
+from streams.sources.files import (
+    MAX_LINE_BYTES,
+    LongLine,
+    Progress,
+    line_chunks,
+    open_binary,
+    raw_position,
+    reading,
+)
 
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
 
@@ -52,8 +61,10 @@ class MoabFiles:
         progress: bool = True,
         allow_overlap: bool = False,
         bounds: TimeBounds | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self.bounds = bounds or TimeBounds()
+        self.max_line_bytes = max_line_bytes
         self.paths = in_time_order(paths)
         self.allow_overlap = allow_overlap
         self.book = book
@@ -70,8 +81,10 @@ class MoabFiles:
             with reading(path), open_binary(path) as f:
                 lineno = 1
                 stats.lines = 0
-                for chunk in line_chunks(f, self.chunk_bytes):
+                for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes):
                     parsed = self._parse(chunk, path, lineno)
+                    if longs:
+                        _too_long(parsed, longs, path, lineno)
                     lineno += parsed.lines
                     stats.lines += parsed.lines
                     stats.ignored += parsed.ignored
@@ -130,3 +143,12 @@ class MoabFiles:
         kept = [r for r in again.rejects if r.lineno not in blanked]
         again.rejects = sorted([*kept, *bad], key=lambda r: r.lineno)
         return again
+
+
+def _too_long(parsed: ParsedChunk, longs: list[LongLine], path: str, lineno: int) -> None:
+    """Lines longer than the cap were read as empty lines (so the others keep their numbers):
+    their ``blank_line`` rejects are not the input's; each is rejected as ``line_too_long``."""
+    too_long = [ln.reject(path, lineno) for ln in longs]
+    blanked = {r.lineno for r in too_long}
+    kept = [r for r in parsed.rejects if not (r.reason == "blank_line" and r.lineno in blanked)]
+    parsed.rejects = sorted([*kept, *too_long], key=lambda r: r.lineno)

@@ -1,11 +1,14 @@
 """Node-sample inputs: JSON-lines traces (MB) and LLview job directories (MiB).
 
-:class:`SampleTraceFiles` yields one list of NodeSamples per file; :class:`LlviewDirs` yields one
-:class:`LlviewJob` (its parsed series) per job directory.
+:class:`SampleTraceFiles` streams each file's lines and yields lists of at most ``batch``
+NodeSamples (memory flat in the file size; a line longer than ``max_line_bytes`` is rejected as
+``line_too_long`` without being held whole); :class:`LlviewDirs` yields one :class:`LlviewJob`
+(its parsed series) per job directory.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,31 +21,55 @@ from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
-from streams.sources.files import read_text, reading
+from streams.sources.files import (
+    MAX_LINE_BYTES,
+    capped_lines,
+    check_format,
+    open_binary,
+    read_text,
+    reading,
+)
+
+BATCH = 65_536  # samples per batch
 
 
 class SampleTraceFiles:
-    """Samples whose time is outside ``bounds`` are rejected (``implausible_time``)."""
+    """Samples whose time is outside ``bounds`` are rejected (``implausible_time``; the jump
+    rule, ``time_jump``, looks at one batch at a time)."""
 
-    def __init__(self, paths: list[str], bounds: TimeBounds | None = None) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        bounds: TimeBounds | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        batch: int = BATCH,
+    ) -> None:
+        for p in paths:  # an archive or unreadable compression is refused before a line is read
+            check_format(p)
         self.bounds = bounds or TimeBounds()
         self.paths = paths
+        self.max_line_bytes = max_line_bytes
+        self.batch = batch
         self.inputs = [InputStats(p, bytes=os.path.getsize(p)) for p in paths]
 
     def batches(self, rejects: RejectLog) -> Iterator[list[NodeSample]]:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
-            with reading(p):
-                text = read_text(Path(p))
-            samples = keep_plausible(
-                parse_trace(text.splitlines(), p, bad),
-                self.bounds,
-                p,
-                lambda smp: dumps(smp).decode(),
-                bad,
-            )
-            st.tally([s.ts for s in samples], bad, rejects)
-            yield samples
+            with reading(p), open_binary(p) as f:
+                lines = (
+                    line.decode("utf-8", "replace")
+                    for line in capped_lines(f, p, bad, self.max_line_bytes)
+                )
+                parsed = parse_trace(lines, p, bad)
+                while chunk := list(itertools.islice(parsed, self.batch)):
+                    samples = keep_plausible(
+                        chunk, self.bounds, p, lambda smp: dumps(smp).decode(), bad
+                    )
+                    st.tally([s.ts for s in samples], bad, rejects)
+                    bad.clear()
+                    if samples:
+                        yield samples
+            st.tally([], bad, rejects)  # rejects after the last sample
 
 
 @dataclass(slots=True)
