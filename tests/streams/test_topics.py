@@ -86,3 +86,12 @@ def test_dead_letter_message_validates() -> None:
     assert msg == {"source": "moab.log", "line": 7, "reason": "bad_timestamp", "text": r.text}
     msg = dead_letter_message(r, topic="t", partition=3, offset=99)
     jsonschema.Draft202012Validator(DEAD_LETTER_SCHEMA).validate(msg)
+
+
+def test_docs_topics_md_is_generated_from_the_topics() -> None:
+    from streams.topics import topics_markdown
+    from tests.paths import REPO
+
+    assert (REPO / "docs" / "topics.md").read_text() == topics_markdown(), (
+        "regenerate with: python -m streams.topics"
+    )
