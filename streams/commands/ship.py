@@ -79,7 +79,7 @@ def _ship_moab(args: argparse.Namespace) -> int:
             topic = settings.topic_prefix + "node-status"
             parts = len(await producer.partitions_for(topic))
             shipper = MoabShipper(producer, topic, settings.topic_prefix + "dead-letter", parts,
-                                  bounds)  # fmt: skip
+                                  bounds, settings.max_line_bytes)  # fmt: skip
             if args.follow:
                 os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
                 await follow(shipper, args.paths[0], checkpoint, poll_s=args.poll, stop=stop)

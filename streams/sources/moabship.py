@@ -32,7 +32,15 @@ from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams.kafka import MAX_MESSAGE_BYTES
 from streams.sinks.files import atomic_file
-from streams.sources.files import open_binary
+from streams.sources.files import (
+    KEEP_BYTES,
+    LINE_TOO_LONG,
+    MAX_LINE_BYTES,
+    LongLine,
+    line_chunks,
+    open_binary,
+    reading,
+)
 from streams.sources.moab import MoabFiles
 from streams.topics import dead_letter_message
 from streams.wire import MAX_ROWS, encode, partition_of
@@ -60,12 +68,14 @@ class ShipStats:
 
 class MoabShipper:
     def __init__(self, producer: Any, topic: str, dead_topic: str, partitions: int,
-                 bounds: TimeBounds | None = None) -> None:  # fmt: skip
+                 bounds: TimeBounds | None = None,
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:  # fmt: skip
         self.producer = producer
         self.topic = topic
         self.dead_topic = dead_topic
         self.partitions = partitions
         self.bounds = bounds or TimeBounds()
+        self.max_line_bytes = max_line_bytes
         self.book = Codebook()
         self.part_of = np.empty(0, dtype=np.int64)
         self.stats = ShipStats()
@@ -78,8 +88,11 @@ class MoabShipper:
         owners: np.ndarray = self.part_of[b.node]
         return owners
 
-    async def ship(self, chunk: bytes, source: str, first_line: int) -> int:
-        """Parse whole lines, send them, wait for the broker's acks; returns lines shipped."""
+    async def ship(
+        self, chunk: bytes, source: str, first_line: int, longs: list[LongLine] | None = None
+    ) -> int:
+        """Parse whole lines, send them, wait for the broker's acks; returns lines shipped.
+        ``longs``: lines over the length cap, read as empty lines (``line_chunks``)."""
         if len(self.book.jobs) > RESET_JOBS:
             self.book = Codebook()
             self.part_of = np.empty(0, dtype=np.int64)
@@ -136,21 +149,13 @@ async def ship_files(shipper: MoabShipper, paths: list[str], progress: bool = Tr
     """Ship whole files (any compression), in the order given (the CLI orders them)."""
     for path in paths:
         line = 1
-        with open_binary(path) as f:
-            rest = b""
-            while True:
-                block = f.read(READ_BYTES)
-                data = rest + block
-                whole = _whole_lines(data, final=not block)
-                rest = data[len(whole) :]
-                if whole:
-                    line += await shipper.ship(whole, path, line)
+        with reading(path), open_binary(path) as f:
+            for chunk, longs in line_chunks(f, READ_BYTES, shipper.max_line_bytes):
+                line += await shipper.ship(chunk, path, line, longs)
                 if progress:
                     s = shipper.stats
                     print(f"\rship moab: {path}: {s.lines:,} lines, {s.records:,} records, "
                           f"{s.dead_letters:,} dead letters", end="", file=sys.stderr)  # fmt: skip
-                if not block:
-                    break
         if progress:
             print(file=sys.stderr)
         await shipper.end_of_input(path)
@@ -256,6 +261,15 @@ async def follow(
                         continue
                     data = f.read()  # the rest of the rotated file, last line included
                 whole = _whole_lines(data, final=final)
+                if not whole and len(data) > shipper.max_line_bytes:
+                    skipped = await _skip_long_line(shipper, f, offset, path, line)
+                    if skipped:
+                        offset, line = offset + skipped, line + 1
+                        Checkpoint(path, fst.st_dev, fst.st_ino, offset, line).save(checkpoint)
+                    else:
+                        await _sleep(stop, poll_s)  # its end is not written yet
+                    f.seek(offset)
+                    continue
                 if whole:
                     line += await shipper.ship(whole, path, line)
                     offset += len(whole)
@@ -266,6 +280,27 @@ async def follow(
                     break
         finally:
             f.close()
+
+
+async def _skip_long_line(shipper: MoabShipper, f: Any, offset: int, source: str, line: int) -> int:
+    """Bytes of the overlong line at ``offset`` up to its newline (0: not ended yet), read in
+    bounded pieces; the line is dead-lettered as ``line_too_long`` with its head."""
+    f.seek(offset)
+    head = f.read(KEEP_BYTES)
+    n: int = len(head)
+    while True:
+        piece = f.read(1 << 20)
+        if not piece:
+            return 0
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            n += nl + 1
+            break
+        n += len(piece)
+    r = Reject(LINE_TOO_LONG, source, line, head.split(b"\n")[0].decode("utf-8", "replace"))
+    await asyncio.gather(await shipper.dead_letter(r))
+    shipper.stats.lines += 1
+    return n
 
 
 def _stat(path: str) -> os.stat_result | None:
