@@ -89,6 +89,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="static basis: schedulable nodes (default: settings, else nodes seen)",
     )
     p.add_argument("--rejects", default=None, help="write rejected records with reasons here")
+    p.add_argument(
+        "--influx",
+        action="store_true",
+        help="moab: also write the drain rows to InfluxDB (the settings' influx_*), the "
+        "measurements the live worker writes (docs/influxdb.md)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument(
         "--max-reject-share",
@@ -267,6 +273,17 @@ def run(args: argparse.Namespace) -> int:
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
     args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
+    if args.influx:
+        if args.format != "moab":
+            raise UserError("--influx writes the drain measurements: it needs --format moab")
+        from streams.commands.worker import influx_sink
+        from streams.config import load_settings
+        from streams.kafka import Unreachable
+
+        try:
+            args.influx_sink = influx_sink(load_settings(getattr(args, "config", None)), "replay")
+        except Unreachable as e:
+            raise UserError(f"--influx: {e}") from None
     engine = ENGINES[args.format]
     build, owned = _ENGINE_RUNS[engine]
     rejects = driver.RejectLog(args.rejects)
@@ -278,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     sink = DirectorySink(args.out, owned=owned)
     summary = driver.run(r, [sink], rejects)
+    influx = getattr(args, "influx_sink", None)
     if not args.no_progress or summary["rejected"]:
         print(report_line(f"replay {args.format}", summary, args.out), file=sys.stderr)
     records, rejected = summary["records"], summary["rejected"]
@@ -294,6 +312,14 @@ def run(args: argparse.Namespace) -> int:
             f"{share:.0%} of the records were rejected or out of time order (more than "
             f"--max-reject-share {args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
         )
+    if influx is not None:
+        rows, jobs = args.drain_stage.live_rows()
+        influx.write_windows(rows)
+        influx.write_jobs(jobs)
+        influx.close()
+        if not args.no_progress:
+            print(f"replay moab: {len(rows):,} window rows and {len(jobs):,} job rows written to "
+                  f"InfluxDB {influx.bucket}", file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -335,7 +361,9 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         ftl_threshold=args.ftl_threshold,
         jobs=jobs,
         reorder_window_s=args.reorder_window,
+        unit="minute" if args.influx else "hour",
     )
+    args.drain_stage = stage
     feeds = [driver.Feed(source, [stage])]
     if jobs is not None:
         job_files = _LazyJobFiles(

@@ -14,8 +14,12 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streams.config import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from streams.sinks.influx import InfluxSink
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> object:
+def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> InfluxSink:
     """An InfluxSink for the settings, once InfluxDB answers its ping (retried with backoff
     up to ``connect_timeout``; raises Unreachable after)."""
     from influxdb_client import InfluxDBClient
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"drainwatch worker: {e}", file=sys.stderr)
         return 1
     app = create_app(settings, app_id=args.group or APP_ID)
-    attach(app, settings, sink)  # type: ignore[arg-type]
+    attach(app, settings, sink)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:

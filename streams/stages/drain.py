@@ -22,6 +22,7 @@ from models.drain.jobs import (
     job_times,
     sliding_jobs,
 )
+from models.drain.live import LiveJob, LiveWindow
 from models.records.jobevent import JobEvent
 from models.records.nodestatus import KNOWN_STATES, Codebook, NodeStatusBatch
 from models.records.reorder import ReorderBuffer
@@ -181,12 +182,15 @@ class DrainStage:
         ftl_threshold: float = FAILURE_TO_LAUNCH_S,
         jobs: JobTimesStage | None = None,
         reorder_window_s: float = 0.0,
+        unit: str = "hour",
     ) -> None:
+        """``unit``: the finest window; 'minute' when the rows also go to InfluxDB
+        (:meth:`live_rows`), as the live worker writes them."""
         self.book = book
         self.reorder = ReorderBuffer(round(reorder_window_s * 1000))
         self.tz = tz
         self.max_gap_s = max_gap_s
-        self.acc = DrainAccountant(book, tz=tz, max_gap_ms=round(max_gap_s * 1000))
+        self.acc = DrainAccountant(book, tz=tz, max_gap_ms=round(max_gap_s * 1000), unit=unit)
         self.basis_nodes_option = basis_nodes
         self.quality_min = quality_min
         self.ftl_threshold = ftl_threshold
@@ -349,6 +353,53 @@ class DrainStage:
                     for j in failure_to_launch(jobs, self.ftl_threshold)
                 ],
             )
+
+    def live_rows(self) -> tuple[list[LiveWindow], list[LiveJob]]:
+        """The rows the live worker writes for the same records (after :meth:`finish`): every
+        window, provisional when it ends after the last record, and every job charged."""
+        acc = self.acc
+        last = acc.last_ms if acc.last_ms is not None else 0
+        units = [("hour", acc.hourly()), ("day", acc.daily())]
+        if acc.unit == "minute":
+            units.insert(0, ("minute", acc.windows()))
+        rows = []
+        for unit, ws in units:
+            for w in ws:
+                b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms,
+                                 self.basis_nodes, self.quality_min)  # fmt: skip
+                rows.append(
+                    LiveWindow(
+                        unit,
+                        w.start_ms,
+                        w.length_ms,
+                        w.nodes,
+                        w.accounted_ms,
+                        w.drain_ms,
+                        w.idle_unallocated_ms,
+                        w.down_ms,
+                        w.unaccounted_ms,
+                        b.drain_pct_static,
+                        b.drain_pct_dynamic,
+                        b.seconds_per_node,
+                        b.quality,
+                        w.start_ms + w.length_ms > last,
+                    )  # fmt: skip
+                )
+        running = acc.nodes_running()
+        charged = acc.nodes_charged()
+        jobs = [
+            LiveJob(
+                self.book.jobs.names[j],
+                int(acc.job_drain_ms[j]),
+                int(charged[j]),
+                int(acc.job_first_ms[j]),
+                int(acc.job_last_ms[j]),
+                int(running[j]),
+                int(acc.job_first_ms[j]),
+            )  # fmt: skip
+            for j in acc.jobs_charged().tolist()
+        ]
+        return rows, jobs
 
     def summary(self) -> dict[str, Any]:
         acc, book = self.acc, self.book

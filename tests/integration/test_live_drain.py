@@ -359,3 +359,28 @@ def test_same_totals_through_worker_shipper_broker_and_influxdb_failures(
     live.wait_equal(replay, timeout=180)
     m = live.metrics()
     assert m["drainwatch_dead_letters_total"] >= 0
+
+
+def test_replay_influx_writes_the_live_measurements(
+    stack: Any, influx: Any, simlog: tuple[Path, Path], tmp_path: Path
+) -> None:
+    log, replay = simlog
+    env = {**Live(stack, influx, tmp_path).env}
+    out = tmp_path / "out"
+    p = subprocess.run(_cli("replay", "--format", "moab", str(log), "--out", str(out),
+                            "--influx", "--no-progress"),
+                       env=env, capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    check_influx(influx, replay)
+    for f in ("drain_daily.csv", "drain_hourly.csv", "drain_jobs.csv"):
+        assert (out / f).read_bytes() == (replay / f).read_bytes(), f
+    minutes = influx.influxql("SELECT * FROM drain WHERE \"window\"='minute'")
+    assert len(minutes) >= 1440
+    hours = _csv(replay / "drain_hourly.csv")
+    assert sum(m["drain_node_seconds"] for m in minutes) == pytest.approx(
+        sum(float(h["drain_node_seconds"]) for h in hours), rel=1e-12
+    )
+    # provisional: exactly the windows that end after the last record
+    last_ms = max(_ms(h["hour"]) for h in hours)
+    for r in influx.influxql("SELECT * FROM drain WHERE provisional=true"):
+        assert r["time"] // 1_000_000 + r["length_seconds"] * 1000 > last_ms
