@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import tracemalloc
 import zlib
@@ -44,12 +45,15 @@ from models.records.nodestatus import KNOWN_STATES, NO_JOB, Codebook, NodeStatus
 from models.records.reject import Reject
 from tests.models.formats.test_moab import same
 
+# DRAINWATCH_FUZZ_SCALE=20 runs twenty times the examples (a deep run; the default keeps this
+# file under ~10 s)
+SCALE = float(os.environ.get("DRAINWATCH_FUZZ_SCALE", "1"))
 FUZZ = settings(
-    max_examples=150,
+    max_examples=int(150 * SCALE),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-FEW = settings(FUZZ, max_examples=60)
+FEW = settings(FUZZ, max_examples=int(60 * SCALE))
 
 INT64_MAX = 2**63 - 1
 # Moab times: years 0001..9999 with offsets up to +-23:59
@@ -578,20 +582,29 @@ def test_jobcomp_record_events_raise_only_job_event_error(line: str, start_recor
     check_job_events(evs)
 
 
-def _scalar_node_list(line: str) -> bool:
-    """models/records/jobevent.py raises TypeError on a number or boolean node_list (not a
-    formats/ file: see test_jobevent_scalar_node_list_is_rejected, xfail)."""
+def known_jobevent_bug(line: str) -> bool:
+    """A simulator JSON line that models/records/jobevent.py (not a formats/ file) mishandles,
+    see the two xfail tests below: a number or boolean node_list (TypeError), or nodes / cores /
+    exit_code outside int64 (accepted)."""
     try:
         d = orjson.loads(line)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(d, dict) and isinstance(d.get("node_list"), int | float | bool)
+    if not isinstance(d, dict):
+        return False
+    if isinstance(d.get("node_list"), int | float | bool):
+        return True
+    for k in ("nodes", "cores", "exit_code"):
+        v = d.get(k)
+        if isinstance(v, int | float) and not -(2**63) <= v <= INT64_MAX:
+            return True
+    return False
 
 
 @FUZZ
 @given(st.one_of(near_jobevent, junk_text, st.just(json.dumps(JOBEVENT))))
 def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
-    assume(not _scalar_node_list(line))
+    assume(not known_jobevent_bug(line))
     try:
         e = parse_jobevent_line(line)
     except JobEventError as err:
@@ -609,6 +622,19 @@ def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
 def test_jobevent_scalar_node_list_is_rejected() -> None:
     with pytest.raises(JobEventError):
         parse_jobevent_line(b'{"type":"start","ts":1,"job":"a","node_list":5}')
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="models/records/jobevent.py _opt_int and the exit_code check take any integer, also "
+    "beyond int64 (1e23 nodes becomes 10**23, whose to_json() raises TypeError 'Integer exceeds "
+    "64-bit range': an internal error in replay) (outside models/formats, reported)",
+)
+@pytest.mark.parametrize("field", ['"nodes": 1e23', '"cores": 9223372036854775808',
+                                   '"exit_code": 18446744073709551615'])  # fmt: skip
+def test_jobevent_integers_beyond_int64_are_rejected(field: str) -> None:
+    with pytest.raises(JobEventError):
+        parse_jobevent_line('{"type": "end", "ts": 1, "job": "a", ' + field + "}")
 
 
 # ---- SWF ----------------------------------------------------------------------------------
@@ -725,7 +751,7 @@ def test_iter_job_events_accounts_for_every_line(
     format skips it (blank, comment, header, step)."""
     line = data.draw(st.one_of(job_line[fmt], st.text(CHARS, max_size=80)), label="line")
     if fmt == "jobevents":
-        assume(not _scalar_node_list(line))
+        assume(not known_jobevent_bug(line))
     raw = line.encode("utf-8", "surrogatepass") if as_bytes else line
     rejects: list[Reject] = []
     evs = list(iter_job_events(fmt, [raw], source="fz", rejects=rejects))
