@@ -105,6 +105,7 @@ class DrainPipeline:
         self.parts: dict[int, PartitionDrain] = {}
         self.decoders: dict[int, Decoder] = {}
         self.held: dict[int, list[Any]] = {}
+        self.fresh: set[int] = set()  # partitions with records not yet in a partial
         self.dead: list[Any] = []  # dead-letter send futures to await before acking
         self.lock = asyncio.Lock()
         self.comb: DrainCombiner | None = None
@@ -155,6 +156,7 @@ class DrainPipeline:
                 self._one(ev, st, p, off)
                 st.offset = off
                 self.held[p].append(ev)
+                self.fresh.add(p)
 
     def _one(self, ev: Any, st: PartitionDrain, p: int, off: int) -> None:
         where = {"topic": ev.message.topic, "partition": p, "offset": off}
@@ -177,24 +179,31 @@ class DrainPipeline:
         for r in _late_rejects(source, late, st):
             self._dead_letter(r, **where)
 
-    async def checkpoint(self) -> None:
-        """Partials, snapshots, then acks (the invariant), for every partition with news."""
+    async def publish(self, snapshot: bool) -> None:
+        """Send the partial of every partition with news; with ``snapshot`` also save its
+        snapshot and then ack its held events (the invariant). Partials are absolute, so
+        sending them more often than snapshots (every flush) only makes rows fresher."""
         async with self.lock:
             await _sent(self.dead)
             self.dead.clear()
             for p, held in self.held.items():
-                if not held:
-                    continue
                 st = self.parts[p]
-                partial = st.partial()
-                value = orjson.dumps(partial.to_dict())
-                await (await self.topics.drain_partials.send(key=str(p).encode(), value=value))
+                if p in self.fresh:
+                    value = orjson.dumps(st.partial().to_dict())
+                    await (await self.topics.drain_partials.send(key=str(p).encode(), value=value))
+                    self.fresh.discard(p)
+                if not snapshot or not held:
+                    continue
                 await self.store.save(f"node-status/{p}", st.dumps())
                 for ev in held:  # ascending offsets, no holes: the order they arrived in
                     ev.ack()
                 held.clear()
                 self.counts["snapshots_saved"] += 1
-            self.last_snapshot = time.time()
+            if snapshot:
+                self.last_snapshot = time.time()
+
+    async def checkpoint(self) -> None:
+        await self.publish(snapshot=True)
 
     async def revoked(self, tps: Iterable[Any]) -> None:
         """Forget the state of partitions this worker no longer owns (their un-acked events
@@ -207,6 +216,7 @@ class DrainPipeline:
                     self.parts.pop(tp.partition, None)
                     self.decoders.pop(tp.partition, None)
                     self.held.pop(tp.partition, None)
+                    self.fresh.discard(tp.partition)
         if any(tp.topic == cp for tp in tps):
             async with self.comb_lock:
                 self.comb, self.comb_offset, self.comb_held = None, -1, []
@@ -339,6 +349,7 @@ def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeli
 
     @app.timer(settings.flush_interval)
     async def flush() -> None:
+        await pipe.publish(snapshot=False)
         await pipe.flush()
 
     @app.on_partitions_revoked.connect
