@@ -242,11 +242,12 @@ DRAIN_PARTIALS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "array",
-                "prefixItems": [_STR] + [_INT] * 5,
-                "minItems": 6,
-                "maxItems": 6,
+                "prefixItems": [_STR] + [_INT] * 6,
+                "minItems": 7,
+                "maxItems": 7,
             },
-            "description": "job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running",
+            "description": "job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running, "
+            "last_active_ms",
         },
         "counts": {"type": "object", "additionalProperties": _INT},
     },

@@ -541,6 +541,40 @@ class DrainAccountant:
         return np.flatnonzero(hit)
 
     # ---- memory ---------------------------------------------------------------------------
+    def compact_jobs(self, keep: np.ndarray) -> np.ndarray:
+        """Forget the jobs whose ``keep`` (bool per job code) is false and renumber the rest
+        densely; returns old code -> new code (-1: forgotten). Jobs a node still holds as its
+        latest reservation are always kept. Streaming only: a forgotten job seen again starts
+        from zero."""
+        nj = len(self.book.jobs)
+        self._ensure()
+        keep = keep[:nj].copy()
+        held = self.last_rsv[: len(self.book.nodes)]
+        keep[held[held != NO_JOB]] = True
+        new = np.full(nj, -1, dtype=np.int64)
+        new[keep] = np.arange(int(keep.sum()), dtype=np.int64)
+        for name in ("job_drain_ms", "job_first_ms", "job_last_ms", "job_run_first_ms",
+                     "job_run_last_ms"):  # fmt: skip
+            setattr(self, name, getattr(self, name)[:nj][keep].copy())
+        has = self.last_rsv != NO_JOB
+        self.last_rsv[has] = new[self.last_rsv[has]]
+        for pc in (self._drain_pairs, self._run_pairs):
+            j = pc.pairs >> 32
+            ok = keep[j]
+            pc.pairs = (new[j[ok]] << 32) | (pc.pairs[ok] & 0xFFFFFFFF)
+            pc.count = _grow(pc.count, nj, 0)[:nj][keep].copy()
+        self.book.jobs.compact(keep)
+        return new
+
+    def idle_jobs(self, before_ms: int) -> np.ndarray:
+        """Per job code: nothing charged to it nor seen running since ``before_ms``."""
+        nj = len(self.book.jobs)
+        self._ensure()
+        quiet: np.ndarray = (self.job_last_ms[:nj] < before_ms) & (
+            self.job_run_last_ms[:nj] < before_ms
+        )
+        return quiet
+
     def evict_windows(self, before_ms: int) -> int:
         """Forget windows (finest, hour and day) that start before ``before_ms``: a streaming
         accountant keeps only the windows that can still change or be asked for. Returns how

@@ -28,7 +28,7 @@ from models.drain.accountant import DrainAccountant, WindowRow
 from models.drain.basis import QUALITY_MIN, window_basis
 from models.drain.snapshot import dumps, loads
 from models.drain.windows import WindowGrid
-from models.records.nodestatus import Codebook, NodeStatusBatch
+from models.records.nodestatus import NO_JOB, Codebook, NodeStatusBatch
 from models.records.reorder import ReorderBuffer
 
 UNITS = ("minute", "hour", "day")
@@ -40,14 +40,15 @@ class Partial:
     """What one partition reports: absolute totals of the windows and jobs that changed.
 
     ``windows``: (unit, start_ms, nodes, accounted, drain, idle_unallocated, down, unaccounted);
-    ``jobs``: (job, drain_ms, nodes_charged, first_charged_ms, last_charged_ms, nodes_running).
+    ``jobs``: (job, drain_ms, nodes_charged, first_charged_ms, last_charged_ms, nodes_running,
+    last_active_ms).
     """
 
     partition: int
     watermark_ms: int | None
     nodes: int
     windows: list[tuple[str, int, int, int, int, int, int, int]] = field(default_factory=list)
-    jobs: list[tuple[str, int, int, int, int, int]] = field(default_factory=list)
+    jobs: list[tuple[str, int, int, int, int, int, int]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,8 +84,10 @@ class PartitionDrain:
         lateness_ms: int = 600_000,
         reorder_ms: int = 0,
         retention_ms: int = 2 * 86_400_000,
+        forget_min: int = 1000,
     ) -> None:
         self.partition = partition
+        self.forget_min = forget_min
         self.lateness_ms = lateness_ms
         self.retention_ms = retention_ms
         self.book = Codebook()
@@ -96,6 +99,7 @@ class PartitionDrain:
         self.evicted_before: int | None = None  # windows before this are forgotten
         self.ended_at: int | None = None  # end of a finite input: windows up to here close
         self.too_old = 0  # changes to forgotten windows (a node back after days of silence)
+        self.jobs_forgotten = 0
 
     @property
     def watermark_ms(self) -> int | None:
@@ -158,6 +162,7 @@ class PartitionDrain:
                             int(acc.job_first_ms[j]),
                             int(acc.job_last_ms[j]),
                             int(running[j]),
+                            max(int(acc.job_last_ms[j]), int(acc.job_run_last_ms[j])),
                         )
                     )
         c = acc.counts
@@ -168,6 +173,7 @@ class PartitionDrain:
             "late": self.late,
             "reordered": self.reorder.reordered,
             "too_old": self.too_old,
+            "jobs_forgotten": self.jobs_forgotten,
         }
         wm = self.watermark_ms
         if wm is not None:  # windows a day behind the watermark can no longer be asked for
@@ -176,7 +182,26 @@ class PartitionDrain:
             cut = int(day.edges[day.locate(np.array([wm - self.retention_ms]))[0]])
             acc.evict_windows(cut)
             self.evicted_before = cut
+            self._forget_jobs(wm - self.retention_ms)
         return p
+
+    def _forget_jobs(self, before_ms: int) -> None:
+        """Jobs quiet since ``before_ms`` (their final totals were reported) leave memory, in
+        bulk once they are a quarter of the codebook."""
+        acc = self.acc
+        quiet = acc.idle_jobs(before_ms)
+        if int(quiet.sum()) < max(self.forget_min, len(self.book.jobs) // 4):
+            return
+        held = self.reorder._held
+        keep = ~quiet
+        keep[held.rsv[held.rsv != NO_JOB]] = True
+        keep[held.run_job] = True
+        new = acc.compact_jobs(keep)
+        if len(held):
+            rsv = held.rsv.copy()
+            rsv[rsv != NO_JOB] = new[rsv[rsv != NO_JOB]]
+            held.rsv, held.run_job = rsv, new[held.run_job]
+        self.jobs_forgotten += int((new < 0).sum())
 
     # ---- durable state ----------------------------------------------------------------------
     def dumps(self) -> bytes:
@@ -185,12 +210,14 @@ class PartitionDrain:
             "partition": self.partition,
             "lateness_ms": self.lateness_ms,
             "retention_ms": self.retention_ms,
+            "forget_min": self.forget_min,
             "latest": self.latest,
             "late": self.late,
             "offset": self.offset,
             "evicted_before": self.evicted_before,
             "ended_at": self.ended_at,
             "too_old": self.too_old,
+            "jobs_forgotten": self.jobs_forgotten,
             "touched_ms": self.acc.touched_ms,
             "reorder": {
                 "window_ms": self.reorder.window_ms,
@@ -208,6 +235,7 @@ class PartitionDrain:
         self.partition = int(x["partition"])
         self.lateness_ms = int(x["lateness_ms"])
         self.retention_ms = int(x["retention_ms"])
+        self.forget_min = int(x.get("forget_min", 1000))
         self.book = acc.book
         self.acc = acc
         acc.touched_ms = x["touched_ms"]
@@ -225,6 +253,7 @@ class PartitionDrain:
         self.evicted_before = x["evicted_before"]
         self.ended_at = x["ended_at"]
         self.too_old = int(x["too_old"])
+        self.jobs_forgotten = int(x["jobs_forgotten"])
         return self
 
 
@@ -390,6 +419,19 @@ class DrainCombiner:
             self._forget(wm)
         return rows, jobs
 
+    def _forget_jobs(self, wm: int) -> None:
+        """Jobs quiet for ``keep_ms['hour']`` in every partition leave memory (the partitions
+        forget them after the same time, so no total of theirs can change any more)."""
+        cut = wm - self.keep_ms["hour"]
+        quiet = [
+            j
+            for j, parts in self.jobs.items()
+            if j not in self.dirty_jobs and max(v[5] for v in parts.values()) < cut
+        ]
+        for job in quiet:
+            del self.jobs[job]
+            self.job_time.pop(job, None)
+
     def _end(self, key: tuple[str, int]) -> int:
         return key[1] + self.grids[key[0]].length_ms(key[1])
 
@@ -399,6 +441,7 @@ class DrainCombiner:
             del self.windows[k]
         # the final set only needs windows that could still come back
         self.final = {k for k in self.final if k[1] + self.keep_ms[k[0]] * 2 >= wm}
+        self._forget_jobs(wm)
 
     # ---- durable state ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

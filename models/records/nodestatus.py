@@ -55,6 +55,12 @@ class Interner:
             del self._index[name]
         del self.names[n:]
 
+    def compact(self, keep: np.ndarray) -> None:
+        """Keep the names where ``keep`` (bool per code) is true, renumbered densely in their
+        old order: the new code of a kept name is ``np.cumsum(keep)[old] - 1``."""
+        self.names = [n for n, k in zip(self.names, keep.tolist(), strict=True) if k]
+        self._index = {n: i for i, n in enumerate(self.names)}
+
 
 class StateBook:
     """State names, matched case-insensitively. Known states keep codes 0..5; an unknown state
