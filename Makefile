@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK := $(PY) deploy/local/stack.py
 
-.PHONY: venv demo test test-unit lint stack-start stack-stop stack-status bench clean
+.PHONY: venv demo demo-live test test-unit lint stack-start stack-stop stack-status bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ venv: $(VENV)/.installed
 
 demo: venv
 	$(PY) -m streams.demo
+
+# The live pipeline (shipper -> Kafka -> worker -> InfluxDB) on the local stack, beside the replay.
+demo-live: venv
+	$(PY) -m streams.demo_live
 
 # Whole suite against the real local stack; the stack is stopped afterwards, logs kept on failure.
 test: venv
