@@ -21,6 +21,7 @@ make the repetition harmless.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -41,6 +42,7 @@ from streams.topics import dead_letter_message
 from streams.wire import Decoder, MessageError
 
 TAKE = 512
+PIPELINE_INTERVAL_S = 10.0
 
 
 def window_message(cluster: str, w: LiveWindow) -> dict[str, Any]:
@@ -115,6 +117,7 @@ class DrainPipeline:
         self.counts: Counter[str] = Counter()
         self.last_snapshot = time.time()
         self.started = time.time()
+        self._last_pipeline = (time.time(), 0)
         self.bounds = TimeBounds(settings.not_before, settings.not_after,
                                  round(settings.max_jump * 1000))  # fmt: skip
 
@@ -281,6 +284,35 @@ class DrainPipeline:
             self.counts["jobs_written"] += len(jobs)
 
     # ---- the worker's own metrics -------------------------------------------------------------
+    async def write_pipeline(self) -> None:
+        """One ``pipeline`` point (wall-clock time: it describes the worker, not the data)."""
+        if self.sink is None:
+            return
+        from influxdb_client import Point, WritePrecision
+
+        now = time.time()
+        dt = max(now - self._last_pipeline[0], 1e-9)
+        records = self.counts["records"]
+        try:
+            lag = sum(self._lag().values())
+        except Exception:  # lag is best effort while rebalancing
+            lag = -1
+        p = (
+            Point("pipeline")
+            .tag("cluster", self.settings.cluster)
+            .tag("worker", f"{socket.gethostname()}:{self.settings.web_port}")
+            .field("records", records)
+            .field("records_per_s", (records - self._last_pipeline[1]) / dt)
+            .field("dead_letters", self.counts["dead_letters"])
+            .field("late", sum(st.late for st in self.parts.values()))
+            .field("consumer_lag", lag)
+            .field("sink_retries", self.sink.stats.retries)
+            .field("snapshot_age_s", now - self.last_snapshot)
+            .time(round(now * 1000), WritePrecision.MS)
+        )
+        self._last_pipeline = (now, records)
+        await asyncio.to_thread(self.sink.write, [p])
+
     def metrics_text(self) -> str:
         """Prometheus text exposition of the worker's counters."""
         lines = []
@@ -351,6 +383,10 @@ def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeli
     async def flush() -> None:
         await pipe.publish(snapshot=False)
         await pipe.flush()
+
+    @app.timer(PIPELINE_INTERVAL_S)
+    async def pipeline() -> None:
+        await pipe.write_pipeline()
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kw: Any) -> None:

@@ -257,6 +257,13 @@ def test_live_equals_replay_garbage_is_dead_lettered_and_messages_follow_schemas
     m = live.metrics()
     assert m["drainwatch_dead_letters_total"] == 5
     assert m["drainwatch_records_total"] == 720_000
+    deadline = time.monotonic() + 25  # the pipeline measurement: every 10 s
+    while True:
+        rows = live.influx.influxql("SELECT last(records), last(dead_letters) FROM pipeline")
+        if rows and rows[0]["last"] == 720_000 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert rows and rows[0]["last"] == 720_000 and rows[0]["last_1"] == 5
 
     # metric topics: latest value per key equals the replay; every message fits its schema
     by_key: dict[bytes | None, dict[str, Any]] = {}
