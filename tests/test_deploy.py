@@ -439,3 +439,25 @@ def test_example_toml_documents_every_setting_and_loads() -> None:
     # Every value it sets is the default, so it loads to the default settings.
     assert load_settings(path, env={}) == Settings()
     assert doc["kafka"]["bootstrap"] == Settings().kafka_bootstrap
+
+
+def test_external_listener_is_loopback_plaintext_or_sasl_ssl() -> None:
+    """compose.yaml publishes the plaintext EXTERNAL listener on loopback by default; the TLS
+    override switches it to SASL_SSL and makes the bind address a required choice."""
+    base = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert base["services"]["kafka"]["ports"] == [
+        "${KAFKA_EXTERNAL_BIND:-127.0.0.1}:${KAFKA_EXTERNAL_PORT:-9094}:9094"
+    ]
+    assert "KAFKA_EXTERNAL_BIND=127.0.0.1" in (DEPLOY / "env.example").read_text()
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!override", lambda loader, node: loader.construct_sequence(node))
+    tls = yaml.load((DEPLOY / "compose.external-tls.yaml").read_text(), Loader=Loader)
+    env = tls["services"]["kafka"]["environment"]
+    assert "EXTERNAL:SASL_SSL" in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+    assert env["KAFKA_SASL_ENABLED_MECHANISMS"] == "PLAIN"
+    assert "${KAFKA_KEYSTORE_PASSWORD:?" in env["KAFKA_SSL_KEYSTORE_PASSWORD"]
+    assert tls["services"]["kafka"]["ports"][0].startswith("${KAFKA_EXTERNAL_BIND:?")
+    assert set(tls["secrets"]) == {"kafka_keystore", "kafka_jaas"}
