@@ -35,6 +35,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def one_line(text: str) -> str:
+    """A message as one line: line breaks (e.g. in a file name) shown as escapes."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="drainwatch",
@@ -51,9 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from streams.config import ConfigError
+    try:
+        parser = build_parser()  # imports every command: a Ctrl-C can come while it does
+        args = parser.parse_args(argv)
+        from streams.config import ConfigError
+    except KeyboardInterrupt:
+        print("drainwatch: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
     where = f"drainwatch {args.command}"
     try:
@@ -61,10 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, ConfigError) as e:
         if args.debug:
             raise
-        print(f"{where}: {e}", file=sys.stderr)
+        print(f"{where}: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except UnusableInput as e:
-        print(f"{where}: {e}", file=sys.stderr)
+        print(f"{where}: {one_line(str(e))}", file=sys.stderr)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
         print(f"{where}: interrupted; the previous outputs are unchanged", file=sys.stderr)
@@ -78,8 +87,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         name = f"{e.filename}: " if e.filename else ""
-        print(f"{where}: {name}{e.strerror or e}; the previous outputs are unchanged",
-              file=sys.stderr)  # fmt: skip
+        why = one_line(f"{name}{e.strerror or e}")
+        print(f"{where}: {why}; the previous outputs are unchanged", file=sys.stderr)
+        return EXIT_FAILED
+    except MemoryError:
+        if args.debug:
+            raise
+        print(f"{where}: out of memory; the previous outputs are unchanged", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as e:  # a bug: still one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"{where}: internal error ({type(e).__name__}: {one_line(str(e))}); run with "
+              "--debug for the traceback", file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
     return int(rc or 0)
 

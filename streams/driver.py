@@ -9,9 +9,12 @@ outputs untouched when anything fails or the user interrupts).
 from __future__ import annotations
 
 import gc
+import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -158,16 +161,36 @@ def _run(r: Run, sinks: Sequence[Sink], rejects: RejectLog) -> dict[str, Any]:
         )
         for sink in sinks:
             sink.document(f"summary_{r.engine}.json", data + b"\n")
-            sink.commit()
-        if rejects.file is not None:
-            rejects.file.commit()
+        with sigint_held():
+            for sink in sinks:
+                sink.commit()
+            if rejects.file is not None:
+                rejects.file.commit()
         return summary
     except BaseException:
-        for sink in sinks:
-            sink.abort()
-        if rejects.file is not None:
-            rejects.file.abort()
+        with sigint_held():
+            for sink in sinks:
+                sink.abort()
+            if rejects.file is not None:
+                rejects.file.abort()
         raise
+
+
+@contextmanager
+def sigint_held() -> Iterator[None]:
+    """Ctrl-C is ignored while the outputs are committed or cleaned up (renames and removals
+    that take milliseconds): an interrupt between two renames would leave part of the new set
+    beside part of the old one, or a staging directory behind. One that comes meanwhile is
+    dropped; the commit completes or the abort has removed everything. Only the main thread can
+    set signal handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def _emit(outputs: Any, sinks: Sequence[Sink], rows: dict[str, int]) -> None:

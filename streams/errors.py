@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,45 +49,78 @@ class UnusableInput(Exception):
 
 
 def check_inputs(paths: list[str], directories: bool = False) -> list[str]:
-    """Every input must exist and be a readable regular file (or a directory where accepted)."""
+    """Every input must exist and be a readable regular file (or a directory where accepted),
+    and be given once (a glob and a name, or a link, can name one file twice)."""
+    seen: dict[tuple[int, int], str] = {}
     for p in paths:
+        if not p:
+            raise UserError("an input path is empty")
         path = Path(p)
         if not path.exists():
             raise UserError(f"no such file: {p}")
         if path.is_dir():
             if not directories:
                 raise UserError(f"{p} is a directory: give the log files in it")
-            continue
-        if not path.is_file():
+        elif not path.is_file():
             raise UserError(f"not a regular file: {p}")
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as e:
-            raise UserError(f"cannot read {p}: {e.strerror}") from None
+        else:
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as e:
+                raise UserError(f"cannot read {p}: {e.strerror}") from None
+        st = path.stat()
+        first = seen.get((st.st_dev, st.st_ino))
+        if first is not None:
+            same = "given twice" if first == p else f"the same file as {first}"
+            raise UserError(f"{p} is {same}: give each input once")
+        seen[(st.st_dev, st.st_ino)] = p
     return paths
+
+
+def _nearest_existing(path: Path) -> Path:
+    return path if path.exists() else next(p for p in path.parents if p.exists())
+
+
+def _check_writable(option: str, value: str, parent: Path) -> None:
+    """``parent`` is a directory this process can create files in: tried, not only asked
+    (``os.access`` says yes to root on a read-only file system or in /proc)."""
+    if not parent.is_dir():
+        raise UserError(f"{option} {value}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {value}: {parent} is not writable")
+    try:
+        probe = tempfile.mkdtemp(prefix=".drainwatch-probe-", dir=parent)
+    except OSError as e:
+        raise UserError(f"{option} {value}: {parent} is not writable ({e.strerror})") from None
+    os.rmdir(probe)
 
 
 def check_output_dir(out: str) -> None:
     """``out`` is (or can be created as) a directory this process can write into."""
+    if not out:
+        raise UserError("--out is empty: give an output directory")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise UserError(f"--out {out} is a file, not a directory")
-    parent = path if path.exists() else next(p for p in path.parents if p.exists())
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"--out {out}: {parent} is not writable")
+    _check_writable("--out", out, _nearest_existing(path))
 
 
-def check_output_file(option: str, value: str) -> None:
-    """A file output (e.g. ``--rejects``) can be created or replaced."""
+def check_output_file(option: str, value: str, inputs: Sequence[str] = ()) -> None:
+    """A file output (e.g. ``--rejects``) can be created or replaced: it is no directory, no
+    device or FIFO (which the atomic rename would replace) and none of ``inputs``."""
+    if not value:
+        raise UserError(f"{option} is empty: give a file name")
     path = Path(value)
     if path.is_dir():
         raise UserError(f"{option} {value} is a directory")
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {value}: {parent} is not writable")
+    if path.exists():
+        if not path.is_file():
+            raise UserError(f"{option} {value} is not a regular file")
+        for i in inputs:
+            if Path(i).exists() and path.samefile(i):
+                raise UserError(f"{option} {value} is one of the inputs: it would be replaced")
+    _check_writable(option, value, _nearest_existing(path.parent))
 
 
 def check_tz(tz: str) -> str:
@@ -102,9 +136,19 @@ def check_tz(tz: str) -> str:
 # argparse option types: a bad value is reported by the parser as one line, exit 2
 
 
-def _number(
+# Without an explicit upper bound: no count (nodes, runs, MB) means more than a 32-bit integer and
+# no time, size or rate more than 1e12 (s -> ms stays far inside int64; JSON takes it)
+MAX_INT = 2**31 - 1
+MAX_FLOAT = 1e12
+
+
+def option_type(
     kind: Callable[[str], Any], lo: float, lo_ok: bool, hi: float | None = None
 ) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` (int or float) above ``lo`` (or at it, ``lo_ok``), at most
+    ``hi`` (default :data:`MAX_INT` / :data:`MAX_FLOAT`), finite."""
+    top = hi if hi is not None else (MAX_INT if kind is int else MAX_FLOAT)
+
     def parse(text: str) -> Any:
         try:
             v = kind(text)
@@ -112,21 +156,23 @@ def _number(
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not {'an integer' if kind is int else 'a number'}"
             ) from None
-        if not math.isfinite(v) or (v < lo if lo_ok else v <= lo) or (hi is not None and v > hi):
+        if not math.isfinite(v) or (v < lo if lo_ok else v <= lo) or v > top:
             bound = f">= {lo:g}" if lo_ok else f"> {lo:g}"
-            rng = f"{bound}" + (f" and <= {hi:g}" if hi is not None else "")
-            raise argparse.ArgumentTypeError(f"{text!r} is out of range (must be {rng})")
+            most = f"{top:g}" if kind is float else f"{top}"
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range (must be {bound} and <= {most})"
+            )
         return v
 
     parse.__name__ = kind.__name__
     return parse
 
 
-positive_int = _number(int, 0, False)
-non_negative_int = _number(int, 0, True)
-positive_float = _number(float, 0.0, False)
-non_negative_float = _number(float, 0.0, True)
-fraction = _number(float, 0.0, False, 1.0)  # (0, 1]
+positive_int = option_type(int, 0, False)
+non_negative_int = option_type(int, 0, True)
+positive_float = option_type(float, 0.0, False)
+non_negative_float = option_type(float, 0.0, True)
+fraction = option_type(float, 0.0, False, 1.0)  # (0, 1]
 
 
 def instant_ms_arg(text: str) -> int:

@@ -11,6 +11,7 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from models.formats.swf import parse_swf
+from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS
 from models.records.reject import Reject, count_reasons
 from models.sim.lublin import LublinModel
 from models.sim.simulator import (
@@ -20,9 +21,25 @@ from models.sim.simulator import (
     workload_from_lublin,
     workload_from_swf,
 )
-from streams.errors import UserError, check_inputs
+from streams.errors import (
+    UnusableInput,
+    UserError,
+    check_inputs,
+    check_output_dir,
+    check_tz,
+    non_negative_float,
+    non_negative_int,
+    option_type,
+    positive_int,
+)
 from streams.sinks.files import atomic_file
-from streams.sources.files import open_text
+from streams.sources.files import open_text, reading
+
+# What a simulation can be asked for: beyond these it runs out of memory or never ends
+MAX_NODES = 1_000_000  # Fugaku has 158,976
+MAX_DAYS = 3660.0  # ten years
+MAX_WARMUP_H = 8784.0  # a leap year
+MAX_OUTAGES = 1_000_000
 
 
 def parse_start(text: str, tz: str) -> float:
@@ -31,6 +48,24 @@ def parse_start(text: str, tz: str) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=ZoneInfo(tz))
     return dt.timestamp()
+
+
+def check_start(text: str, tz: str, days: float) -> float:
+    """``--start`` as POSIX seconds; the log it begins lies inside the times replay accepts
+    (1970-01-01 to 2100-01-01 UTC by default)."""
+    try:
+        start = parse_start(text, tz)
+    except ValueError:
+        raise UserError(
+            f"--start {text!r} is not an ISO 8601 date or time (e.g. 2015-03-01T00:00:00)"
+        ) from None
+    end = start + days * 86400.0
+    if start * 1000 < DEFAULT_NOT_BEFORE_MS or end * 1000 >= DEFAULT_NOT_AFTER_MS:
+        raise UserError(
+            f"--start {text!r} and --days {days:g}: the log would not lie within 1970-01-01 "
+            "to 2100-01-01, and replay rejects its lines as implausible_time"
+        )
+    return start
 
 
 def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
@@ -49,10 +84,15 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     skipped: dict[str, int] = {}
     rejects: list[Reject] = []
     if args.swf:
-        with open_text(Path(args.swf)) as f:
+        with reading(args.swf), open_text(Path(args.swf)) as f:
             _, jobs = parse_swf(f, rejects, source=str(args.swf))
             workload, sel = workload_from_swf(jobs, cfg, skip_seconds=args.swf_skip_days * 86400)
         skipped = dict(sel.skipped)
+        if not len(workload):  # e.g. not an SWF trace, or --swf-skip-days past its end
+            raise UnusableInput(
+                f"no job of {args.swf} to simulate ({len(rejects)} lines rejected, skipped "
+                f"{skipped or 'none'}); nothing written"
+            )
     else:
         model = LublinModel(args.nodes, args.seed, target_load=args.load)
         workload = workload_from_lublin(model, cfg)
@@ -99,16 +139,12 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.nodes < 1 or args.days <= 0 or args.period <= 0:
-        raise UserError("--nodes, --days and --period must be positive")
+    check_tz(args.tz)
+    check_start(args.start, args.tz, args.days)
     if args.swf:
         check_inputs([args.swf])
-    try:
-        s = write_simulation(args)
-    except ValueError as e:  # e.g. a --start that is no ISO 8601 time, an unknown --tz
-        raise UserError(str(e)) from None
-    except OSError as e:
-        raise UserError(f"{e.filename or args.out}: {e.strerror}") from None
+    check_output_dir(args.out)
+    s = write_simulation(args)
     extra = ""
     if s["skipped_jobs"]:
         extra += f", skipped jobs {s['skipped_jobs']}"
@@ -126,16 +162,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--swf", metavar="TRACE", help="replay a Standard Workload Format trace")
     src.add_argument("--model", choices=["lublin"], help="generate a workload from a model")
-    p.add_argument("--nodes", type=int, required=True, help="nodes in the machine")
-    p.add_argument("--days", type=float, required=True, help="days of log to write")
+    p.add_argument(
+        "--nodes",
+        type=option_type(int, 0, False, MAX_NODES),
+        required=True,
+        help="nodes in the machine",
+    )
+    p.add_argument(
+        "--days",
+        type=option_type(float, 0.0, False, MAX_DAYS),
+        required=True,
+        help="days of log to write",
+    )
     p.add_argument(
         "--period",
-        type=float,
+        type=option_type(float, 1.0, True, 86400.0),
         default=120.0,
         help="seconds between scheduler iterations (default 120)",
     )
     p.add_argument("--out", required=True, help="output directory (created)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--tz",
         default="America/Chicago",
@@ -146,25 +192,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="2014-12-31T00:00:00",
         help="first iteration, ISO 8601; local to --tz without an offset",
     )
-    p.add_argument("--outages", type=int, default=0, help="node failures (Down) to inject")
-    p.add_argument("--drained", type=int, default=0, help="admin drains (Drained) to inject")
+    outages = option_type(int, 0, True, MAX_OUTAGES)
+    p.add_argument("--outages", type=outages, default=0, help="node failures (Down) to inject")
+    p.add_argument("--drained", type=outages, default=0, help="admin drains (Drained) to inject")
     p.add_argument("--gzip", action="store_true", help="write moab.log.gz")
     p.add_argument(
         "--warmup",
-        type=float,
+        type=option_type(float, 0.0, True, MAX_WARMUP_H),
         default=24.0,
         help="hours of workload run before the first line (default 24)",
     )
-    p.add_argument("--depth", type=int, default=1, help="reservation depth (default 1)")
+    p.add_argument("--depth", type=positive_int, default=1, help="reservation depth (default 1)")
     p.add_argument(
         "--load",
-        type=float,
+        type=option_type(float, 0.0, False, 10.0),
         default=0.85,
         help="offered load the Lublin model is scaled to (default 0.85)",
     )
     p.add_argument(
         "--swf-skip-days",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         help="start the replay this many days into the trace",
     )

@@ -27,14 +27,22 @@ from streams.tables import Row, Table
 class DirectorySink:
     def __init__(self, out: str | Path, owned: Iterable[str] = ()) -> None:
         self.out = Path(out)
-        self._created = not self.out.exists()
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.out))
+        self._created: list[Path] = []  # directories this sink made (abort removes them)
+        self._staging: Path | None = None  # made by the first declare/document, not here
         self._files: dict[str, IO[str]] = {}
         self._writers: dict[str, object] = {}
         self._order: list[str] = []
         self.rows: dict[str, int] = {}
         self._owned = set(owned)  # file names this engine may have written before
+
+    @property
+    def _stage(self) -> Path:
+        """The staging directory, made on first use: that is inside the driver's run, whose
+        abort removes it (and ``--out`` if this sink created it) on any error or Ctrl-C."""
+        if self._staging is None:
+            self._created = make_dirs(self.out)
+            self._staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.out))
+        return self._staging
 
     def declare(self, table: Table) -> None:
         if table.file in self._files:
@@ -83,35 +91,64 @@ class DirectorySink:
         for f in self._files.values():
             with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
                 f.close()
-        shutil.rmtree(self._stage, ignore_errors=True)
-        if self._created:  # a directory this run made and wrote nothing into goes too
-            with contextlib.suppress(OSError):
-                self.out.rmdir()
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+        remove_dirs(self._created)  # directories this run made and wrote nothing into go too
 
 
 class RejectFile:
-    """``--rejects FILE``: rejected records as TSV, replaced atomically at commit."""
+    """``--rejects FILE``: rejected records as TSV, replaced atomically at commit. The
+    temporary file (and the directories the path needs) are made by the first reject or the
+    commit; abort removes what was made."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        self._tmp = Path(tmp)
-        self._f = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        self._f: IO[str] | None = None
+        self._tmp: Path | None = None
+        self._created: list[Path] = []
+
+    def _file(self) -> IO[str]:
+        if self._f is None:
+            self._created = make_dirs(self.path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+            self._tmp = Path(tmp)
+            self._f = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        return self._f
 
     def add(self, r: Reject) -> None:
-        self._f.write(r.tsv())
+        self._file().write(r.tsv())
 
     def commit(self) -> None:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
+        f = self._file()
+        f.flush()
+        os.fsync(f.fileno())
+        f.close()
+        assert self._tmp is not None
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
-            self._f.close()
-        self._tmp.unlink(missing_ok=True)
+        if self._f is not None:
+            with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
+                self._f.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+        remove_dirs(self._created)
+
+
+def make_dirs(path: Path) -> list[Path]:
+    """``mkdir -p path``; the directories it made, outermost first."""
+    missing = [p for p in (path, *path.parents) if not p.exists()][::-1]
+    path.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_dirs(created: list[Path]) -> None:
+    """Remove directories :func:`make_dirs` made, innermost first, as far as they are empty."""
+    for d in reversed(created):
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 @contextmanager
