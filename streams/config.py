@@ -271,7 +271,8 @@ SPECS: tuple[Spec, ...] = (
         "float",
         600.0,
         "longest interval (s) accrued to a state; longer ones count as unaccounted",
-        minimum=0.0,
+        minimum=0.001,
+        maximum=1e12,
     ),
     Spec(
         "nodes",
@@ -281,6 +282,7 @@ SPECS: tuple[Spec, ...] = (
         None,
         "schedulable nodes for the static drain basis (unset: no static %)",
         minimum=1,
+        maximum=2**31 - 1,
         optional=True,
     ),
     Spec(
@@ -317,6 +319,7 @@ SPECS: tuple[Spec, ...] = (
         "a few records more than this many seconds from the rest of their source are "
         "rejected as time_jump (0: off; default 30 days)",
         minimum=0.0,
+        maximum=1e12,
     ),
     Spec(
         "reorder_window",
@@ -400,6 +403,7 @@ SPECS: tuple[Spec, ...] = (
         600.0,
         "event-time lateness (s): a window closes when every partition is this far past its end",
         minimum=0.0,
+        maximum=1e6,
     ),
     Spec(
         "checkpoint_interval",
@@ -409,6 +413,7 @@ SPECS: tuple[Spec, ...] = (
         5.0,
         "seconds between state snapshots; offsets are committed only up to a snapshot",
         minimum=0.1,
+        maximum=1e6,
     ),
     Spec(
         "flush_interval",
@@ -418,6 +423,7 @@ SPECS: tuple[Spec, ...] = (
         2.0,
         "seconds between writes of open (provisional) windows",
         minimum=0.1,
+        maximum=1e6,
     ),
     Spec(
         "connect_timeout",
@@ -427,6 +433,7 @@ SPECS: tuple[Spec, ...] = (
         120.0,
         "give up (one-line error, exit 1) when Kafka or InfluxDB stays unreachable this long",
         minimum=1.0,
+        maximum=1e6,
     ),
     Spec(
         "broker_session_timeout",
@@ -436,6 +443,7 @@ SPECS: tuple[Spec, ...] = (
         60.0,
         "consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
         minimum=1.0,
+        maximum=1e6,
     ),
     Spec(
         "broker_heartbeat_interval",
@@ -445,6 +453,7 @@ SPECS: tuple[Spec, ...] = (
         3.0,
         "consumer heartbeat interval (s); < session timeout / 3",
         minimum=0.1,
+        maximum=1e6,
     ),
     Spec(
         "broker_rebalance_timeout",
@@ -454,6 +463,7 @@ SPECS: tuple[Spec, ...] = (
         60.0,
         "consumer group rebalance timeout (s)",
         minimum=1.0,
+        maximum=1e6,
     ),
 )
 
@@ -599,6 +609,12 @@ def _from_toml(path: Path) -> dict[str, Any]:
             doc = tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"config file {path}", "does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path}", "is a directory") from None
+    except OSError as e:
+        raise ConfigError(f"config file {path}", f"cannot be read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path}", "not valid TOML: not UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {path}", f"not valid TOML: {e}") from None
     by_key = {s.toml_key: s for s in SPECS}

@@ -17,6 +17,8 @@ samples, llview    samples   SampleTraceStage / LlviewStage
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +47,7 @@ from streams.errors import (
     instant_ms_arg,
     non_negative_float,
     non_negative_int,
+    option_type,
     positive_float,
     positive_int,
 )
@@ -172,11 +175,14 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
         help="flag a window 'short' below F x its length per node (default 0.95)",
     )
     g.add_argument(
-        "--chunk-mb", type=positive_int, default=32, help="read size per parse batch (MB)"
+        "--chunk-mb",
+        type=option_type(int, 0, False, 1024),
+        default=32,
+        help="read size per parse batch, 1..1024 MB (32)",
     )
     g.add_argument(
         "--reorder-window",
-        type=non_negative_float,
+        type=option_type(float, 0.0, True, 3600.0),
         default=None,
         metavar="S",
         help="put records up to S seconds out of time order back in order; later ones count "
@@ -268,8 +274,8 @@ def run(args: argparse.Namespace) -> int:
     check_inputs(args.paths, directories=args.format == "llview")
     check_inputs(args.jobs)
     check_output_dir(args.out)
-    if args.rejects:
-        check_output_file("--rejects", args.rejects)
+    if args.rejects is not None:
+        check_output_file("--rejects", args.rejects, inputs=[*args.paths, *args.jobs])
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
     args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
@@ -303,6 +309,14 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput(
             f"no usable record in {len(args.paths)} input(s) ({rejected} rejected); see "
             f"{args.out}/summary_{engine}.json" + (f" and {args.rejects}" if args.rejects else "")
+        )
+    job_inputs = {os.path.abspath(j) for j in args.jobs}
+    job_records = [i["records"] for i in summary["inputs"]
+                   if os.path.abspath(i["path"]) in job_inputs]  # fmt: skip
+    if args.jobs and not any(job_records):
+        raise UnusableInput(
+            f"no usable record in the --jobs input(s) {', '.join(args.jobs)}; see "
+            f"{args.out}/summary_{engine}.json"
         )
     # records out of order accrue nothing: as lost as rejected ones (a reversed file)
     lost = rejected + summary["out_of_order"]
@@ -445,16 +459,24 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
             mean, std = (float(x) for x in args.hot_zone_bw.split(","))
         except ValueError:
             raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: expected MEAN,STD") from None
+        if not (math.isfinite(mean) and math.isfinite(std)) or std < 0:
+            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: MEAN and STD must be finite, "
+                            "STD >= 0")  # fmt: skip
         thr = hot_zone_threshold(mean, std)
+        if thr <= 0:
+            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: MEAN - STD must be above 0")
     else:
         thr = sample_stages.DEFAULT_HOT_ZONE if args.hot_zone is None else float(args.hot_zone)
     per_fs = []
     for item in args.hot_zone_fs:
         fs, _, value = item.partition("=")
         try:
-            per_fs.append((fs.strip(), float(value)))
+            mbps = float(value)
         except ValueError:
             raise UserError(f"--hot-zone-fs {item!r}: expected FS=MBps") from None
+        if not fs.strip() or not math.isfinite(mbps) or mbps <= 0:
+            raise UserError(f"--hot-zone-fs {item!r}: expected FS=MBps, a name and a rate > 0")
+        per_fs.append((fs.strip(), mbps))
     return sample_stages.HotZoneOptions(thr, tuple(per_fs), args.hot_zone_gap, args.hot_zone_top)
 
 

@@ -45,6 +45,7 @@ TAR_MAGIC_AT = 257  # "ustar" in a tar header (POSIX and GNU)
 
 MAX_LINE_BYTES = 1 << 20  # default of the max_line_bytes setting
 LINE_TOO_LONG = "line_too_long"
+UTF8_BOM = b"\xef\xbb\xbf"
 KEEP_BYTES = 200  # of an overlong line, kept as its reject text
 _SKIP_PIECE = 1 << 20  # an overlong line is skipped in pieces of this size
 
@@ -185,6 +186,8 @@ def open_binary(path: str | Path) -> BinaryIO:
             inner = f.peek(TAR_MAGIC_AT + 5)
         if inner[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar":
             raise _refuse(path, "tar archive", "extract it first")
+        if inner.startswith(UTF8_BOM):  # an editor's byte-order mark is not part of line 1
+            g.read(len(UTF8_BOM))
         return g
     except BaseException:
         f.close()
