@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -203,11 +204,15 @@ def iter_jobcomp_events(
     rejects: list[Reject] | None = None,
     source: str = "",
     start_records: bool = False,
+    ignored: Counter[str] | None = None,
 ) -> Iterator[JobEvent]:
-    """One JSON record per line (as consumed from the Kafka topic or an Elasticsearch export)."""
+    """One JSON record per line (as consumed from the Kafka topic or an Elasticsearch export);
+    blank lines are counted in ``ignored`` (when given) as ``blank``."""
     for lineno, raw in enumerate(lines, start=1):
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         if not text.strip():
+            if ignored is not None:
+                ignored["blank"] += 1
             continue
         try:
             d = orjson.loads(text)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -317,16 +318,21 @@ def parse_sacct(
     tz: str | None = None,
     steps: bool = False,
     max_hosts: int = MAX_HOSTS,
+    ignored: Counter[str] | None = None,
 ) -> Iterator[SacctJob]:
     """Parse ``sacct --parsable2`` lines lazily. ``tz``: IANA zone the times were printed in
     (default UTC). Job steps (``123.batch``, ``123.0``) are skipped unless ``steps``. Bad lines go
-    to ``rejects`` (when given) and are skipped; ``max_hosts`` caps a node list's expansion."""
+    to ``rejects`` (when given) and are skipped; ``max_hosts`` caps a node list's expansion.
+    Lines that hold no record are counted in ``ignored`` (when given): ``blank``, ``header``
+    (a usable header line) and ``job_step`` (a skipped step)."""
     zone = None if tz in (None, "UTC", "Etc/UTC") else ZoneInfo(tz)
     names: tuple[str, ...] | None = None
     for lineno, raw in enumerate(lines, start=1):
         line = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
         text = line.rstrip("\r\n")
         if not text.strip():
+            if ignored is not None:
+                ignored["blank"] += 1
             continue
         fields = text.split("|")
         if _is_header(fields):
@@ -336,6 +342,8 @@ def parse_sacct(
                 if rejects is not None:
                     rejects.append(Reject("header_missing_fields", source, lineno, text))
                 names = None
+            elif ignored is not None:
+                ignored["header"] += 1
             continue
         if names is not None:
             cols = names
@@ -353,6 +361,8 @@ def parse_sacct(
             continue
         vals = dict(zip(cols, fields, strict=True))
         if not steps and "." in vals.get("jobid", ""):
+            if ignored is not None:
+                ignored["job_step"] += 1
             continue
         try:
             yield sacct_job_from_fields(vals, zone, max_hosts)
@@ -420,6 +430,8 @@ def iter_sacct_events(
     tz: str | None = None,
     steps: bool = False,
     max_hosts: int = MAX_HOSTS,
+    ignored: Counter[str] | None = None,
 ) -> Iterator[JobEvent]:
-    for job in parse_sacct(lines, rejects, source, tz=tz, steps=steps, max_hosts=max_hosts):
+    jobs = parse_sacct(lines, rejects, source, tz, steps, max_hosts, ignored)
+    for job in jobs:
         yield from sacct_job_events(job)

@@ -20,6 +20,7 @@ format; :func:`parse_trace` reads it.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import orjson
@@ -169,11 +170,17 @@ def parse_sample(line: str | bytes) -> NodeSample:
 
 
 def parse_trace(
-    lines: Iterable[str | bytes], source: str = "-", rejects: list[Reject] | None = None
+    lines: Iterable[str | bytes],
+    source: str = "-",
+    rejects: list[Reject] | None = None,
+    ignored: Counter[str] | None = None,
 ) -> Iterator[NodeSample]:
-    """Good samples of a trace; bad lines go to ``rejects`` (if given) and never stop the read."""
+    """Good samples of a trace; bad lines go to ``rejects`` (if given) and never stop the read;
+    blank lines are counted in ``ignored`` (if given) as ``blank``."""
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
+            if ignored is not None:
+                ignored["blank"] += 1
             continue
         try:
             yield parse_sample(line)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -191,11 +192,15 @@ def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
 
 
 def parse_swf(
-    lines: Iterable[str | bytes], rejects: list[Reject] | None = None, source: str = ""
+    lines: Iterable[str | bytes],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    ignored: Counter[str] | None = None,
 ) -> tuple[SwfHeader, Iterator[SwfJob]]:
     """Split a trace into its header (read now, from the leading ``;`` lines) and a lazy iterator
     of jobs. Bad job lines are appended to ``rejects`` (when given) with their reason and 1-based
-    line number, and skipped; blank lines and later comment lines are skipped."""
+    line number, and skipped; blank lines and comment lines (the header's and later ones) are
+    skipped and counted in ``ignored`` (when given) as ``blank`` and ``comment``."""
     it = iter(lines)
     header_lines: list[str] = []
     first: tuple[int, str] | None = None
@@ -208,10 +213,11 @@ def parse_swf(
             else raw_line
         )
         st = line.strip()
-        if not st:
-            continue
-        if st.startswith(";"):
-            header_lines.append(line)
+        if not st or st.startswith(";"):
+            if ignored is not None:
+                ignored["comment" if st else "blank"] += 1
+            if st:
+                header_lines.append(line)
             continue
         first = (lineno, line)
         break
@@ -228,6 +234,8 @@ def parse_swf(
             )
             st = line.strip()
             if not st or st.startswith(";"):
+                if ignored is not None:
+                    ignored["comment" if st else "blank"] += 1
                 continue
             try:
                 yield parse_swf_job(st)

@@ -24,6 +24,7 @@ https://www.cs.huji.ac.il/labs/parallel/workload/swf.html):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from typing import Any
@@ -102,12 +103,13 @@ def iter_swf_events(
     procs_per_node: float | None = None,
     start_time: float | None = None,
     unknown_wait: float | None = None,
+    ignored: Counter[str] | None = None,
 ) -> Iterator[JobEvent]:
     """Events of every job of an SWF trace (header read first). ``start_time`` overrides the
     header's UnixStartTime; ``procs_per_node`` overrides MaxProcs / MaxNodes; ``unknown_wait``
     is the wait assumed where it is -1 (0 by default when the header says submit times are
-    start times)."""
-    header, jobs = parse_swf(lines, rejects=rejects, source=source)
+    start times). Blank and comment lines are counted in ``ignored`` (see :func:`parse_swf`)."""
+    header, jobs = parse_swf(lines, rejects=rejects, source=source, ignored=ignored)
     if unknown_wait is None and submit_is_start(header):
         unknown_wait = 0.0
     t0 = float(start_time if start_time is not None else (header.unix_start_time or 0))

@@ -8,6 +8,7 @@ Times are POSIX seconds (UTC), float.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,11 @@ import orjson
 from models.records.reject import RecordError
 
 EVENT_TYPES = ("submit", "start", "end")
+# Integers must fit int64 downstream (the analytics' numpy columns, orjson in to_json), and a
+# float must be finite (orjson writes NaN and inf as null)
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+FLOAT_MAX = sys.float_info.max
 
 
 class JobEventError(RecordError):
@@ -89,12 +95,29 @@ def parse_ts(value: Any) -> float:
 
 
 def _opt_int(d: dict[str, Any], key: str) -> int | None:
+    """A count (nodes, cores): a non-negative integer (an integral float too) within int64."""
     v = d.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or v < 0:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float)
+        or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer()))
+        or not 0 <= v <= INT64_MAX
+    ):
         raise JobEventError(f"bad_{key}", repr(v))
     return int(v)
+
+
+def _node_list(v: Any) -> tuple[str, ...]:
+    """A node list: a list of node names or one comma-separated string ("" entries dropped)."""
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return tuple(x for x in v.split(",") if x)
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return tuple(x for x in v if x)
+    raise JobEventError("bad_node_list", repr(v))
 
 
 def jobevent_from_dict(d: Any) -> JobEvent:
@@ -110,16 +133,20 @@ def jobevent_from_dict(d: Any) -> JobEvent:
     if job is None or job == "":
         raise JobEventError("missing_job")
     rw = d.get("req_walltime")
-    if rw is not None and (isinstance(rw, bool) or not isinstance(rw, int | float) or rw < 0):
+    if rw is not None and (
+        isinstance(rw, bool)
+        or not isinstance(rw, int | float)
+        or not 0 <= rw <= FLOAT_MAX  # also NaN and inf (a float of any integer in range)
+    ):
         raise JobEventError("bad_req_walltime", repr(rw))
-    nl = d.get("node_list") or ()
-    if isinstance(nl, str):
-        nl = tuple(x for x in nl.split(",") if x)
+    nl = _node_list(d.get("node_list"))
     bf = d.get("backfill")
     if bf is not None and not isinstance(bf, bool):
         raise JobEventError("bad_backfill", repr(bf))
     ec = d.get("exit_code")
-    if ec is not None and (isinstance(ec, bool) or not isinstance(ec, int)):
+    if ec is not None and (
+        isinstance(ec, bool) or not isinstance(ec, int) or not INT64_MIN <= ec <= INT64_MAX
+    ):
         raise JobEventError("bad_exit_code", repr(ec))
 
     def s(k: str) -> str | None:
@@ -138,7 +165,7 @@ def jobevent_from_dict(d: Any) -> JobEvent:
         nodes=_opt_int(d, "nodes"),
         cores=_opt_int(d, "cores"),
         req_walltime=None if rw is None else float(rw),
-        node_list=tuple(str(x) for x in nl),
+        node_list=nl,
         state=s("state"),
         exit_code=ec,
         backfill=bf,

@@ -115,9 +115,13 @@ def keep_plausible(
     record, not its line, is known here)."""
     rs = list(records)
     ts = np.fromiter((r.ts for r in rs), dtype=np.float64, count=len(rs))
-    finite = np.isfinite(ts)
-    ts_ms = np.where(finite, np.clip(np.nan_to_num(ts) * 1000, -(2.0**62), 2.0**62), -(2.0**62))
-    why = bounds.reasons(ts_ms.astype(np.int64))
+    # floored, not truncated toward zero by astype: -0.0005 s is -1 ms, before 0 ms, so that
+    # floor(ms) >= not_before and floor(ms) < not_after hold exactly when ms does (as in
+    # contains_s); clipped to about +-2**62 ms (int64, beyond any bound) before the product
+    # overflows; NaN and inf are made the lowest time, implausible_time
+    lim_s = 2.0**62 / 1000
+    ts_s = np.clip(np.where(np.isfinite(ts), ts, -lim_s), -lim_s, lim_s)
+    why = bounds.reasons(np.floor(ts_s * 1000).astype(np.int64))
     kept: list[T] = []
     for r, reason in zip(rs, why, strict=True):
         if reason is None:

@@ -3,13 +3,17 @@
 A file's records are not in event order (a record carries its submit, start and end), so the
 whole input is read and sorted first, then cut into batches of at most ``batch`` events that
 never straddle a day edge of the configured zone (the stages close their days at those edges).
+Every line is accounted for: it gives events (``records`` counts the events), is rejected with
+a reason, or holds no record (blank lines, SWF comments, sacct headers and skipped job steps)
+and is counted as ``ignored``.
 """
 
 from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import BinaryIO
 
@@ -22,18 +26,42 @@ from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
-from streams.sources.files import MAX_LINE_BYTES, capped_lines, check_format, open_binary, reading
+from streams.sources.files import (
+    LINE_TOO_LONG,
+    MAX_LINE_BYTES,
+    capped_lines,
+    check_format,
+    open_binary,
+    reading,
+)
 
 BATCH = 8192
 
 
 def text_lines(
-    f: BinaryIO, source: str, rejects: list[Reject], max_line_bytes: int = MAX_LINE_BYTES
+    f: BinaryIO,
+    source: str,
+    rejects: list[Reject],
+    max_line_bytes: int = MAX_LINE_BYTES,
+    stats: InputStats | None = None,
 ) -> Iterator[str]:
     """The lines of a job-event file as text (bad UTF-8 replaced, CRLF as LF), each longer than
-    ``max_line_bytes`` rejected as ``line_too_long`` and read as an empty line."""
-    for line in capped_lines(f, source, rejects, max_line_bytes):
-        yield line.decode("utf-8", "replace")
+    ``max_line_bytes`` rejected as ``line_too_long`` and read as an empty line; ``stats.lines``
+    is set to the number of lines read when the reading ends."""
+    n = 0
+    try:
+        for line in capped_lines(f, source, rejects, max_line_bytes):
+            n += 1
+            yield line.decode("utf-8", "replace")
+    finally:
+        if stats is not None:
+            stats.lines = n
+
+
+def too_long(bad: Sequence[Reject]) -> int:
+    """The ``line_too_long`` rejects among ``bad``. Each such line was read as an empty line,
+    which the parser skipped (and counted) as blank: it is a reject, not an ignored line."""
+    return sum(r.reason == LINE_TOO_LONG for r in bad)
 
 
 def read_job_events(
@@ -57,17 +85,19 @@ def read_job_events(
     for p in paths:
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
+        skipped: Counter[str] = Counter()
         with reading(p), open_binary(p) as f:
-            lines = text_lines(f, str(p), bad, max_line_bytes)
+            lines = text_lines(f, str(p), bad, max_line_bytes, st)
             evs = keep_plausible(
-                iter_sacct_events(lines, bad, str(p), max_hosts=max_hosts)
+                iter_sacct_events(lines, bad, str(p), max_hosts=max_hosts, ignored=skipped)
                 if fmt == "sacct"
-                else iter_job_events(fmt, lines, source=str(p), rejects=bad),
+                else iter_job_events(fmt, lines, source=str(p), rejects=bad, ignored=skipped),
                 bounds,
                 str(p),
                 lambda e: e.to_json().decode(),
                 bad,
             )
+        st.ignored = skipped.total() - too_long(bad)
         st.tally([e.ts for e in evs], bad, rejects)
         events += evs
         stats.append(st)

@@ -2,14 +2,15 @@
 
 :class:`SampleTraceFiles` streams each file's lines and yields lists of at most ``batch``
 NodeSamples (memory flat in the file size; a line longer than ``max_line_bytes`` is rejected as
-``line_too_long`` without being held whole); :class:`LlviewDirs` yields one :class:`LlviewJob`
-(its parsed series) per job directory.
+``line_too_long`` without being held whole; every line is a sample, a reject or, if blank,
+ignored); :class:`LlviewDirs` yields one :class:`LlviewJob` (its parsed series) per job directory.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +22,8 @@ from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.driver import InputStats, RejectLog
 from streams.errors import UserError
-from streams.sources.files import (
-    MAX_LINE_BYTES,
-    capped_lines,
-    check_format,
-    open_binary,
-    read_text,
-    reading,
-)
+from streams.sources.files import MAX_LINE_BYTES, check_format, open_binary, read_text, reading
+from streams.sources.jobevents import text_lines, too_long
 
 BATCH = 65_536  # samples per batch
 
@@ -55,20 +50,21 @@ class SampleTraceFiles:
     def batches(self, rejects: RejectLog) -> Iterator[list[NodeSample]]:
         for p, st in zip(self.paths, self.inputs, strict=True):
             bad: list[Reject] = []
+            skipped: Counter[str] = Counter()  # blank lines, the too-long ones among them
+            long_lines = 0
             with reading(p), open_binary(p) as f:
-                lines = (
-                    line.decode("utf-8", "replace")
-                    for line in capped_lines(f, p, bad, self.max_line_bytes)
-                )
-                parsed = parse_trace(lines, p, bad)
+                lines = text_lines(f, p, bad, self.max_line_bytes, st)
+                parsed = parse_trace(lines, p, bad, skipped)
                 while chunk := list(itertools.islice(parsed, self.batch)):
                     samples = keep_plausible(
                         chunk, self.bounds, p, lambda smp: dumps(smp).decode(), bad
                     )
+                    long_lines += too_long(bad)
                     st.tally([s.ts for s in samples], bad, rejects)
                     bad.clear()
                     if samples:
                         yield samples
+            st.ignored = skipped.total() - long_lines - too_long(bad)
             st.tally([], bad, rejects)  # rejects after the last sample
 
 

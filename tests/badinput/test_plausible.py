@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from models.records.jobevent import JobEvent
 from models.records.nodestatus import Codebook
-from models.records.plausible import TimeBounds
+from models.records.plausible import TimeBounds, keep_plausible
+from models.records.reject import Reject
 from streams.cli import main
 from tests.golden.make_golden import INPUTS
 from tests.paths import REPO
@@ -87,6 +89,46 @@ def test_bounds_and_rollback() -> None:
     book.rollback(mark)
     assert book.nodes.names == ["a"] and book.jobs.names == [] and book.nodes.code("b") == 1
     assert "Weird" not in book.states.names
+
+
+@pytest.mark.parametrize(
+    ("ts", "kept"),
+    [
+        (-0.0005, False),  # truncated toward zero it was 0 ms, inside: kept before the fix
+        (-1e-9, False),
+        (-0.0, True),
+        (0.0, True),
+        (0.0005, True),
+        (4102444799.9995, True),  # the last millisecond before 2100-01-01
+        (4102444800.0, False),
+        (float("nan"), False),
+        (float("inf"), False),
+        (float("-inf"), False),
+        (-1e300, False),
+        (1e300, False),
+    ],
+)
+def test_keep_plausible_compares_fractions_of_a_millisecond_exactly(ts: float, kept: bool) -> None:
+    """Times are floored to milliseconds, so a record a fraction of a millisecond before
+    not_before is rejected as the bounds say (contains_s), negative times too."""
+    bad: list[Reject] = []
+    out = keep_plausible([JobEvent("start", ts, "1")], TimeBounds(), "x", lambda e: e.job, bad)
+    assert (out != []) is kept
+    assert [r.reason for r in bad] == ([] if kept else ["implausible_time"])
+    assert kept == TimeBounds().contains_s(ts)
+
+
+def test_keep_plausible_floors_negative_bounds_too() -> None:
+    bounds = TimeBounds(not_before_ms=-1000, not_after_ms=1000, max_jump_ms=0)
+    times = [-1.0005, -1.0, -0.9995, 0.9995, 1.0]
+    bad: list[Reject] = []
+    events = [JobEvent("start", t, str(i)) for i, t in enumerate(times)]
+    out = keep_plausible(events, bounds, "x", lambda e: e.job, bad)
+    assert [e.ts for e in out] == [-1.0, -0.9995, 0.9995]
+    assert [(r.reason, r.text) for r in bad] == [
+        ("implausible_time", "0"),
+        ("implausible_time", "4"),
+    ]
 
 
 def test_job_events_far_out_of_time_are_rejected_not_charged(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import os
 import time
 import tracemalloc
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import fields as dc_fields
 from datetime import datetime
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.formats import llview, procfs
@@ -39,7 +40,13 @@ from models.formats.sacct import SacctJob, parse_sacct, sacct_job_events
 from models.formats.sampletrace import SampleTraceError, parse_sample, parse_trace
 from models.formats.swf import SwfError, SwfJob, parse_header, parse_swf, parse_swf_job
 from models.formats.swfevents import iter_swf_events, swf_job_events
-from models.records.jobevent import EVENT_TYPES, JobEvent, JobEventError, parse_jobevent_line
+from models.records.jobevent import (
+    EVENT_TYPES,
+    JobEvent,
+    JobEventError,
+    jobevent_from_dict,
+    parse_jobevent_line,
+)
 from models.records.nodesample import NodeSample
 from models.records.nodestatus import KNOWN_STATES, NO_JOB, Codebook, NodeStatus
 from models.records.reject import Reject
@@ -582,29 +589,9 @@ def test_jobcomp_record_events_raise_only_job_event_error(line: str, start_recor
     check_job_events(evs)
 
 
-def known_jobevent_bug(line: str) -> bool:
-    """A simulator JSON line that models/records/jobevent.py (not a formats/ file) mishandles,
-    see the two xfail tests below: a number or boolean node_list (TypeError), or nodes / cores /
-    exit_code outside int64 (accepted)."""
-    try:
-        d = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(d, dict):
-        return False
-    if isinstance(d.get("node_list"), int | float | bool):
-        return True
-    for k in ("nodes", "cores", "exit_code"):
-        v = d.get(k)
-        if isinstance(v, int | float) and not -(2**63) <= v <= INT64_MAX:
-            return True
-    return False
-
-
 @FUZZ
 @given(st.one_of(near_jobevent, junk_text, st.just(json.dumps(JOBEVENT))))
 def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
-    assume(not known_jobevent_bug(line))
     try:
         e = parse_jobevent_line(line)
     except JobEventError as err:
@@ -613,28 +600,63 @@ def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
     check_event(e)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="models/records/jobevent.py jobevent_from_dict iterates node_list without checking "
-    "its type (outside models/formats, reported, not fixed here)",
-)
-def test_jobevent_scalar_node_list_is_rejected() -> None:
-    with pytest.raises(JobEventError):
-        parse_jobevent_line(b'{"type":"start","ts":1,"job":"a","node_list":5}')
+@pytest.mark.parametrize("node_list", ["5", "true", "false", "0", "{}", '{"n1": 1}',
+                                       '["n1", 2]', '["n1", null]', '[["n1"]]'])  # fmt: skip
+def test_jobevent_node_list_of_another_type_is_rejected(node_list: str) -> None:
+    """Found by the fuzz test above: a number or boolean node list raised TypeError."""
+    with pytest.raises(JobEventError) as e:
+        parse_jobevent_line('{"type":"start","ts":1,"job":"a","node_list":' + node_list + "}")
+    assert e.value.reason == "bad_node_list"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="models/records/jobevent.py _opt_int and the exit_code check take any integer, also "
-    "beyond int64 (1e23 nodes becomes 10**23, whose to_json() raises TypeError 'Integer exceeds "
-    "64-bit range': an internal error in replay) (outside models/formats, reported)",
-)
-@pytest.mark.parametrize("field", ['"nodes": 1e23', '"cores": 9223372036854775808',
-                                   '"exit_code": 18446744073709551615'])  # fmt: skip
-def test_jobevent_integers_beyond_int64_are_rejected(field: str) -> None:
-    with pytest.raises(JobEventError):
+@pytest.mark.parametrize(("node_list", "nodes"), [("null", ()), ('""', ()), ("[]", ()),
+                         ('"n1,,n2"', ("n1", "n2")),
+                         ('["n1", "", "n2"]', ("n1", "n2"))])  # fmt: skip
+def test_jobevent_node_list_is_a_list_or_a_string_of_names(
+    node_list: str, nodes: tuple[str, ...]
+) -> None:
+    e = parse_jobevent_line('{"type":"start","ts":1,"job":"a","node_list":' + node_list + "}")
+    assert e.node_list == nodes
+
+
+@pytest.mark.parametrize(("field", "reason"), [
+    ('"nodes": 1e23', "bad_nodes"),
+    ('"nodes": 9223372036854775808', "bad_nodes"),
+    ('"nodes": 9.223372036854776e18', "bad_nodes"),  # 2**63 as a float
+    ('"cores": 9223372036854775808', "bad_cores"),
+    ('"cores": 1e300', "bad_cores"),
+    ('"exit_code": 18446744073709551615', "bad_exit_code"),
+    ('"exit_code": 9223372036854775808', "bad_exit_code"),
+    ('"exit_code": -9223372036854775809', "bad_exit_code"),  # orjson: a float below int64
+    ('"req_walltime": -1', "bad_req_walltime"),
+])  # fmt: skip
+def test_jobevent_integers_beyond_int64_are_rejected(field: str, reason: str) -> None:
+    """Found by the fuzz test above: 1e23 nodes became 10**23, whose to_json() raised
+    TypeError 'Integer exceeds 64-bit range' (an internal error in replay)."""
+    with pytest.raises(JobEventError) as e:
         parse_jobevent_line('{"type": "end", "ts": 1, "job": "a", ' + field + "}")
+    assert e.value.reason == reason
+
+
+def test_jobevent_values_at_the_int64_edges_are_kept_and_written_back() -> None:
+    line = (
+        '{"type": "end", "ts": 1, "job": "a", "nodes": 9223372036854775807, "cores": 4.0, '
+        '"exit_code": -9223372036854775808, "req_walltime": 1e308}'
+    )
+    e = parse_jobevent_line(line)
+    assert (e.nodes, e.cores, e.exit_code) == (2**63 - 1, 4, -(2**63))
+    assert parse_jobevent_line(e.to_json()) == e
+
+
+@pytest.mark.parametrize("d", [
+    {"nodes": float("nan")}, {"nodes": float("inf")}, {"cores": 2.5}, {"nodes": -1},
+    {"nodes": 10**30}, {"exit_code": 2**64}, {"exit_code": 1.0}, {"req_walltime": float("nan")},
+    {"req_walltime": float("inf")}, {"req_walltime": 10**400}, {"nodes": True},
+])  # fmt: skip
+def test_jobevent_from_dict_rejects_non_finite_and_out_of_range_numbers(d: dict[str, Any]) -> None:
+    """Dicts that JSON text cannot give (NaN, inf, integers beyond 64 bits) are rejected too."""
+    with pytest.raises(JobEventError):
+        jobevent_from_dict({"type": "end", "ts": 1, "job": "a", **d})
 
 
 # ---- SWF ----------------------------------------------------------------------------------
@@ -750,12 +772,14 @@ def test_iter_job_events_accounts_for_every_line(
     """Each line alone: events (valid, in submit <= start <= end order) or a reject, unless the
     format skips it (blank, comment, header, step)."""
     line = data.draw(st.one_of(job_line[fmt], st.text(CHARS, max_size=80)), label="line")
-    if fmt == "jobevents":
-        assume(not known_jobevent_bug(line))
     raw = line.encode("utf-8", "surrogatepass") if as_bytes else line
     rejects: list[Reject] = []
-    evs = list(iter_job_events(fmt, [raw], source="fz", rejects=rejects))
+    ignored: Counter[str] = Counter()
+    evs = list(iter_job_events(fmt, [raw], source="fz", rejects=rejects, ignored=ignored))
     check_rejects(rejects, "fz")
+    # exactly one of: events, a reject, ignored (counted by its kind)
+    assert (len(evs) > 0) + len(rejects) + ignored.total() == 1, (fmt, line, rejects, ignored)
+    assert not ignored or _skipped(fmt, line), (fmt, line, ignored)
     assert all(r.lineno == 1 for r in rejects)
     # one input line may be several lines to the parser only through splitlines(); a line
     # here holds no newline the parsers would split on
@@ -766,6 +790,62 @@ def test_iter_job_events_accounts_for_every_line(
             check_event(e)
     if not _skipped(fmt, line):
         assert len(evs) + len(rejects) >= 1, (fmt, line)
+
+
+JOBCOMP_LINE = json.dumps(JOBCOMP)
+SACCT_STEP = SACCT.replace("165381|165381|", "165381.batch|165381.batch|", 1)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "lines", "ignored", "rejected"),
+    [
+        ("jobevents", [json.dumps(JOBEVENT), "", "  \t", "{"], {"blank": 2}, 1),
+        ("jobcomp", ["", JOBCOMP_LINE, " ", "[]"], {"blank": 2}, 1),
+        (
+            "swf",
+            [*SWF_HEADER, "", SWF_JOB, "; a later comment", "1 2"],
+            {"comment": 5, "blank": 1},
+            1,
+        ),
+        (
+            "sacct",
+            [
+                SACCT_HEADER,
+                SACCT_NAMED,
+                "",
+                "7.0|" + SACCT_NAMED.split("|", 1)[1],
+                "JobID|Start",
+                "x",
+            ],
+            {"header": 1, "blank": 1, "job_step": 1},
+            2,
+        ),
+        ("sacct", [SACCT, SACCT_STEP, "\n"], {"job_step": 1, "blank": 1}, 0),
+    ],
+    ids=["jobevents", "jobcomp", "swf", "sacct named", "sacct 26 fields"],
+)
+def test_lines_without_a_record_are_counted_as_ignored_by_kind(
+    fmt: str, lines: list[str], ignored: dict[str, int], rejected: int
+) -> None:
+    """Blank lines, SWF comments, sacct header lines and skipped job steps are neither records
+    nor rejects: the parser counts them, so a source can account for every line."""
+    rejects: list[Reject] = []
+    counted: Counter[str] = Counter()
+    evs = list(iter_job_events(fmt, lines, source="t", rejects=rejects, ignored=counted))
+    assert dict(counted) == ignored and len(rejects) == rejected, (counted, rejects)
+    assert evs
+    # the counter is optional: the same events and rejects without it
+    again: list[Reject] = []
+    assert list(iter_job_events(fmt, lines, source="t", rejects=again)) == evs
+    assert again == rejects
+
+
+def test_blank_sample_lines_are_counted_as_ignored() -> None:
+    counted: Counter[str] = Counter()
+    rejects: list[Reject] = []
+    lines = ["", json.dumps(SAMPLE), " \r\n", "{"]
+    assert len(list(parse_trace(lines, "t", rejects, counted))) == 1
+    assert dict(counted) == {"blank": 2} and [r.reason for r in rejects] == ["bad_json"]
 
 
 @FEW

@@ -140,7 +140,8 @@ def test_replay_contract(tmp_path: Path, gz: bool) -> None:
     assert [r["job"] for r in ftl] == ["1292428"]  # drained 300 s, then ran 10 s
 
     summary = json.loads((out / "summary_drain.json").read_text())
-    assert summary["lines"] == 8
+    assert summary["lines"] == 8 + 4  # every input's lines: the Moab log's and the --jobs file's
+    assert [i["lines"] for i in summary["inputs"]] == [8, 4]
     assert summary["ignored"] == 1
     assert summary["rejected_by_reason"] == {"bad_json": 1, "bad_timestamp": 1}
     assert summary["drain"]["nodes"] == 2

@@ -2,20 +2,22 @@
 read_job_events and SampleTraceFiles read a file of arbitrary or near-valid content (plain,
 gzip, truncated gzip, or starting with another format's magic bytes) and either raise UserError
 or yield only records whose times lie inside the default TimeBounds; nothing is lost on the way:
-every line of a Moab log is a record, a reject or an ignored line, and every event or sample the
-parser gives is either yielded or rejected (implausible_time / time_jump)."""
+every line of a Moab log, job-event file or sample trace is a record, a reject or an ignored
+line, and every event or sample the parser gives is either yielded or rejected
+(implausible_time / time_jump)."""
 
 from __future__ import annotations
 
 import gzip
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from models.formats.jobsource import FORMATS, iter_job_events
@@ -36,7 +38,6 @@ from tests.models.formats.test_parsers_fuzz import (
     SCALE,
     SWF_JOB,
     job_line,
-    known_jobevent_bug,
     moab_line,
     near_moab,
     near_sample,
@@ -111,9 +112,8 @@ def lines_in(data: bytes) -> int:
 
 
 def plausible_s(ts: float) -> bool:
-    """Inside the default bounds. Known gap (models/records/plausible.py keep_plausible, not
-    fixed here): a time in (-0.001, 0) s truncates to 0 ms and is kept; see the xfail below."""
-    return BOUNDS.contains_s(ts) or -0.001 < ts < 0
+    """Inside the default bounds (a time in (-0.001, 0) s too is before 1970-01-01)."""
+    return BOUNDS.contains_s(ts)
 
 
 # ---- Moab -----------------------------------------------------------------------------------
@@ -209,8 +209,6 @@ def test_read_job_events_yields_only_plausible_events_and_loses_none(
     data: st.DataObject, fmt: str
 ) -> None:
     lines = data.draw(job_file(fmt), label="lines")
-    if fmt == "jobevents":  # a known TypeError outside models/formats (see the parser tests)
-        assume(not any(known_jobevent_bug(ln) for ln in lines))
     body = "".join(f"{ln}\n" for ln in lines).encode("utf-8", "surrogatepass")
     written = data.draw(wrapped(body), label="written")
     rejects = RejectLog()
@@ -227,16 +225,13 @@ def test_read_job_events_yields_only_plausible_events_and_loses_none(
     assert st_.records == len(events) and st_.rejected == rejects.total
     if written == body:  # every event the parser gives is yielded or rejected, none lost
         parser_rejects: list[Reject] = []
-        parsed = list(iter_job_events(fmt, lines, source="x", rejects=parser_rejects))
+        skipped: Counter[str] = Counter()
+        parsed = list(iter_job_events(fmt, lines, "x", parser_rejects, skipped))
         assert st_.records + st_.rejected == len(parsed) + len(parser_rejects)
+        # and every line is counted: the lines the parser skipped are the ignored ones
+        assert st_.lines == len(lines) and st_.ignored == skipped.total(), st_
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="models/records/plausible.py keep_plausible: ts * 1000 is truncated toward zero by "
-    "astype(int64), so a time in (-0.001, 0) s becomes 0 ms and passes not_before = 0 "
-    "(outside models/formats, reported, not fixed here)",
-)
 def test_an_event_a_fraction_of_a_millisecond_before_not_before_is_rejected() -> None:
     bad: list[Reject] = []
     kept = keep_plausible(
@@ -280,38 +275,58 @@ def test_sample_trace_files_yield_only_plausible_samples_and_lose_none(
         assert plausible_s(s.ts), s
     (st_,) = src.inputs
     assert st_.records == len(samples) and st_.rejected == rejects.total
+    # one sample per line: every line read is a sample, a reject or (blank) ignored
+    assert st_.lines == st_.records + st_.rejected + st_.ignored, st_
     if written == body:  # every non-blank line is a sample or a reject
         parser_rejects: list[Reject] = []
         parsed = list(parse_trace(lines, "x", parser_rejects))
         assert len(parsed) + len(parser_rejects) == sum(1 for ln in lines if ln.strip())
         assert st_.records + st_.rejected == len(parsed) + len(parser_rejects)
+        assert st_.lines == len(lines) and st_.ignored == sum(1 for ln in lines if not ln.strip())
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="streams/sources/jobevents.py read_job_events and streams/sources/samples.py "
-    "SampleTraceFiles count no lines: InputStats.lines stays None and blank lines, SWF comments "
-    "and sacct headers/steps are neither rejected nor counted as ignored (reported, not fixed "
-    "here: outside models/formats)",
-)
+LONG = "x" * 1000  # longer than the max_line_bytes below: a reject, not a blank line
+SAMPLE_LINE = '{"ts": 1e9, "job": "1", "pid": 2, "node": "n1"}'
+
+
 @pytest.mark.parametrize(
-    ("fmt", "text"),
+    ("fmt", "text", "counts"),
     [
-        ("jobevents", '{"type": "submit", "ts": 1e9, "job": "1"}\n\n'),
-        ("swf", "; MaxNodes: 4\n" + SWF_JOB + "\n"),
-        ("sacct", "JobID|Submit|Start|End\n1|2016-12-27T20:12:01|Unknown|Unknown\n"),
-        ("samples", '{"ts": 1e9, "job": "1", "pid": 2, "node": "n1"}\n\n'),
+        ("jobevents", '{"type": "submit", "ts": 1e9, "job": "1"}\n\n', (1, 0, 1)),
+        ("jobevents", f'\n{{"type": "submit", "ts": 1e9, "job": "1"}}\n{LONG}\n \n', (1, 1, 2)),
+        ("jobcomp", '\n{"jobid": 1, "@end": "2016-12-27T20:12:01Z"}\n', (1, 0, 1)),
+        ("swf", "; MaxNodes: 4\n" + SWF_JOB + "\n", (3, 0, 1)),
+        ("swf", "; MaxNodes: 4\n\n;\n" + SWF_JOB + f"\n{LONG}\n; end\n", (3, 1, 4)),
+        ("sacct", "JobID|Submit|Start|End\n1|2016-12-27T20:12:01|Unknown|Unknown\n", (1, 0, 1)),
+        ("sacct", SACCT + "\n" + SACCT.replace("|", ".0|", 1) + "\n\n", (3, 0, 2)),
+        ("samples", SAMPLE_LINE + "\n\n", (1, 0, 1)),
+        ("samples", f"\n{LONG}\n{SAMPLE_LINE}\n\t\n{{\n", (1, 2, 2)),
     ],
-    ids=["jobevents blank line", "swf comment", "sacct header", "samples blank line"],
+    ids=[
+        "jobevents blank line",
+        "jobevents blank and too long lines",
+        "jobcomp blank line",
+        "swf comment",
+        "swf comments, blank and too long lines",
+        "sacct header",
+        "sacct step and blank line",
+        "samples blank line",
+        "samples blank, too long and bad lines",
+    ],
 )
-def test_every_line_of_a_job_or_sample_file_is_counted(fmt: str, text: str) -> None:
+def test_every_line_of_a_job_or_sample_file_is_counted(
+    fmt: str, text: str, counts: tuple[int, int, int]
+) -> None:
+    """Each line is a record (a job line gives its events), a reject or ignored (blank lines,
+    SWF comments, sacct headers and steps); a line over the length cap is a reject only."""
     rejects = RejectLog()
     with files([text.encode()]) as paths:
         if fmt == "samples":
-            src = SampleTraceFiles(paths)
+            src = SampleTraceFiles(paths, max_line_bytes=500)
             list(src.batches(rejects))
             (st_,) = src.inputs
         else:
-            _, (st_,) = read_job_events(fmt, paths, rejects)
+            _, (st_,) = read_job_events(fmt, paths, rejects, max_line_bytes=500)
     assert st_.lines == text.count("\n")
-    assert st_.records + st_.rejected + st_.ignored >= st_.lines
+    assert (st_.records, st_.rejected, st_.ignored) == counts, st_
+    assert st_.as_dict()["ignored"] == counts[2]
