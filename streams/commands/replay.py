@@ -344,7 +344,7 @@ def report_line(what: str, s: dict[str, Any], out: str) -> str:
         reasons = ", ".join(f"{k} {v:,}" for k, v in s["rejected_by_reason"].items())
         parts.append(f"{s['rejected']:,} rejected ({reasons})")
     for key, label in (
-        ("ignored", "lines of other messages ignored"),
+        ("ignored", "lines without a record ignored (other messages, blanks, comments, headers)"),
         ("duplicates", "duplicates"),
         ("out_of_order", "out of order"),
         ("reordered", "put back in time order"),
