@@ -74,14 +74,17 @@ def read_job_events(
 ) -> tuple[list[JobEvent], list[InputStats]]:
     """Every plausible event of every file, sorted; per-file statistics. An event whose time is
     outside ``bounds`` is rejected (``implausible_time``; line 0: the event, not its line, is
-    known here), so one end dated 2400 cannot charge four centuries of node-hours. Lines longer
-    than ``max_line_bytes`` are rejected (``line_too_long``) without being held whole; sacct
-    node lists naming more than ``max_hosts`` hosts are rejected (``hostlist_too_large``)."""
+    known here), so one end dated 2400 cannot charge four centuries of node-hours. A job whose
+    end precedes its start (in any of the files) has both events rejected (``end_before_start``).
+    Lines longer than ``max_line_bytes`` are rejected (``line_too_long``) without being held
+    whole; sacct node lists naming more than ``max_hosts`` hosts are rejected
+    (``hostlist_too_large``)."""
     bounds = bounds or TimeBounds()
     for p in paths:  # an archive or unreadable compression is refused before a line is read
         check_format(p)
     events: list[JobEvent] = []
     stats: list[InputStats] = []
+    per_file: list[tuple[InputStats, list[JobEvent], list[Reject]]] = []
     for p in paths:
         st = InputStats(p, bytes=os.path.getsize(p))
         bad: list[Reject] = []
@@ -98,6 +101,20 @@ def read_job_events(
                 bad,
             )
         st.ignored = skipped.total() - too_long(bad)
+        per_file.append((st, evs, bad))
+    # a job that ends before it starts is used by no analytic: both events are rejected
+    start = {e.job: e.ts for _, evs, _ in per_file for e in evs if e.type == "start"}
+    backwards = {e.job for _, evs, _ in per_file for e in evs
+                 if e.type == "end" and e.job in start and e.ts < start[e.job]}  # fmt: skip
+    for st, evs, bad in per_file:
+        if backwards:
+            kept = []
+            for e in evs:
+                if e.job in backwards and e.type in ("start", "end"):
+                    bad.append(Reject("end_before_start", st.path, 0, e.to_json().decode()))
+                else:
+                    kept.append(e)
+            evs = kept
         st.tally([e.ts for e in evs], bad, rejects)
         events += evs
         stats.append(st)
