@@ -25,7 +25,14 @@ from collections.abc import Iterable, Iterator
 
 import orjson
 
-from models.records.nodesample import NodeSample
+from models.records.nodesample import (
+    IMPLAUSIBLE,
+    MAX_CORE_PCT,
+    MAX_CORES,
+    MAX_FS_RATE,
+    MAX_MEMORY_KB,
+    NodeSample,
+)
 from models.records.reject import RecordError, Reject
 
 _INT_FIELDS = (
@@ -140,6 +147,7 @@ def parse_sample(line: str | bytes) -> NodeSample:
         ):
             raise SampleTraceError("bad_fs", f"{name}={wr!r}")
         fs_rates.append((str(name), float(wr[0]), float(wr[1])))
+    _check_physical(ints, floats["core"], cores, fs_rates)
     job, node = d["job"], d["node"]
     if not isinstance(job, str | int) or isinstance(job, bool) or str(job) == "":
         raise SampleTraceError("bad_job", repr(job))
@@ -167,6 +175,22 @@ def parse_sample(line: str | bytes) -> NodeSample:
         job_class=str(d.get("class", "")),
         fs_rates=tuple(fs_rates),
     )
+
+
+def _check_physical(
+    ints: dict[str, int], core: float, cores: int, fs: list[tuple[str, float, float]]
+) -> None:
+    """Values no machine produces (models.records.nodesample bounds): ``implausible_value``."""
+    if core > MAX_CORE_PCT:
+        raise SampleTraceError(IMPLAUSIBLE, f"core={core:g} % (at most {MAX_CORE_PCT:g})")
+    if cores > MAX_CORES:
+        raise SampleTraceError(IMPLAUSIBLE, f"cores={cores} (at most {MAX_CORES})")
+    for k in ("vmPeak", "vmSize", "vmRss", "vmSwap"):
+        if ints[k] > MAX_MEMORY_KB:
+            raise SampleTraceError(IMPLAUSIBLE, f"{k}={ints[k]} KiB (at most {MAX_MEMORY_KB})")
+    for name, w, r in fs:
+        if w > MAX_FS_RATE or r > MAX_FS_RATE:
+            raise SampleTraceError(IMPLAUSIBLE, f"fs {name} rate {max(w, r):g}/s (at most 1e7)")
 
 
 def parse_trace(

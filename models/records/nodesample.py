@@ -22,6 +22,16 @@ import numpy as np
 
 from models.records.nodestatus import Interner
 
+# Physical bounds (bad-input policy 5): a sample beyond them is rejected as
+# ``implausible_value``, so one stray value cannot rule a job's utilisation or a DFS minute.
+# Generous on purpose: no node today has 8,192 hardware threads or 1 PiB of memory, and no file
+# system delivers 10 TB/s to one node.
+MAX_CORE_PCT = 100.0 * 8192  # % of one core, summed over a process's threads
+MAX_CORES = 8192  # CPUs allocated to a job on one node
+MAX_MEMORY_KB = 1 << 40  # KiB (1 PiB)
+MAX_FS_RATE = 1e7  # the trace's unit per second (MB/s)
+IMPLAUSIBLE = "implausible_value"
+
 
 @dataclass(slots=True, frozen=True)
 class NodeSample:
