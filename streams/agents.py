@@ -64,6 +64,16 @@ def window_message(cluster: str, w: LiveWindow) -> dict[str, Any]:
         "basis_seconds_per_node": w.basis_seconds_per_node,
         "data_quality": w.data_quality,
         "provisional": w.provisional,
+        **({"node_states": node_states_seconds(w.states)} if w.states else {}),
+    }
+
+
+COMBOS = ("none", "job", "rsv", "rsv+job")  # has_rsv * 2 + has_job (seed 000 §III-B.1)
+
+
+def node_states_seconds(states: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+    return {
+        name: {COMBOS[i]: ms / 1000 for i, ms in enumerate(v) if ms} for name, v in states.items()
     }
 
 

@@ -185,6 +185,15 @@ METRICS_DRAIN_SCHEMA: dict[str, Any] = {
         "nodes": {**_INT, "description": "distinct nodes with time in the window"},
         **_WINDOW_PROPS,
         "provisional": {"type": "boolean", "description": "true while the window is open"},
+        "node_states": {
+            "type": "object",
+            "description": "hour and day windows: state -> node-seconds per combination "
+            "(none, job, rsv, rsv+job: rsvlist / joblist non-empty)",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": _NUM,
+            },
+        },
     },
 }
 
@@ -250,6 +259,20 @@ DRAIN_PARTIALS_SCHEMA: dict[str, Any] = {
             "last_active_ms",
         },
         "counts": {"type": "object", "additionalProperties": _INT},
+        "states": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [
+                    {"enum": ["hour", "day"]},
+                    _INT,
+                    {"type": "object", "additionalProperties": {"type": "array", "items": _INT}},
+                ],
+                "minItems": 3,
+                "maxItems": 3,
+            },
+            "description": "unit, start_ms, state -> node-ms per (rsv, job) combination",
+        },
     },
 }
 

@@ -453,22 +453,27 @@ class DrainAccountant:
             )
         return rows
 
-    def _aggregate(
-        self, grid: WindowGrid, nodes: dict[int, int], since_ms: int | None = None
-    ) -> list[WindowRow]:
-        """Sum the finest windows into the windows of ``grid`` (exact: edges nest); only
-        windows starting at or after ``since_ms`` when given."""
+    def _sums(self, grid: WindowGrid, since_ms: int | None = None) -> dict[int, np.ndarray]:
+        """Category sums of the finest windows per window of ``grid`` (exact: edges nest);
+        only windows starting at or after ``since_ms`` when given."""
         keys = np.array(sorted(self._win), dtype=np.int64)
         if since_ms is not None:
             keys = keys[keys >= since_ms]
         if not keys.size:
-            return []
+            return {}
         grid.ensure(int(keys.min()), int(keys.max()))
         starts = grid.edges[grid.locate(keys)]
         sums: dict[int, np.ndarray] = {}
         for k, d in zip(keys.tolist(), starts.tolist(), strict=True):
             v = self._win[k]
             sums[d] = sums[d] + v if d in sums else v.copy()
+        return sums
+
+    def _aggregate(
+        self, grid: WindowGrid, nodes: dict[int, int], since_ms: int | None = None
+    ) -> list[WindowRow]:
+        """Rows of the windows of ``grid`` (see :meth:`_sums`)."""
+        sums = self._sums(grid, since_ms)
         rows = []
         for d in sorted(sums):
             acc, drain, idle_u, down, gap = self._cats(sums[d])
@@ -476,6 +481,21 @@ class DrainAccountant:
                 WindowRow(d, grid.length_ms(d), nodes.get(d, 0), acc, drain, idle_u, down, gap)
             )
         return rows
+
+    def state_ms(self, unit: str, since_ms: int | None = None) -> dict[int, dict[str, list[int]]]:
+        """Per window of ``unit`` ('hour' or 'day') starting at or after ``since_ms``: state name
+        -> node-ms per (rsv, job) combination [none/none, none/job, rsv/none, rsv/job] (seed 000
+        §III-B.1), states with time only."""
+        grid = self.days if unit == "day" else self.hours
+        if since_ms is not None:
+            grid.ensure(since_ms, since_ms)
+            since_ms = int(grid.edges[grid.locate(np.array([since_ms]))[0]])
+        names = self.book.states.names
+        out: dict[int, dict[str, list[int]]] = {}
+        for d, v in self._sums(grid, since_ms).items():
+            body = v[:-1].reshape(-1, N_COMBOS)
+            out[d] = {names[i]: body[i].tolist() for i in np.flatnonzero(body.sum(axis=1))}
+        return out
 
     def hourly(self) -> list[WindowRow]:
         return (

@@ -50,6 +50,8 @@ class Partial:
     windows: list[tuple[str, int, int, int, int, int, int, int]] = field(default_factory=list)
     jobs: list[tuple[str, int, int, int, int, int, int]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    # (unit, start_ms, {state: node-ms per (rsv, job) combination}) of hour and day windows
+    states: list[tuple[str, int, dict[str, list[int]]]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class Partial:
             "windows": [list(w) for w in self.windows],
             "jobs": [list(j) for j in self.jobs],
             "counts": self.counts,
+            "states": [[u, st, d] for u, st, d in self.states],
         }
 
     @classmethod
@@ -70,6 +73,10 @@ class Partial:
             [(str(w[0]), *map(int, w[1:])) for w in d["windows"]],  # type: ignore[misc]
             [(str(j[0]), *map(int, j[1:])) for j in d["jobs"]],  # type: ignore[misc]
             {str(k): int(v) for k, v in d["counts"].items()},
+            [
+                (str(u), int(st), {str(k): [int(x) for x in v] for k, v in sd.items()})
+                for u, st, sd in d.get("states", [])
+            ],  # fmt: skip
         )
 
 
@@ -148,6 +155,8 @@ class PartitionDrain:
         if since is not None:
             for unit, rows in acc.rows_since(since).items():
                 p.windows += [_wtuple(unit, r) for r in rows]
+            for unit in ("hour", "day"):
+                p.states += [(unit, st, d) for st, d in acc.state_ms(unit, since).items()]
             codes = acc.jobs_touched(since)
             if codes.size:
                 charged = acc.nodes_charged()
@@ -288,6 +297,7 @@ class LiveWindow:
     basis_seconds_per_node: float
     data_quality: str
     provisional: bool
+    states: dict[str, list[int]] | None = None  # hour and day: node-ms per state and combo
 
 
 @dataclass(slots=True)
@@ -318,6 +328,7 @@ class DrainCombiner:
                                    "day": 8 * 86_400_000}  # fmt: skip
         self.grids = {u: WindowGrid(tz, u) for u in UNITS}
         self.windows: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
+        self.states: dict[tuple[str, int], dict[int, dict[str, list[int]]]] = {}
         self.final: set[tuple[str, int]] = set()  # windows written final
         self.jobs: dict[str, dict[int, tuple[int, ...]]] = {}
         self.marks: dict[int, int] = {}  # partition -> watermark
@@ -348,6 +359,14 @@ class DrainCombiner:
             parts = self.windows.setdefault(key, {})
             if parts.get(p.partition) != tuple(vals):
                 parts[p.partition] = tuple(vals)
+                self.dirty_windows.add(key)
+        for unit, start, sd in p.states:
+            key = (unit, start)
+            if key not in self.windows:
+                continue  # a forgotten window (counted above)
+            parts_s = self.states.setdefault(key, {})
+            if parts_s.get(p.partition) != sd:
+                parts_s[p.partition] = sd
                 self.dirty_windows.add(key)
         for job, *jv in p.jobs:
             jp = self.jobs.setdefault(job, {})
@@ -394,6 +413,7 @@ class DrainCombiner:
                     b.seconds_per_node,
                     b.quality,
                     not closed,
+                    self._state_sum(key),
                 )  # fmt: skip
             )
         self.dirty_windows.clear()
@@ -432,6 +452,18 @@ class DrainCombiner:
             del self.jobs[job]
             self.job_time.pop(job, None)
 
+    def _state_sum(self, key: tuple[str, int]) -> dict[str, list[int]] | None:
+        parts = self.states.get(key)
+        if key[0] == "minute" or not parts:
+            return None
+        out: dict[str, list[int]] = {}
+        for sd in parts.values():
+            for name, v in sd.items():
+                cur = out.setdefault(name, [0] * len(v))
+                for i, x in enumerate(v):
+                    cur[i] += x
+        return dict(sorted(out.items()))
+
     def _end(self, key: tuple[str, int]) -> int:
         return key[1] + self.grids[key[0]].length_ms(key[1])
 
@@ -439,6 +471,7 @@ class DrainCombiner:
         old = [k for k in self.windows if k in self.final and k[1] + self.keep_ms[k[0]] < wm]
         for k in old:
             del self.windows[k]
+            self.states.pop(k, None)
         # the final set only needs windows that could still come back
         self.final = {k for k in self.final if k[1] + self.keep_ms[k[0]] * 2 >= wm}
         self._forget_jobs(wm)
@@ -449,6 +482,10 @@ class DrainCombiner:
             "windows": [
                 [u, s, [[p, list(v)] for p, v in parts.items()]]
                 for (u, s), parts in self.windows.items()
+            ],  # fmt: skip
+            "states": [
+                [u, s, [[p, sd] for p, sd in parts.items()]]
+                for (u, s), parts in self.states.items()
             ],  # fmt: skip
             "final": sorted([u, s] for u, s in self.final),
             "jobs": [
@@ -467,6 +504,8 @@ class DrainCombiner:
     def restore(self, d: dict[str, Any]) -> None:
         self.windows = {(u, int(s)): {int(p): tuple(v) for p, v in parts}
                         for u, s, parts in d["windows"]}  # fmt: skip
+        self.states = {(u, int(s)): {int(p): dict(sd) for p, sd in parts}
+                       for u, s, parts in d.get("states", [])}  # fmt: skip
         self.final = {(u, int(s)) for u, s in d["final"]}
         self.jobs = {j: {int(p): tuple(v) for p, v in parts} for j, parts in d["jobs"]}
         self.marks = {int(p): int(m) for p, m in d["marks"]}

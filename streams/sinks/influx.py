@@ -57,6 +57,29 @@ def window_point(cluster: str, w: LiveWindow) -> Any:
     return p
 
 
+def state_points(cluster: str, w: LiveWindow) -> list[Any]:
+    """``node_states``: node-seconds per state and (rsv, job) combination of an hour or day."""
+    from influxdb_client import Point, WritePrecision
+
+    out = []
+    for state, combos in (w.states or {}).items():
+        for i, ms in enumerate(combos):
+            if not ms:
+                continue
+            out.append(
+                Point("node_states")
+                .tag("cluster", cluster)
+                .tag("window", w.unit)
+                .tag("state", state)
+                .tag("has_rsv", str(i >> 1))
+                .tag("has_job", str(i & 1))
+                .field("node_seconds", ms / 1000)
+                .field("provisional", w.provisional)
+                .time(w.start_ms, WritePrecision.MS)
+            )
+    return out
+
+
 def job_point(cluster: str, j: LiveJob) -> Any:
     """A job's running totals at ``j.time_ms``: the first charge as first written, kept by
     the combiner, so every later total of the job overwrites the same point."""
@@ -113,7 +136,11 @@ class InfluxSink:
         self.client.close()
 
     def write_windows(self, rows: Iterable[LiveWindow]) -> None:
-        self.write([window_point(self.cluster, w) for w in rows])
+        points = []
+        for w in rows:
+            points.append(window_point(self.cluster, w))
+            points += state_points(self.cluster, w)
+        self.write(points)
 
     def write_jobs(self, rows: Iterable[LiveJob]) -> None:
         self.write([job_point(self.cluster, j) for j in rows])

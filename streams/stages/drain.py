@@ -364,6 +364,7 @@ class DrainStage:
             units.insert(0, ("minute", acc.windows()))
         rows = []
         for unit, ws in units:
+            states = acc.state_ms(unit) if unit != "minute" else {}
             for w in ws:
                 b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms,
                                  self.basis_nodes, self.quality_min)  # fmt: skip
@@ -383,6 +384,7 @@ class DrainStage:
                         b.seconds_per_node,
                         b.quality,
                         w.start_ms + w.length_ms > last,
+                        states.get(w.start_ms),
                     )  # fmt: skip
                 )
         running = acc.nodes_running()

@@ -206,6 +206,18 @@ def check_influx(influx: Any, replay: Path) -> None:
                 col = f if f in e else f
                 assert _close(r.get(f), e[col]), (unit, r["time"], f, r.get(f), e[col])
             assert r["data_quality"] == e["data_quality"]
+    # node-state breakdown: the day windows add up to node_states.csv summed over the nodes
+    expect_states: dict[tuple[str, str, str], float] = {}
+    for e in _csv(replay / "node_states.csv"):
+        k = (e["state"], e["has_rsv"], e["has_job"])
+        expect_states[k] = expect_states.get(k, 0.0) + float(e["seconds"])
+    got_states: dict[tuple[str, str, str], float] = {}
+    for r in influx.influxql("SELECT * FROM node_states WHERE \"window\"='day'"):
+        k = (r["state"], r["has_rsv"], r["has_job"])
+        got_states[k] = got_states.get(k, 0.0) + r["node_seconds"]
+    assert set(got_states) == set(expect_states)
+    for k, v in expect_states.items():
+        assert math.isclose(got_states[k], v, rel_tol=1e-9), (k, got_states[k], v)
     jobs = influx.influxql("SELECT last(*) FROM drain_job GROUP BY job")
     got = {j["job"]: j for j in jobs}
     expect_jobs = _csv(replay / "drain_jobs.csv")

@@ -106,6 +106,11 @@ def test_live_rows_equal_the_replay(parts: int, seed: int, retention_h: int) -> 
             b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms, basis)
             assert r.drain_pct_static == b.drain_pct_static
             assert r.data_quality == b.quality
+    for unit in ("hour", "day"):  # node-state breakdown per window, summed over partitions
+        expect_states = acc.state_ms(unit)
+        for r in rows:
+            if r.unit == unit:
+                assert r.states == dict(sorted(expect_states[r.start_ms].items())), (unit, r)
     minutes = [r for r in rows if r.unit == "minute"]
     assert sum(r.drain_ms for r in minutes) == sum(w.drain_ms for w in acc.daily())
     by_job = {j.job: j for j in jobs}
