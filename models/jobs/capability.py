@@ -1,13 +1,19 @@
 """Capability use (seed 004, Ang et al., "Red Storm Capability Computing Queuing Policy", CUG 2005).
 
 - CUP40 = node-hours of large jobs / (node-hours of large jobs + node-hours of small jobs), a
-  large job using 40 % or more of the section ("ASC Policy Directive", "Red Storm System
-  Configurations"). The minimum large size follows the seed's "40% Goal Nodes" column, i.e. the
-  fraction of the section rounded to the nearest node: 1,075 of 2,688, 3,072 of 7,680, 4,147 of
-  10,368.
+  large job using 40 % or more of the section ("ASC Policy Directive": "jobs that run on 40% or
+  more of the system"; "Large" queue: "at least 40% of the section's nodes"). The minimum large
+  size is the ceiling of 0.40 x section: 1,076 of 2,688 and 4,148 of 10,368, where the seed's
+  "40% Goal Nodes" column prints 1,075 and 4,147 (0.4 x N truncated: 1,075 nodes are 39.99 % of
+  2,688, not "40 % or more"), and 3,072 of 7,680 as in the column. On 46 nodes that is 19
+  (41.3 %), not 18 (39.1 %).
 - Modified CUP ("Suggest a modified CUP40 Metric"): the node-hours of backfilled jobs are taken
   out of the denominator. Only small backfilled jobs are taken out (the seed's premise is that
   backfill jobs are small); a large backfilled job stays in both terms, so the ratio stays <= 1.
+  It needs a source that records which jobs were backfilled ("This would require additional
+  accounting capabilities to track node-hours used by backfill jobs"): without one (SWF, sacct
+  without ``Flags``) the backfill node-hours and the modified CUP are unknown (None), never 0.
+  When the source has the flag, a job without it counts as not backfilled.
 - P_CUP ("Concluding comments"): if CUP40 < goal,
   P_CUP = (goal - CUP40) * (JobSize / (0.40 * SectionSize))^p * standard fair-share factor.
 - Red/Black allocation shares ("Red Storm Resource Allocation Parameters"): f_R and the
@@ -33,9 +39,10 @@ DEFAULT_GOAL = 0.80
 
 
 def min_large_nodes(section_nodes: int, fraction: float = DEFAULT_FRACTION) -> int:
-    """Smallest node count of a large job: fraction x section rounded to the nearest node (the
-    seed's "40% Goal Nodes")."""
-    return max(1, math.floor(fraction * section_nodes + 0.5))
+    """Smallest node count of a large job, one using ``fraction`` or more of the section: the
+    ceiling of fraction x section (0.4 x 46 = 18.4 -> 19). The product is rounded to 9 decimals
+    first so that a binary float just above an integer (0.4 x 7680) does not add a node."""
+    return max(1, math.ceil(round(fraction * section_nodes, 9)))
 
 
 def cup(large_nh: float, small_nh: float) -> float | None:
@@ -43,7 +50,10 @@ def cup(large_nh: float, small_nh: float) -> float | None:
     return large_nh / tot if tot > 0 else None
 
 
-def cup_modified(large_nh: float, small_nh: float, backfill_nh: float) -> float | None:
+def cup_modified(large_nh: float, small_nh: float, backfill_nh: float | None) -> float | None:
+    """None when the backfill node-hours are unknown (the source has no backfill flag)."""
+    if backfill_nh is None:
+        return None
     tot = large_nh + small_nh - backfill_nh
     return large_nh / tot if tot > 0 else None
 
@@ -130,7 +140,7 @@ class CapabilityDay:
     day: date
     large_node_hours: float
     small_node_hours: float
-    backfill_node_hours: float
+    backfill_node_hours: float | None  # None: the source does not say which jobs backfilled
 
     @property
     def cup40(self) -> float | None:
@@ -142,47 +152,64 @@ class CapabilityDay:
 
 
 def cup_over(days: Iterable[CapabilityDay]) -> tuple[float | None, float | None]:
-    """CUP40 and modified CUP over any range of days (ratio of sums, not mean of ratios)."""
-    lg = sm = bf = 0.0
+    """CUP40 and modified CUP over any range of days (ratio of sums, not mean of ratios); the
+    modified CUP is None when any day's backfill node-hours are unknown."""
+    lg = sm = 0.0
+    bf: float | None = 0.0
     for d in days:
         lg += d.large_node_hours
         sm += d.small_node_hours
-        bf += d.backfill_node_hours
+        bf = None if bf is None or d.backfill_node_hours is None else bf + d.backfill_node_hours
     return cup(lg, sm), cup_modified(lg, sm, bf)
 
 
 class CapabilityUse:
-    """Daily large / small / backfill node-hours of ended jobs."""
+    """Daily large / small / backfill node-hours of ended jobs.
+
+    ``backfill_flags``: whether the source records which jobs were backfilled (sacct ``Flags``,
+    the simulator's events). False: every day's backfill node-hours and modified CUP are None.
+    ``flagged_jobs`` / ``unflagged_jobs`` count the ended jobs with and without a flag."""
 
     __slots__ = (
         "section_nodes",
         "fraction",
         "min_large",
+        "backfill_flags",
         "cal",
         "_start",
         "_days",
         "unmatched_ends",
+        "flagged_jobs",
+        "unflagged_jobs",
     )
 
     def __init__(
-        self, section_nodes: int, fraction: float = DEFAULT_FRACTION, tz: str = "UTC"
+        self,
+        section_nodes: int,
+        fraction: float = DEFAULT_FRACTION,
+        tz: str = "UTC",
+        backfill_flags: bool = True,
     ) -> None:
         if section_nodes <= 0:
             raise ValueError("section_nodes must be > 0")
         self.section_nodes = section_nodes
         self.fraction = fraction
         self.min_large = min_large_nodes(section_nodes, fraction)
+        self.backfill_flags = backfill_flags
         self.cal = DayCalendar(tz)
-        self._start: dict[str, tuple[float, int, bool]] = {}  # job -> (start, nodes, backfill)
+        # job -> (start, nodes, backfill flag or None)
+        self._start: dict[str, tuple[float, int, bool | None]] = {}
         self._days: dict[date, list[float]] = {}  # day -> [large_s, small_s, backfill_s]
         self.unmatched_ends = 0
+        self.flagged_jobs = 0
+        self.unflagged_jobs = 0
 
     def update(self, events: Iterable[JobEvent]) -> None:
         start, days, cal, min_large = self._start, self._days, self.cal, self.min_large
         for e in events:
             typ = e.type
             if typ == "start":
-                start[e.job] = (e.ts, e.nodes or 1, bool(e.backfill))
+                start[e.job] = (e.ts, e.nodes or 1, e.backfill)
             elif typ == "end":
                 s = start.pop(e.job, None)
                 if s is None:
@@ -191,6 +218,10 @@ class CapabilityUse:
                 t0, nodes, bf = s
                 if e.backfill is not None:
                     bf = e.backfill
+                if bf is None:
+                    self.unflagged_jobs += 1
+                else:
+                    self.flagged_jobs += 1
                 large = nodes >= min_large
                 for d, sec in cal.split(t0, e.ts):
                     acc = days.get(d)
@@ -219,7 +250,8 @@ class CapabilityUse:
             if hi > limit:
                 break
             acc = self._days.pop(d)
-            out.append(CapabilityDay(d, acc[0] / 3600.0, acc[1] / 3600.0, acc[2] / 3600.0))
+            bf_nh = acc[2] / 3600.0 if self.backfill_flags else None
+            out.append(CapabilityDay(d, acc[0] / 3600.0, acc[1] / 3600.0, bf_nh))
         return out
 
     def _day_ts(self, d: date) -> float:

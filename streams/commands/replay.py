@@ -448,6 +448,8 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
         half_life_s=args.half_life * 86400.0,
         refund_states=refund,
         capability_fraction=args.capability_fraction,
+        # seed 004's modified CUP needs a backfill flag: none in SWF or 26-field sacct
+        backfill_flags=any(e.backfill is not None for e in events),
     )
     settings = {"section_nodes": section, "refund_states": list(refund)}
     return driver.Run("jobs", args.format, tz, [driver.Feed(source, stages)], settings)

@@ -98,13 +98,15 @@ CAPABILITY_DAILY = Table(
     "capability_daily.csv",
     cols(
         ("day", "day", "calendar day in the configured zone"),
-        ("large_node_hours", "number", "node-hours of jobs >= 40 % of the section"),
+        ("large_node_hours", "number", "node-hours of jobs on >= 40 % of the section"),
         ("small_node_hours", "number", "node-hours of the other jobs"),
-        ("backfill_node_hours", "number", "node-hours of small backfilled jobs"),
+        ("backfill_node_hours", "number", "node-hours of small backfilled jobs (empty: unknown)"),
         ("cup40", "number", "large / (large + small)"),
-        ("cup40_modified", "number", "large / (large + small - backfill)"),
+        ("cup40_modified", "number", "large / (large + small - backfill) (empty: unknown)"),
     ),
-    "Capability use per day (seed 004: CUP40 and the modified CUP).",
+    "Capability use per day (seed 004: CUP40 and the modified CUP). Large = at least "
+    "ceil(0.40 x section) nodes. Backfill node-hours and the modified CUP are empty when the "
+    "source records no backfill flag (SWF, sacct without Flags; the summary says why).",
 )
 FAIRSHARE_USAGE = Table(
     "fairshare_usage.csv",
@@ -385,13 +387,24 @@ class CapabilityStage(_DailyStage):
         return [(CAPABILITY_DAILY, rows)] if rows else []
 
     def summary(self) -> dict[str, Any]:
+        m = self.m
         cup, cupm = cup_over(self.rows)
+        reason = None
+        if not m.backfill_flags:
+            reason = (
+                "the source records no backfill flag (SWF, sacct without Flags): backfill "
+                "node-hours are unknown, so the modified CUP is not computed"
+            )
         return {
-            "section_nodes": self.m.section_nodes,
+            "section_nodes": m.section_nodes,
             "section_nodes_from": self.section_from,
-            "min_large_nodes": self.m.min_large,
+            "min_large_nodes": m.min_large,
+            "large_rule": f">= ceil({m.fraction:g} x section_nodes) nodes",
             "cup40": cup,
             "cup40_modified": cupm,
+            "cup40_modified_missing_reason": reason,
+            "jobs_with_backfill_flag": m.flagged_jobs,
+            "jobs_without_backfill_flag": m.unflagged_jobs,
         }
 
 
@@ -433,8 +446,10 @@ def job_stages(
     half_life_s: float = DEFAULT_HALF_LIFE_S,
     refund_states: tuple[str, ...] = ("NODE_FAIL",),
     capability_fraction: float = DEFAULT_FRACTION,
+    backfill_flags: bool = True,
 ) -> list[Any]:
-    """Every job stage, in output order, with the seeds' defaults."""
+    """Every job stage, in output order, with the seeds' defaults. ``backfill_flags``: whether
+    the source records backfilled jobs (else no modified CUP)."""
     return [
         UsageStage(tz, resource),
         ShortJobsStage(
@@ -442,6 +457,8 @@ def job_stages(
         ),
         TurnoverStage(SlotTurnover(turnover_window, turnover_max_gap), tz),
         RuntimeStage(RuntimePredictor(history=history_runs)),
-        CapabilityStage(CapabilityUse(section_nodes, capability_fraction, tz), tz, section_from),
+        CapabilityStage(
+            CapabilityUse(section_nodes, capability_fraction, tz, backfill_flags), tz, section_from
+        ),
         FairShareStage(FairShareUsage(half_life_s, refund_states), tz),
     ]
