@@ -1,5 +1,6 @@
-"""Per-job drain analytics (seed 000 §IV, §V): size groups, perpetually sliding jobs, failure to
-launch, drain/runtime ratio. Inputs are the accountant's per-job sums plus, when given, job events
+"""Per-job drain analytics (seed 000 §IV, §V): size groups (the seed's absolute sizes, or the same
+boundaries relative to the machine), perpetually sliding jobs, failure to launch, drain/runtime
+ratio. Inputs are the accountant's per-job sums plus, when given, job events
 (sizes, start and end times); everything here is plain arithmetic on those numbers."""
 
 from __future__ import annotations
@@ -19,17 +20,77 @@ SIZE_GROUPS: tuple[tuple[str, int, int | None], ...] = (
     ("8k+", 8000, 15999),
     ("16k+", 16000, None),
 )
+BLUE_WATERS_NODES = 26_846  # seed 000 §III-B.3: "Blue Waters, it has 26,846 schedulable nodes"
+RELATIVE_BELOW = 5_000  # size_groups("auto"): machines under this many nodes get relative groups
+SIZE_GROUP_MODES = ("auto", "absolute", "relative")
 FAILURE_TO_LAUNCH_S = 30.0  # seed 000 §V-C: drain, then ran less than 30 seconds
 
 
+@dataclass(slots=True, frozen=True)
+class SizeGroups:
+    """Size groups as used on one machine: ``groups`` is (name, smallest, largest) in nodes of
+    this machine (largest None: no bound; smallest > largest: no job size falls in it).
+
+    ``absolute``: the seed's sizes as printed (made for Blue Waters: on a 100-node machine every
+    job is Tiny). ``relative``: the same boundaries as fractions of Blue Waters' 26,846 nodes,
+    scaled to ``machine_nodes``: a job of s nodes is in the group whose lower bound lo satisfies
+    lo / 26,846 <= s / machine_nodes < next lo / 26,846 (exact integer arithmetic), so on
+    26,846 nodes the relative groups are the seed's."""
+
+    scale: str  # "absolute" or "relative"
+    machine_nodes: int | None
+    groups: tuple[tuple[str, int, int | None], ...]
+
+    def group(self, nodes: int) -> str:
+        if nodes < 1:
+            raise ValueError(f"job size must be >= 1 node, got {nodes}")
+        for name, lo, hi in self.groups:
+            if nodes >= lo and (hi is None or nodes <= hi):
+                return name
+        raise AssertionError("unreachable")
+
+
+ABSOLUTE_SIZE_GROUPS = SizeGroups("absolute", None, SIZE_GROUPS)
+
+
+def relative_size_groups(
+    machine_nodes: int, reference_nodes: int = BLUE_WATERS_NODES
+) -> SizeGroups:
+    """The seed's groups scaled from ``reference_nodes`` (Blue Waters) to ``machine_nodes``."""
+    if machine_nodes < 1 or reference_nodes < 1:
+        raise ValueError("machine and reference node counts must be >= 1")
+    los = [lo for _, lo, _ in SIZE_GROUPS]
+    # smallest s with s / machine >= lo / reference: ceil(lo x machine / reference), at least 1
+    starts = [max(1, -(-lo * machine_nodes // reference_nodes)) for lo in los]
+    starts[0] = 1
+    groups = tuple(
+        (name, starts[i], starts[i + 1] - 1 if i + 1 < len(starts) else None)
+        for i, (name, _, _) in enumerate(SIZE_GROUPS)
+    )
+    return SizeGroups("relative", machine_nodes, groups)
+
+
+def size_groups(
+    mode: str, machine_nodes: int | None, relative_below: int = RELATIVE_BELOW
+) -> SizeGroups:
+    """``absolute``, ``relative`` (to ``machine_nodes``), or ``auto``: relative when the machine
+    has fewer than ``relative_below`` nodes, the seed's absolute sizes otherwise (and when the
+    machine size is unknown)."""
+    if mode not in SIZE_GROUP_MODES:
+        raise ValueError(f"size groups must be one of {', '.join(SIZE_GROUP_MODES)}, got {mode!r}")
+    if mode == "auto":
+        small = machine_nodes is not None and 0 < machine_nodes < relative_below
+        mode = "relative" if small else "absolute"
+    if mode == "relative":
+        if not machine_nodes or machine_nodes < 1:
+            raise ValueError("relative size groups need the machine's node count")
+        return relative_size_groups(machine_nodes)
+    return ABSOLUTE_SIZE_GROUPS
+
+
 def size_group(nodes: int) -> str:
-    """Seed 000 §V-D job-size group of a job on ``nodes`` nodes."""
-    if nodes < 1:
-        raise ValueError(f"job size must be >= 1 node, got {nodes}")
-    for name, lo, hi in SIZE_GROUPS:
-        if nodes >= lo and (hi is None or nodes <= hi):
-            return name
-    raise AssertionError("unreachable")
+    """Seed 000 §V-D job-size group of a job on ``nodes`` nodes (the seed's absolute sizes)."""
+    return ABSOLUTE_SIZE_GROUPS.group(nodes)
 
 
 @dataclass(slots=True)
@@ -121,22 +182,36 @@ class SizeGroupRow:
     drain_s: float
     mean_drain_s: float
     mean_drain_per_node: float
+    nodes_lo: int = 1  # the group's sizes on this machine
+    nodes_hi: int | None = None
+    scale: str = "absolute"
 
 
-def by_size_group(jobs: Iterable[JobDrain]) -> list[SizeGroupRow]:
+def by_size_group(
+    jobs: Iterable[JobDrain], groups: SizeGroups = ABSOLUTE_SIZE_GROUPS
+) -> list[SizeGroupRow]:
     """Seed 000 §V-D, Figure 2: drain summed and averaged per size group (jobs of known size)."""
-    acc: dict[str, list[float]] = {name: [] for name, _, _ in SIZE_GROUPS}
-    per_node: dict[str, list[float]] = {name: [] for name, _, _ in SIZE_GROUPS}
+    acc: dict[str, list[float]] = {name: [] for name, _, _ in groups.groups}
+    per_node: dict[str, list[float]] = {name: [] for name, _, _ in groups.groups}
     for j in jobs:
         if j.size:
-            g = size_group(j.size)
+            g = groups.group(j.size)
             acc[g].append(j.drain_s)
             per_node[g].append(j.drain_s / j.size)
     rows = []
-    for name, _, _ in SIZE_GROUPS:
+    for name, lo, hi in groups.groups:
         v = acc[name]
         if v:
             rows.append(
-                SizeGroupRow(name, len(v), sum(v), sum(v) / len(v), sum(per_node[name]) / len(v))
+                SizeGroupRow(
+                    name,
+                    len(v),
+                    sum(v),
+                    sum(v) / len(v),
+                    sum(per_node[name]) / len(v),
+                    lo,
+                    hi,
+                    groups.scale,
+                )
             )
     return rows

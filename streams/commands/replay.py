@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from models.drain.basis import QUALITY_MIN
-from models.drain.jobs import FAILURE_TO_LAUNCH_S
+from models.drain.jobs import FAILURE_TO_LAUNCH_S, SIZE_GROUP_MODES
 from models.formats.jobsource import FORMATS as JOB_FORMATS
 from models.jobs.capability import DEFAULT_FRACTION
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S
@@ -166,6 +166,14 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
         default=FAILURE_TO_LAUNCH_S,
         metavar="S",
         help="failure to launch: drained, then ran less than S seconds (default 30)",
+    )
+    g.add_argument(
+        "--size-groups",
+        choices=SIZE_GROUP_MODES,
+        default="auto",
+        help="size groups of size_groups.csv: the seed's absolute sizes (Blue Waters), the same "
+        "boundaries relative to the machine (fractions of 26,846 nodes; machine = --nodes, else "
+        "the nodes seen), or auto: relative below 5,000 nodes (default)",
     )
     g.add_argument(
         "--quality-min",
@@ -376,6 +384,7 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         jobs=jobs,
         reorder_window_s=args.reorder_window,
         unit="minute" if args.influx else "hour",
+        size_groups=args.size_groups,
     )
     args.drain_stage = stage
     feeds = [driver.Feed(source, [stage])]
@@ -388,6 +397,7 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         "max_gap_seconds": args.max_gap,
         "nodes": args.nodes,
         "reorder_window_seconds": args.reorder_window,
+        "size_groups": args.size_groups,
     }
     if args.jobs:
         settings["jobs_format"] = args.jobs_format

@@ -17,9 +17,11 @@ from models.drain.jobs import (
     FAILURE_TO_LAUNCH_S,
     JobDrain,
     JobTimes,
+    SizeGroups,
     by_size_group,
     failure_to_launch,
     job_times,
+    size_groups,
     sliding_jobs,
 )
 from models.drain.live import LiveJob, LiveWindow
@@ -94,8 +96,14 @@ SIZE_GROUPS = Table(
         ("drain_node_seconds", "number", "their drain"),
         ("mean_drain_node_seconds", "number", "mean drain per job"),
         ("mean_drain_per_node", "number", "mean drain per node of the job"),
+        ("nodes_lo", "int", "smallest job size in the group on this machine"),
+        ("nodes_hi", "int", "largest job size in the group (empty: no bound)"),
+        ("scale", "text", "`absolute` (the seed's sizes) or `relative` (to the machine)"),
     ),
-    "Drain by job size group (seed 000 §V-D).",
+    "Drain by job size group (seed 000 §V-D). `--size-groups absolute`: the seed's sizes "
+    "(Tiny 1-128 ... 16k+), made for Blue Waters; `relative`: the same boundaries as fractions "
+    "of Blue Waters' 26,846 nodes, scaled to the machine (--nodes, else the nodes seen); "
+    "`auto` (default): relative below 5,000 nodes. The summary's `size_groups` says which.",
     when="when any job was charged",
 )
 SLIDING_JOBS = Table(
@@ -183,9 +191,11 @@ class DrainStage:
         jobs: JobTimesStage | None = None,
         reorder_window_s: float = 0.0,
         unit: str = "hour",
+        size_groups: str = "auto",
     ) -> None:
         """``unit``: the finest window; 'minute' when the rows also go to InfluxDB
-        (:meth:`live_rows`), as the live worker writes them."""
+        (:meth:`live_rows`), as the live worker writes them. ``size_groups``: auto, absolute or
+        relative (models.drain.jobs.size_groups; the machine is ``basis_nodes``)."""
         self.book = book
         self.reorder = ReorderBuffer(round(reorder_window_s * 1000))
         self.tz = tz
@@ -195,10 +205,15 @@ class DrainStage:
         self.quality_min = quality_min
         self.ftl_threshold = ftl_threshold
         self.jobs = jobs
+        self.size_groups_mode = size_groups
 
     @property
     def basis_nodes(self) -> int:
         return self.basis_nodes_option or len(self.book.nodes)
+
+    def machine_size_groups(self) -> SizeGroups:
+        """The size groups of this machine: --nodes, else the nodes seen so far."""
+        return size_groups(self.size_groups_mode, self.basis_nodes or None)
 
     def tables(self) -> Sequence[Table]:
         t = [DRAIN_DAILY, DRAIN_HOURLY, NODE_STATES]
@@ -318,12 +333,21 @@ class DrainStage:
                     for j in ranked
                 ],
             )
-        groups = by_size_group(jobs)
+        groups = by_size_group(jobs, self.machine_size_groups())
         if groups:
             yield (
                 SIZE_GROUPS,
                 [
-                    (g.group, g.jobs, g.drain_s, g.mean_drain_s, g.mean_drain_per_node)
+                    (
+                        g.group,
+                        g.jobs,
+                        g.drain_s,
+                        g.mean_drain_s,
+                        g.mean_drain_per_node,
+                        g.nodes_lo,
+                        g.nodes_hi,
+                        g.scale,
+                    )
                     for g in groups
                 ],
             )
@@ -435,4 +459,13 @@ class DrainStage:
             "last_record": instant_ms(acc.last_ms) or None,
             "quality_min": self.quality_min,
             "ftl_threshold_seconds": self.ftl_threshold if self.jobs else None,
+            **self._size_group_summary(),
+        }
+
+    def _size_group_summary(self) -> dict[str, Any]:
+        g = self.machine_size_groups()
+        return {
+            "size_groups": g.scale,
+            "size_groups_machine_nodes": g.machine_nodes,
+            "size_groups_bounds": {name: [lo, hi] for name, lo, hi in g.groups},
         }
