@@ -13,6 +13,13 @@ holder; "if error or not found, returns 0.0"). A holder whose A(t) decays below 
 dropped from the table (the hook then returns 0.0 for it), which keeps state bounded by the
 holders that were penalised recently plus the running jobs.
 
+The floor is ours, not the seed's (its table grows with every holder ever penalised). Default
+1.0 slot-second: A(t) is an average missing wall-clock per 3-minute tick, so 1 slot-second is
+1/180 of one slot held idle, and a single 1-second job (A = 0.1 * 599 = 59.9) stays in the
+table for 39 ticks (~2 h) before it decays below it. A tick's row whose A(t) is below the floor
+shows the A(t) it computed when the holder had short jobs in that tick, and 0.0 (the value the
+hook then returns) at the tick the holder is dropped; ``floor`` is an option for exact decay.
+
 Default threshold (600 s, also the charged minimum): the seed calls a job short when its wall
 clock is of the order of the slot turnover w ("mins vs hours") and measures E[w] ~ 22 s,
 sigma_w ~ 25 s, 0 < w < 60 s. At 10 minutes a job spends at most ~22/(600+22) = 3.5 % of its slot
@@ -36,7 +43,7 @@ from models.records.jobevent import JobEvent
 DEFAULT_THRESHOLD_S = 600.0
 DEFAULT_INTERVAL_S = 180.0
 DEFAULT_LAMBDA = 0.9
-DEFAULT_FLOOR = 1.0  # slot-seconds: below this A(t) is dropped from the table (hook returns 0)
+DEFAULT_FLOOR = 1.0  # slot-seconds: below this A(t) is dropped from the table (hook returns 0.0)
 
 HOLDER_KINDS = ("user", "group")
 _SORTED_KINDS = tuple(sorted(HOLDER_KINDS))  # row order: ts, kind, holder
@@ -308,6 +315,12 @@ class ShortJobPenalty:
         if self._tick is not None and k >= self._tick:
             self._close_before(k + 1, out)
         return out
+
+    def close(self, last_ts: float) -> list[ShortJobRow]:
+        """Close every tick up to and including the one ``last_ts`` falls in (end of a trace):
+        its last, partly filled tick ``ceil(last_ts / interval) * interval`` is emitted too, so
+        the short jobs that ended after the last complete tick are counted."""
+        return self.flush(math.ceil(last_ts / self.interval) * self.interval)
 
     def _value(self, entry: list[float]) -> float:
         if self.last_tick_ts is None:

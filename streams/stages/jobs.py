@@ -58,7 +58,9 @@ SHORTJOBS = Table(
         ("penalty_seconds", "number", "T_s: missing run time x slots"),
         ("adjust", "number", "A(t) = 0.9 A(t-1) + 0.1 T_s(t)"),
     ),
-    "Short-job penalties per holder and tick while A(t) is above the floor (seed 002).",
+    "Short-job penalties per holder and tick while A(t) is at or above the floor (1 "
+    "slot-second: below it the holder leaves the lookup table, its row shows 0.0 and the hook "
+    "returns 0.0), the trace's last, partly filled tick included (seed 002).",
 )
 TURNOVER = Table(
     "turnover.csv",
@@ -248,7 +250,8 @@ class ShortJobsStage:
 
     def finish(self) -> Iterable[Output]:
         if self.last_ts is not None:
-            yield SHORTJOBS, [_short_row(r) for r in self.m.flush(self.last_ts)]
+            # the trace's last tick is emitted although it is still open
+            yield SHORTJOBS, [_short_row(r) for r in self.m.close(self.last_ts)]
         tables = {k: self.m.table(k) for k in ("user", "group")}
         self._holders = sum(map(len, tables.values()))
         tsv = "".join(lookup_table_text(tables[k], k) for k in ("group", "user"))

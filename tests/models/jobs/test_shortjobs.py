@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from models.jobs.shortjobs import (
+    DEFAULT_FLOOR,
     DEFAULT_INTERVAL_S,
     DEFAULT_LAMBDA,
     ShortJobPenalty,
@@ -154,3 +155,28 @@ def test_matches_reference(history, specs) -> None:
     for g, r in zip(got_t, ref, strict=True):
         assert g[:4] == r[:4]
         assert g[4] == pytest.approx(r[4]) and g[5] == pytest.approx(r[5])
+
+
+def test_close_emits_the_last_open_tick() -> None:
+    """A trace ending at 180*1000 + 30 s: the tick at 180*1001 holds the last short job and is
+    emitted by close() (flush(last_ts) leaves it open)."""
+    m = ShortJobPenalty(threshold=600, interval=180, floor=1.0, history="ticks")
+    m.update(job(1, 180 * 1000 + 5, 1.0) + job(2, 180 * 1000 + 20, 10.0))
+    assert m.flush(180 * 1000 + 30) == []
+    rows = [r for r in m.close(180 * 1000 + 30) if r.holder_kind == "user"]
+    assert [(r.ts, r.n_short, r.penalty_s) for r in rows] == [(180 * 1001, 2, 599.0 + 590.0)]
+    assert rows[0].adjust == pytest.approx(0.1 * 1189.0)
+    assert m.value("user", "flood") == pytest.approx(118.9)
+    assert m.close(180 * 1000 + 30) == []  # idempotent
+
+
+def test_default_floor_keeps_one_second_job_39_ticks() -> None:
+    """Default floor 1 slot-second: one 1-second job, A = 59.9 * 0.9^j, stays while >= 1
+    (j <= 38), and its row at j = 39 is 0.0 (dropped: the hook's 'not found')."""
+    assert DEFAULT_FLOOR == 1.0
+    m = ShortJobPenalty(threshold=600, interval=180, history="ticks")
+    m.update(job(1, 180 * 1000 + 5, 1.0))
+    rows = [r for r in m.flush(180 * 1100) if r.holder_kind == "user"]
+    assert len(rows) == 40
+    assert rows[38].adjust == pytest.approx(59.9 * 0.9**38) and rows[38].adjust >= 1.0
+    assert rows[39].adjust == 0.0 and m.table() == {}
