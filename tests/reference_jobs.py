@@ -108,16 +108,21 @@ def shortjobs_ref(
 # ---- 002 turnover ----------------------------------------------------------------------------
 
 
-def turnover_ref(events: list[JobEvent], max_gap: float) -> list[tuple[float, float, int]]:
-    """Gaps (release, refill, slots) by unit-slot simulation: one list entry per freed slot,
-    refilled latest-first; starts at an instant see the ends at that instant."""
+def turnover_ref(events: list[JobEvent], max_gap: float) -> list[tuple[float, float, float, int]]:
+    """Gaps (release, ready, refill, slots) by unit-slot simulation: one list entry per freed
+    slot, refilled latest-first; starts at an instant see the ends at that instant. A starting
+    job's slots were usable from ready = max(its submit, the latest release among them), capped
+    at its start: [release, ready) is idle, [ready, refill) turnover."""
     free: dict[str, list[float]] = {}
     alloc: dict[str, tuple[tuple[str, ...], int]] = {}
-    gaps = []
+    submit: dict[str, float] = {}
+    gaps: list[tuple[float, float, float, int]] = []
     # group by instant: ends first, then starts
     by_ts: dict[float, list[JobEvent]] = {}
     for e in events:
         by_ts.setdefault(e.ts, []).append(e)
+        if e.type == "submit":
+            submit.setdefault(e.job, e.ts)
     for ts in sorted(by_ts):
         evs = by_ts[ts]
         starts = [e for e in evs if e.type == "start"]
@@ -128,7 +133,7 @@ def turnover_ref(events: list[JobEvent], max_gap: float) -> list[tuple[float, fl
                 continue
             if e.job not in alloc and e.job in start_ids:
                 s = next(x for x in starts if x.job == e.job)
-                _take(s, alloc, free, gaps, max_gap)
+                _take(s, alloc, free, gaps, max_gap, submit.get(s.job))
                 done.add(e.job)
             if e.job not in alloc:
                 continue
@@ -137,11 +142,13 @@ def turnover_ref(events: list[JobEvent], max_gap: float) -> list[tuple[float, fl
                 free.setdefault(p, []).extend([ts] * per)
         for s in starts:
             if s.job not in done:
-                _take(s, alloc, free, gaps, max_gap)
+                _take(s, alloc, free, gaps, max_gap, submit.get(s.job))
     return gaps
 
 
-def _take(s: JobEvent, alloc: dict, free: dict, gaps: list, max_gap: float) -> None:
+def _take(
+    s: JobEvent, alloc: dict, free: dict, gaps: list, max_gap: float, sub: float | None
+) -> None:
     if s.node_list:
         pools = s.node_list
         per = max(1, (s.cores // len(s.node_list)) if s.cores else 1)
@@ -149,6 +156,7 @@ def _take(s: JobEvent, alloc: dict, free: dict, gaps: list, max_gap: float) -> N
         pools = ("*",)
         per = s.cores or s.nodes or 1
     alloc[s.job] = (pools, per)
+    releases = []
     for p in pools:
         lst = free.get(p, [])
         for _ in range(per):
@@ -159,31 +167,43 @@ def _take(s: JobEvent, alloc: dict, free: dict, gaps: list, max_gap: float) -> N
                 lst.clear()
                 break
             lst.pop()
-            gaps.append((r, s.ts, 1))
+            releases.append(r)
+    if releases:
+        ready = max(releases)
+        if sub is not None:
+            ready = min(max(ready, sub), s.ts)
+        gaps += [(r, ready, s.ts, 1) for r in releases]
 
 
-def window_sums(gaps: list[tuple[float, float, int]], window: float) -> dict[int, list[float]]:
+def window_sums(
+    gaps: list[tuple[float, float, float, int]], window: float
+) -> dict[int, list[float]]:
+    """window index -> [refills ending in it, turnover seconds, idle seconds] in it."""
     out: dict[int, list[float]] = {}
-    for r, t, c in gaps:
-        out.setdefault(math.floor(t / window), [0, 0.0])[0] += c
-        k = math.floor(r / window)
-        while k * window < t:
-            lo, hi = max(r, k * window), min(t, (k + 1) * window)
+
+    def clip(lo0: float, hi0: float, c: int, col: int) -> None:
+        k = math.floor(lo0 / window)
+        while k * window < hi0:
+            lo, hi = max(lo0, k * window), min(hi0, (k + 1) * window)
             if hi > lo:
-                out.setdefault(k, [0, 0.0])[1] += (hi - lo) * c
+                out.setdefault(k, [0, 0.0, 0.0])[col] += (hi - lo) * c
             k += 1
+
+    for r, q, t, c in gaps:
+        out.setdefault(math.floor(t / window), [0, 0.0, 0.0])[0] += c
+        clip(q, t, c, 1)
+        clip(r, q, c, 2)
     return out
 
 
 # ---- 001 run-time prediction -----------------------------------------------------------------
 
 
-def runtime_ref(
-    events: list[JobEvent], history: int, z: float, cap: bool
-) -> list[tuple[str, int, float | None, float | None, float]]:
-    """(job, runs, predicted, upper, actual) per finished job, predicted from every earlier-ended
-    run of the same (user, name) (the last `history` of them), as seen at the job's start; a
-    missing name is replaced by the requested wall time."""
+def runtime_ref(events: list[JobEvent], history: int | None, z: float, cap: bool) -> list[tuple]:
+    """(job, runs, predicted, upper, actual, std, shortest, longest, spread) per finished job,
+    predicted from every earlier-ended run of the same (user, name) (the last `history` of
+    them; None: all), as seen at the job's start; a missing name is replaced by the requested
+    wall time. std and spread are of the kept runs, shortest/longest of all of them."""
 
     def ident(j: Job) -> tuple:
         return (j.user, j.name if j.name is not None else (f"req={j.req:g}" if j.req else None))
@@ -203,20 +223,25 @@ def runtime_ref(
             (x for x in jobs if ident(x) == ident(j) and end_pos[x.job] < start_pos[j.job]),
             key=lambda x: end_pos[x.job],
         )
-        runs = [max(0.0, x.end - x.start) for x in prev][-history:]
+        runs = [max(0.0, x.end - x.start) for x in prev]
+        if history is not None:
+            runs = runs[-history:]
         n = len(runs)
+        sd = lo = hi = spread = None
         if n < 2:
             pred = up = None
         else:
+            lo, hi = min(runs), max(runs)
             xs = sorted(runs)
             if n >= 3:
                 xs = xs[1:-1]
             pred = statistics.fmean(xs)
             sd = statistics.stdev(xs) if len(xs) >= 2 else 0.0
             up = max(pred + z * sd, max(xs))
+            spread = max(xs) - min(xs)
             if cap and j.req:
                 pred, up = min(pred, j.req), min(up, j.req)
-        out.append((j.job, n, pred, up, max(0.0, j.end - j.start)))
+        out.append((j.job, n, pred, up, max(0.0, j.end - j.start), sd, lo, hi, spread))
     return out
 
 

@@ -1,16 +1,26 @@
 """Slot turnover (seed 002, Dal Pra, slides "Short jobs and Unusable cputime" and "Estimating w").
 
-w is the turnover time between consecutive jobs on a computing slot: from one job's end to the
-next job's start on the same slot. Over a window T the average number of unusable slots is
-U = (1/T) * sum_n w_n. The seed measures "time to fill latest slot": 0 < w < 60 s, E[w] ~ 22 s,
-sigma_w ~ 25 s on 16-slot worker nodes.
+w is the turnover time between consecutive jobs on a computing slot: "during this time the slot
+is unusable". Over a window T the average number of unusable slots is U = (1/T) * sum_n w_n. The
+seed measures "time to fill latest slot": 0 < w < 60 s, E[w] ~ 22 s, sigma_w ~ 25 s on 16-slot
+worker nodes, on a farm whose queue is never empty.
+
+A slot is unusable only while work waits for it: a job pending that could use the slot. The
+gaps a starting job ends (release r of each slot it refills, up to its start t) are split at
+ready = max(the job's submit time, the latest release among its slots): w = t - ready is
+turnover (the job was queued and had all its slots, the seed's "time to fill latest slot"),
+ready - r is idle (an empty queue, or a wider job waiting for its other slots, which is drain
+in seed 000's sense, not turnover). turnover + idle = the gaps, per window and in total. When
+the job's submit time is unknown (a source without submit events) only the latest-slot rule
+applies (counted in ``refills_without_submit``).
 
 Slots are tracked per node when the job's node list is known (``cores / len(node_list)`` slots per
 node when cores are known, else one slot per node), and in one machine-wide pool ("*") when it is
 not (SWF traces): the machine then acts as one node with all its slots. Freed slots are refilled
-latest-first (the seed's "latest slot"). A gap longer than ``max_gap`` is idle time (no queue), not
-turnover: it is counted in ``idle_gaps`` and not in U or the histogram. Each gap's seconds are
-clipped into the windows it spans.
+latest-first (the seed's "latest slot"). A gap longer than ``max_gap`` is not split: the slot is
+forgotten (a hole in the data or a long idle stretch) and the gap is counted in ``idle_gaps`` and
+its slot-seconds in ``idle_long_s``, not in the windows, U or the histogram. Each gap's two parts
+are clipped into the windows they span.
 """
 
 from __future__ import annotations
@@ -51,14 +61,16 @@ _MACHINE = (MACHINE_POOL,)
 
 @dataclass(slots=True)
 class TurnoverRow:
-    """One window [start, end): gaps that ended (slot refilled) in it, turnover seconds clipped
-    to it, and U = sum_w / (end - start)."""
+    """One window [start, end): gaps that ended (slot refilled) in it, turnover and idle
+    slot-seconds clipped to it, U = sum_w / (end - start) and idle slots = idle / (end - start)."""
 
     start: float
     end: float
     n_gaps: int
     sum_w: float
     unusable_slots: float
+    idle_s: float = 0.0
+    idle_slots: float = 0.0
 
 
 class SlotTurnover:
@@ -76,7 +88,11 @@ class SlotTurnover:
         "sum_w",
         "sum_w2",
         "idle_gaps",
+        "idle_s",
+        "idle_long_s",
+        "refills_without_submit",
         "unmatched_ends",
+        "_submit",
         "_defer",
         "_cur",
     )
@@ -97,13 +113,17 @@ class SlotTurnover:
         self.counts = [0] * len(self.edges)  # bin i: edges[i] <= w < edges[i+1] (last: >=)
         self._alloc: dict[str, tuple[tuple[str, ...], int]] = {}  # job -> (pools, slots/pool)
         self._free: dict[str, list[list[float]]] = {}  # pool -> stack of [release_ts, count]
-        self._win: dict[int, list[float]] = {}  # window index -> [n_gaps, sum_w]
+        self._win: dict[int, list[float]] = {}  # window index -> [n_gaps, sum_w, idle_s]
         self._next_win: int | None = None  # first window not yet emitted
         self.n = 0
         self.sum_w = 0.0
         self.sum_w2 = 0.0
         self.idle_gaps = 0
+        self.idle_s = 0.0  # idle slot-seconds of the gaps up to max_gap (empty queue)
+        self.idle_long_s = 0.0  # slot-seconds of the gaps longer than max_gap
+        self.refills_without_submit = 0
         self.unmatched_ends = 0
+        self._submit: dict[str, float] = {}  # queued job -> submit time
         self._defer: dict[str, JobEvent] = {}  # starts at the current instant, applied last
         self._cur: float | None = None
 
@@ -117,8 +137,9 @@ class SlotTurnover:
         c = e.cores or e.nodes or 1
         return _MACHINE, c
 
-    def _clip(self, release: float, ts: float, count: int) -> None:
-        """Add a gap's seconds to each window it spans."""
+    def _clip(self, release: float, ts: float, count: int, col: int = 1) -> None:
+        """Add the seconds of [release, ts) to column col (1 turnover, 2 idle) of each window
+        they span."""
         win, W = self._win, self.window
         k, k_end = int(release // W), int(ts // W)
         while k <= k_end:
@@ -127,21 +148,24 @@ class SlotTurnover:
             if hi > lo:
                 s = win.get(k)
                 if s is None:
-                    s = win[k] = [0, 0.0]
-                s[1] += (hi - lo) * count
+                    s = win[k] = [0, 0.0, 0.0]
+                s[col] += (hi - lo) * count
             k += 1
 
     def _start_jobs(self, starts: Iterable[JobEvent]) -> None:
-        """Allocate starting jobs, refilling freed slots latest-first; each refill is a gap
-        w = start - release, counted in the totals, the histogram and the window it ends in
-        (its seconds clipped into the windows it spans)."""
+        """Allocate starting jobs, refilling freed slots latest-first. A job's refills are
+        gaps [release, start); the job could use its slots from ready = max(its submit, the
+        latest of their releases) (the seed's "latest slot"): w = start - ready is turnover,
+        counted in the totals, the histogram and the window the gap ends in, and
+        ready - release is idle (their seconds clipped into the windows they span)."""
         alloc, free, max_gap, pools_of = self._alloc, self._free, self.max_gap, self._pools
         edges, counts, win, W = self.edges, self.counts, self._win, self.window
-        n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
+        submits = self._submit
         for e in starts:
             ts = e.ts
+            sub = submits.pop(e.job, None)
             pools, per = alloc[e.job] = pools_of(e)
-            slot = None  # the window the gaps end in (ts), fetched at the first gap
+            taken: list[tuple[float, int]] = []  # (release, slots) refilled by this job
             for p in pools:
                 stack = free.get(p)
                 if not stack:
@@ -150,34 +174,52 @@ class SlotTurnover:
                 while need and stack:
                     run = stack[-1]
                     release = run[0]
-                    w = ts - release
-                    if w > max_gap:
+                    if ts - release > max_gap:
                         # latest-first: everything below is older still
                         self.idle_gaps += int(sum(r[1] for r in stack))
+                        self.idle_long_s += sum((ts - r[0]) * r[1] for r in stack)
                         stack.clear()
                         break
                     take = run[1] if run[1] < need else need
-                    count = int(take)
-                    n += count
-                    sum_w += w * count
-                    sum_w2 += w * w * count
-                    i = bisect_right(edges, w) - 1
-                    counts[i if i > 0 else 0] += count
-                    if slot is None:
-                        k_end = int(ts // W)
-                        slot = win.get(k_end)
-                        if slot is None:
-                            slot = win[k_end] = [0, 0.0]
-                    slot[0] += count
-                    if int(release // W) == k_end:
-                        slot[1] += w * count
-                    else:
-                        self._clip(release, ts, count)
+                    taken.append((release, int(take)))
                     need -= take
                     run[1] -= take
                     if run[1] <= 0:
                         stack.pop()
-        self.n, self.sum_w, self.sum_w2 = n, sum_w, sum_w2
+            if not taken:
+                continue
+            ready = max(r for r, _c in taken)
+            if sub is None:
+                self.refills_without_submit += sum(c for _r, c in taken)
+            elif sub > ready:
+                ready = sub if sub < ts else ts
+            w = ts - ready
+            k_end = int(ts // W)
+            slot = win.get(k_end)
+            if slot is None:
+                slot = win[k_end] = [0, 0.0, 0.0]
+            count = sum(c for _r, c in taken)
+            self.n += count
+            self.sum_w += w * count
+            self.sum_w2 += w * w * count
+            i = bisect_right(edges, w) - 1
+            counts[i if i > 0 else 0] += count
+            slot[0] += count
+            if int(ready // W) == k_end:
+                slot[1] += w * count
+            else:
+                self._clip(ready, ts, count, 1)
+            for release, c in taken:
+                idle = ready - release
+                if idle > 0.0:
+                    self.idle_s += idle * c
+                    if int(release // W) == int(ready // W):
+                        s = win.get(int(ready // W))
+                        if s is None:
+                            s = win[int(ready // W)] = [0, 0.0, 0.0]
+                        s[2] += idle * c
+                    else:
+                        self._clip(release, ready, c, 2)
 
     def _run_deferred(self) -> None:
         d = self._defer
@@ -187,7 +229,8 @@ class SlotTurnover:
 
     def update(self, events: Iterable[JobEvent]) -> list[TurnoverRow]:
         """Starts at one instant are applied after the ends at that instant (events sort
-        start < end at equal times), so a slot freed and refilled at once has w = 0."""
+        start < end at equal times), so a slot freed and refilled at once has w = 0. Submit
+        events give the time from which a job waits for a slot."""
         alloc, free, max_stack, defer = self._alloc, self._free, self.max_stack, self._defer
         n, sum_w, sum_w2 = self.n, self.sum_w, self.sum_w2
         cur = self._cur
@@ -195,6 +238,8 @@ class SlotTurnover:
         for e in events:
             typ = e.type
             if typ != "start" and typ != "end":
+                if typ == "submit":
+                    self._submit.setdefault(e.job, e.ts)
                 continue
             ts = e.ts
             if ts != cur and defer:
@@ -213,6 +258,7 @@ class SlotTurnover:
                 d = defer.pop(e.job, None)
                 if d is None:
                     self.unmatched_ends += 1
+                    self._submit.pop(e.job, None)  # ended (cancelled) without a start
                     continue
                 self.n, self.sum_w, self.sum_w2 = n, sum_w, sum_w2
                 self._start_jobs((d,))  # started and ended at this instant
@@ -254,9 +300,11 @@ class SlotTurnover:
         while k <= last:
             s = win.pop(k, None)
             if s is None:
-                out.append(TurnoverRow(k * W, (k + 1) * W, 0, 0.0, 0.0))
+                out.append(TurnoverRow(k * W, (k + 1) * W, 0, 0.0, 0.0, 0.0, 0.0))
             else:
-                out.append(TurnoverRow(k * W, (k + 1) * W, int(s[0]), s[1], s[1] / W))
+                out.append(
+                    TurnoverRow(k * W, (k + 1) * W, int(s[0]), s[1], s[1] / W, s[2], s[2] / W)
+                )
             k += 1
         self._next_win = k
         return out

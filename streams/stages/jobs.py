@@ -68,17 +68,32 @@ TURNOVER = Table(
         ("window_start", "instant", "window start"),
         ("window_end", "instant", "window end"),
         ("n_gaps", "int", "slot refills in the window"),
-        ("turnover_seconds", "number", "sum of w, the slot turnover times"),
+        (
+            "turnover_seconds",
+            "number",
+            "sum of w: slot-seconds freed slots waited while the job that refilled them was "
+            "queued and had all its slots (the seed's latest slot)",
+        ),
         ("unusable_slots", "number", "U = sum(w) / T"),
+        (
+            "idle_seconds",
+            "number",
+            "slot-seconds of the same gaps before that: an empty queue, or the job waiting for "
+            "its other slots",
+        ),
+        ("idle_slots", "number", "idle_seconds / T"),
     ),
-    "Slot turnover per window (seed 002).",
+    "Slot turnover per window (seed 002): each gap between a job's end and the next start on "
+    "its slot (up to --turnover-max-gap) is turnover from the time the refilling job was "
+    "queued and its latest slot free, idle before; turnover_seconds + idle_seconds = the "
+    "gaps' slot-seconds in the window.",
 )
 TURNOVER_HIST = Table(
     "turnover_hist.csv",
     cols(
         ("w_lo_s", "number", "bin start, seconds"),
         ("w_hi_s", "number", "bin end, seconds"),
-        ("count", "int", "refills with w in the bin"),
+        ("count", "int", "refills with turnover w in the bin"),
     ),
     "Histogram of the turnover times w (seed 002, 'Estimating w').",
 )
@@ -286,8 +301,7 @@ class TurnoverStage:
 
     def step(self, batch: list[JobEvent]) -> Iterable[Output]:
         self.days.passed(batch)
-        b = _ended(batch)
-        rows = self.m.update(b) if b else []
+        rows = self.m.update(batch) if batch else []  # submits too: when a job starts waiting
         return [(TURNOVER, [_turnover_row(r) for r in rows])] if rows else ()
 
     def finish(self) -> Iterable[Output]:
@@ -302,14 +316,18 @@ class TurnoverStage:
             "gaps": t.n,
             "mean_w_s": t.mean_w,
             "std_w_s": t.std_w,
+            "turnover_s": t.sum_w,
+            "idle_s": t.idle_s,
             "idle_gaps": t.idle_gaps,
+            "idle_long_gap_s": t.idle_long_s,
+            "refills_without_submit": t.refills_without_submit,
             "window_s": t.window,
             "max_gap_s": t.max_gap,
         }
 
 
 def _turnover_row(r: Any) -> tuple[Any, ...]:
-    return (r.start, r.end, r.n_gaps, r.sum_w, r.unusable_slots)
+    return (r.start, r.end, r.n_gaps, r.sum_w, r.unusable_slots, r.idle_s, r.idle_slots)
 
 
 class RuntimeStage:

@@ -185,9 +185,12 @@ def test_jobevents_end_to_end(tmp_path: Path) -> None:
     assert adj["user"] == {"bob": pytest.approx(114 * 0.9**19)}
 
     turn = [r for r in read_csv(out / "turnover.csv") if r["n_gaps"] != "0"]
-    assert [(r["window_start"], r["n_gaps"], r["turnover_seconds"]) for r in turn] == [
-        (T("00:00:00"), "1", "0"),
-        (T("01:00:00"), "1", "10"),
+    # D was submitted when it started: its slot's 10 s gap had an empty queue, so it is idle
+    assert [
+        (r["window_start"], r["n_gaps"], r["turnover_seconds"], r["idle_seconds"]) for r in turn
+    ] == [
+        (T("00:00:00"), "1", "0", "0"),
+        (T("01:00:00"), "1", "0", "10"),
     ]
 
     pred = {r["job"]: r for r in read_csv(out / "runtime_predictions.csv")}
