@@ -221,8 +221,10 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
       help="window T of U = sum(w)/T (default 3600 s)")  # fmt: skip
     a("--turnover-max-gap", type=positive_float, default=DEFAULT_MAX_GAP_S, metavar="S",
       help="longer gaps are idle time, not turnover (default 3600 s)")  # fmt: skip
-    a("--history-runs", type=positive_int, default=DEFAULT_HISTORY, metavar="N",
-      help="runs kept per (user, job name) for run-time prediction (default 5)")  # fmt: skip
+    a("--history", "--history-runs", dest="history_runs", type=positive_int,
+      default=DEFAULT_HISTORY, metavar="N",
+      help="predict run times from the last N runs of each (user, job name) only (default: "
+           "every run, as seed 001)")  # fmt: skip
     a("--half-life", type=positive_float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
       help="fair-share usage half-life (default 7 days)")  # fmt: skip
     a("--refund-states", default="NODE_FAIL", metavar="STATES",

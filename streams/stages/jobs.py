@@ -103,13 +103,29 @@ RUNTIME_PREDICTIONS = Table(
         ("job", "text", "job id"),
         ("user", "text", "user"),
         ("name", "text", "job name"),
-        ("history_runs", "int", "runs of (user, name) before this one"),
-        ("predicted_s", "number", "trimmed mean of the history (empty: unknown, *1-day)"),
+        (
+            "history_runs",
+            "int",
+            "runs of (user, name) before this one (all, or the last --history)",
+        ),
+        (
+            "predicted_s",
+            "number",
+            "Avg: mean of the history without its shortest and longest run "
+            "(empty: unknown, *1-day)",
+        ),
         ("upper_s", "number", "upper estimate (Estim.95%/Max)"),
         ("actual_s", "number", "the run time"),
         ("overran", "int", "1 if it ran past upper + 60 s"),
+        ("min_s", "number", "Min: shortest run of the history"),
+        ("max_s", "number", "Max: longest run of the history"),
+        ("band_min_s", "number", "predicted_s - 3 % (the seed's expected range)"),
+        ("band_max_s", "number", "predicted_s + 3 %"),
+        ("std_s", "number", "Std. Dev of the kept runs"),
+        ("spread_s", "number", "Spread: longest - shortest kept run"),
     ),
-    "Run-time prediction of every ended job from its (user, job name) history (seed 001).",
+    "Run-time prediction of every ended job from its (user, job name) history, with Figure 4's "
+    "columns (seed 001); the Figure 4 columns are empty while the run time is unknown.",
 )
 CAPABILITY_DAILY = Table(
     "capability_daily.csv",
@@ -359,6 +375,12 @@ class RuntimeStage:
                         r.upper_s,
                         r.actual_s,
                         r.overran,
+                        r.min_s,
+                        r.max_s,
+                        r.band_min_s,
+                        r.band_max_s,
+                        r.std_s,
+                        r.spread_s,
                     )
                     for r in rows
                 ],
@@ -371,6 +393,7 @@ class RuntimeStage:
     def summary(self) -> dict[str, Any]:
         s = score_predictions(self.predictions)
         return {
+            "history_runs": "all" if self.m.history is None else self.m.history,
             "jobs": s.jobs,
             "covered": s.covered,
             "mae_predicted_s": s.mae_predicted,
@@ -463,7 +486,7 @@ def job_stages(
     short_lambda: float = DEFAULT_LAMBDA,
     turnover_window: float = DEFAULT_WINDOW_S,
     turnover_max_gap: float = DEFAULT_MAX_GAP_S,
-    history_runs: int = DEFAULT_HISTORY,
+    history_runs: int | None = DEFAULT_HISTORY,
     half_life_s: float = DEFAULT_HALF_LIFE_S,
     refund_states: tuple[str, ...] = ("NODE_FAIL",),
     capability_fraction: float = DEFAULT_FRACTION,

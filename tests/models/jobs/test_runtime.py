@@ -6,8 +6,10 @@ import gzip
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.jobs.runtime import (
+    DEFAULT_HISTORY,
     UNKNOWN_RUNTIME_S,
     RuntimePredictor,
     predict_from_history,
@@ -144,16 +146,51 @@ def test_score() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(job_specs())
-def test_matches_reference(specs) -> None:
+@given(job_specs(), st.sampled_from([None, 5, 1]))
+def test_matches_reference(specs, history) -> None:
     evs = build_events(specs)
-    m = RuntimePredictor(history=5, cap_by_request=True)
-    got = [(r.job, r.history_runs, r.predicted_s, r.upper_s, r.actual_s) for r in m.update(evs)]
-    ref = runtime_ref(evs, history=5, z=1.96, cap=True)
+    m = RuntimePredictor(history=history, cap_by_request=True)
+    got = [
+        (r.job, r.history_runs, r.predicted_s, r.upper_s, r.actual_s, r.std_s, r.min_s, r.max_s,
+         r.spread_s)
+        for r in m.update(evs)
+    ]  # fmt: skip
+    ref = runtime_ref(evs, history=history, z=1.96, cap=True)
     assert len(got) == len(ref)
     for g, r in zip(got, ref, strict=True):
         assert g[:2] == r[:2] and g[4] == r[4]
-        assert g[2] == pytest.approx(r[2]) and g[3] == pytest.approx(r[3])
+        for a, b in zip(g[2:4] + g[5:], r[2:4] + r[5:], strict=True):
+            assert (a is None and b is None) or a == pytest.approx(b, rel=1e-9, abs=1e-6)
+
+
+def test_default_keeps_every_run_and_window_is_an_option() -> None:
+    """Seed 001: the prediction averages every past run (Figure 4: 17, Figure 7: 4 then 5);
+    history=N keeps the last N."""
+    assert DEFAULT_HISTORY is None
+    evs = []
+    for i, d in enumerate(FIG4):
+        evs += [ev("start", i * 10_000, f"j{i}"), ev("end", i * 10_000 + d, f"j{i}")]
+    evs += [ev("start", 10**6, "next"), ev("end", 10**6 + 3000, "next")]
+    last = RuntimePredictor().update(evs)[-1]
+    assert last.history_runs == 17
+    assert hms(last.predicted_s) == "00:49:27" and hms(last.upper_s) == "00:52:53"
+    # Figure 4's columns: Min/Max of the runs, the +-3 % band, std, spread of the kept runs
+    assert (hms(last.min_s), hms(last.max_s)) == ("00:43:10", "00:52:29")
+    assert abs(last.band_min_s - (47 * 60 + 59)) <= 1.5
+    assert abs(last.band_max_s - (50 * 60 + 55)) <= 1.5
+    assert last.std_s == pytest.approx((last.upper_s - last.predicted_s) / 1.96)
+    assert last.spread_s == 3112 - 2698  # 00:44:58 to 00:51:52
+    five = RuntimePredictor(history=5).update(evs)[-1]
+    assert five.history_runs == 5
+    assert five.predicted_s == pytest.approx(sum(sorted(FIG4[-5:])[1:-1]) / 3)
+    with pytest.raises(ValueError):
+        RuntimePredictor(history=0)
+
+
+def test_prediction_band_and_spread_from_history() -> None:
+    p = predict_from_history(FIG4)
+    assert p.spread == 414 and (p.shortest, p.longest) == (2590, 3149)
+    assert p.band is not None and p.band[0] == pytest.approx(p.predicted * 0.97)
 
 
 @pytest.mark.data
