@@ -338,6 +338,10 @@ class ShortJobPenalty:
                 out[h] = v
         return out
 
+    def tables(self) -> dict[str, dict[str, float]]:
+        """The lookup tables of every holder kind at the last closed tick."""
+        return {k: self.table(k) for k in HOLDER_KINDS}
+
     def value(self, kind: str, holder: str) -> float:
         """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
         entry = self._adjust.get(kind, {}).get(holder)
@@ -356,6 +360,13 @@ def lookup_table_text(table: dict[str, float], kind: str | None = None) -> str:
         v = f"{table[h]:.3f}"
         lines.append(f"{kind}\t{h}\t{v}\n" if kind is not None else f"{h}\t{v}\n")
     return "".join(lines)
+
+
+def adjust_table_tsv(tables: dict[str, dict[str, float]]) -> str:
+    """The scheduler-facing ADJUST table of both holder kinds (``fairshare_adjust.tsv``):
+    ``kind<TAB>holder<TAB>value`` lines, the group rows then the user rows, each sorted by
+    holder in byte order."""
+    return "".join(lookup_table_text(tables.get(k, {}), k) for k in ("group", "user"))
 
 
 def lookup_table_json(tables: dict[str, dict[str, float]], ts: float | None) -> bytes:

@@ -51,6 +51,7 @@ from streams.errors import (
     positive_float,
     positive_int,
 )
+from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.files import DirectorySink
 from streams.sources.files import check_format
 from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
@@ -217,6 +218,9 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
       help="penalty update period (seed 002: 180 s)")  # fmt: skip
     a("--short-lambda", type=fraction, default=DEFAULT_LAMBDA, metavar="L",
       help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)")  # fmt: skip
+    a("--adjust-out", default=None, metavar="FILE",
+      help="rewrite seed 002's ADJUST table (fairshare_adjust.tsv) atomically here at each "
+           "tick of the replay (event time)")  # fmt: skip
     a("--turnover-window", type=positive_float, default=DEFAULT_WINDOW_S, metavar="S",
       help="window T of U = sum(w)/T (default 3600 s)")  # fmt: skip
     a("--turnover-max-gap", type=positive_float, default=DEFAULT_MAX_GAP_S, metavar="S",
@@ -233,6 +237,19 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
       help="large job: >= F of the section (seed 004: 0.40)")  # fmt: skip
     a("--section-nodes", type=positive_int, default=None, metavar="N",
       help="capability section size (default: --nodes, SWF MaxNodes, ...)")  # fmt: skip
+
+
+def _check_adjust_out(args: argparse.Namespace) -> None:
+    if ENGINES[args.format] != "jobs":
+        raise UserError(
+            "--adjust-out writes seed 002's ADJUST table: it needs --format "
+            "sacct|swf|jobevents|jobcomp"
+        )
+    check_output_file("--adjust-out", args.adjust_out, inputs=args.paths)
+    if args.rejects is not None and os.path.abspath(args.rejects) == os.path.abspath(
+        args.adjust_out
+    ):
+        raise UserError(f"--adjust-out {args.adjust_out} is also --rejects")
 
 
 def _sample_arguments(p: argparse.ArgumentParser) -> None:
@@ -286,6 +303,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.out)
     if args.rejects is not None:
         check_output_file("--rejects", args.rejects, inputs=[*args.paths, *args.jobs])
+    if args.adjust_out is not None:
+        _check_adjust_out(args)
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
     args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
@@ -462,6 +481,7 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
         capability_fraction=args.capability_fraction,
         # seed 004's modified CUP needs a backfill flag: none in SWF or 26-field sacct
         backfill_flags=any(e.backfill is not None for e in events),
+        on_adjust_tick=AdjustTableFile(args.adjust_out) if args.adjust_out else None,
     )
     settings = {"section_nodes": section, "refund_states": list(refund)}
     return driver.Run("jobs", args.format, tz, [driver.Feed(source, stages)], settings)

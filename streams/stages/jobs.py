@@ -14,8 +14,11 @@ configured zone: streams.sources.jobevents) and closes its days itself, in event
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar, cup_over
@@ -26,8 +29,8 @@ from models.jobs.shortjobs import (
     DEFAULT_LAMBDA,
     DEFAULT_THRESHOLD_S,
     ShortJobPenalty,
+    adjust_table_tsv,
     lookup_table_json,
-    lookup_table_text,
 )
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover
 from models.jobs.usage import usage_from_events
@@ -260,12 +263,21 @@ class UsageStage:
 
 
 class ShortJobsStage:
+    """``on_tick`` (``--adjust-out``: streams.sinks.adjust): called with the model each time
+    event time closes one or more 3-minute ticks (once, for the latest: the table of a tick
+    with no event after it would be replaced at once), and at the end, so its last call sees
+    the table of ``fairshare_adjust.tsv``."""
+
     name = "shortjobs"
 
-    def __init__(self, model: ShortJobPenalty) -> None:
+    def __init__(
+        self, model: ShortJobPenalty, on_tick: Callable[[ShortJobPenalty], None] | None = None
+    ) -> None:
         self.m = model
+        self.on_tick = on_tick
         self.last_ts: float | None = None
         self._holders = 0
+        self._tick_ts: float | None = None  # last tick on_tick was called for
 
     def tables(self) -> Sequence[Table]:
         return (SHORTJOBS,)
@@ -276,18 +288,40 @@ class ShortJobsStage:
         b = _ended(batch)
         if not b:
             return ()
-        rows = self.m.update(b) + self.m.advance(b[-1].ts)
+        if self.on_tick is None:
+            rows = self.m.update(b) + self.m.advance(b[-1].ts)
+        else:
+            rows = self._step_ticks(b, self.on_tick)
         return [(SHORTJOBS, [_short_row(r) for r in rows])] if rows else ()
+
+    def _step_ticks(
+        self, b: list[JobEvent], on_tick: Callable[[ShortJobPenalty], None]
+    ) -> list[Any]:
+        """The batch one tick at a time, ``on_tick`` after each tick event time closes."""
+        m, interval, rows = self.m, self.m.interval, []
+        i, n = 0, len(b)
+        while i < n:
+            hi = math.ceil(b[i].ts / interval) * interval  # the tick b[i] falls in: (hi - I, hi]
+            j = bisect.bisect_right(b, hi, lo=i, key=_TS)
+            rows += m.update(b[i:j])
+            rows += m.advance(b[j - 1].ts)
+            t = m.last_tick_ts
+            if t is not None and t != self._tick_ts:
+                self._tick_ts = t
+                on_tick(m)
+            i = j
+        return rows
 
     def finish(self) -> Iterable[Output]:
         if self.last_ts is not None:
             # the trace's last tick is emitted although it is still open
             yield SHORTJOBS, [_short_row(r) for r in self.m.close(self.last_ts)]
-        tables = {k: self.m.table(k) for k in ("user", "group")}
+        tables = self.m.tables()
         self._holders = sum(map(len, tables.values()))
-        tsv = "".join(lookup_table_text(tables[k], k) for k in ("group", "user"))
-        yield FAIRSHARE_ADJUST_TSV, tsv.encode()
+        yield FAIRSHARE_ADJUST_TSV, adjust_table_tsv(tables).encode()
         yield FAIRSHARE_ADJUST_JSON, lookup_table_json(tables, self.m.last_tick_ts)
+        if self.on_tick is not None:
+            self.on_tick(self.m)  # the file ends as fairshare_adjust.tsv
 
     def summary(self) -> dict[str, Any]:
         m = self.m
@@ -299,6 +333,9 @@ class ShortJobsStage:
             "lambda": m.lam,
             "holders_in_table": self._holders,
         }
+
+
+_TS = attrgetter("ts")
 
 
 def _short_row(r: Any) -> tuple[Any, ...]:
@@ -491,13 +528,16 @@ def job_stages(
     refund_states: tuple[str, ...] = ("NODE_FAIL",),
     capability_fraction: float = DEFAULT_FRACTION,
     backfill_flags: bool = True,
+    on_adjust_tick: Callable[[ShortJobPenalty], None] | None = None,
 ) -> list[Any]:
     """Every job stage, in output order, with the seeds' defaults. ``backfill_flags``: whether
-    the source records backfilled jobs (else no modified CUP)."""
+    the source records backfilled jobs (else no modified CUP). ``on_adjust_tick``: called at
+    each 3-minute tick with the short-job model (``--adjust-out``: streams.sinks.adjust)."""
     return [
         UsageStage(tz, resource),
         ShortJobsStage(
-            ShortJobPenalty(short_threshold, short_min_runtime, short_interval, short_lambda)
+            ShortJobPenalty(short_threshold, short_min_runtime, short_interval, short_lambda),
+            on_adjust_tick,
         ),
         TurnoverStage(SlotTurnover(turnover_window, turnover_max_gap), tz),
         RuntimeStage(RuntimePredictor(history=history_runs)),

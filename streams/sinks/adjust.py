@@ -1,0 +1,40 @@
+"""``--adjust-out FILE``: seed 002's scheduler-facing fair-share ADJUST table, rewritten
+atomically at each 3-minute tick (the seed's scheduler reads it every tick; its hook bsearches a
+table sorted by holder).
+
+:func:`write_adjust_table` is the one writer: the replay calls it (through
+:class:`AdjustTableFile`, the :class:`~streams.stages.jobs.ShortJobsStage` tick hook) each time
+event time closes a tick, and at the end of the run, so the file's last content is
+``fairshare_adjust.tsv``; the live agent calls it at each tick it closes. A reader sees the old
+table or the new one, never half of one (temporary file + ``os.replace``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.jobs.shortjobs import ShortJobPenalty, adjust_table_tsv
+from streams.sinks.files import atomic_file, make_dirs
+
+
+def write_adjust_table(path: str | Path, model: ShortJobPenalty) -> None:
+    """Replace ``path`` atomically with the model's ADJUST table at its last closed tick
+    (``kind<TAB>holder<TAB>A(t)``, groups then users, sorted by holder in byte order)."""
+    data = adjust_table_tsv(model.tables()).encode()
+    with atomic_file(path) as f:
+        f.write(data)
+
+
+class AdjustTableFile:
+    """The tick hook of ``--adjust-out FILE``: makes the file's directories on first use and
+    counts its writes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.writes = 0
+
+    def __call__(self, model: ShortJobPenalty) -> None:
+        if self.writes == 0:
+            make_dirs(self.path.parent)
+        write_adjust_table(self.path, model)
+        self.writes += 1
