@@ -16,8 +16,13 @@
   When the source has the flag, a job without it counts as not backfilled.
 - P_CUP ("Concluding comments"): if CUP40 < goal,
   P_CUP = (goal - CUP40) * (JobSize / (0.40 * SectionSize))^p * standard fair-share factor.
+  Per day, :func:`p_cup_factor` is its day term (0.80 - CUP40 while CUP40 < 0.80; the
+  standard factor applies when the goal is met).
 - Red/Black allocation shares ("Red Storm Resource Allocation Parameters"): f_R and the
-  per-institution fractions of each section.
+  per-institution fractions of each section (:func:`section_shares`, the targets); per day, the
+  node-hours the Red and the Black section delivered and the Red share, the measured f_R, when
+  the source records partitions and the site says which of them are the Red section (every
+  other partition is Black; a job without a partition counts in neither).
 
 Node-hours of a job are split over the days it spans and counted when the job ends (a day's
 figures are final once no job that ran in it is still running).
@@ -73,6 +78,22 @@ def p_cup(
     # float ** float is typed Any (a negative base gives a complex); the ratio is >= 0 here
     scale = cast(float, (job_nodes / (fraction * section_nodes)) ** p)
     return (goal - cup40) * scale * fairshare_factor
+
+
+def p_cup_factor(cup40: float | None, goal: float = DEFAULT_GOAL) -> float | None:
+    """The day term of P_CUP, goal - CUP40, while CUP40 < goal: P_CUP = p_cup_factor x
+    (JobSize / (0.40 x SectionSize))^p x the standard fair-share factor (:func:`p_cup`). None
+    when the goal is met (the standard factor applies) or CUP40 is unknown."""
+    if cup40 is None or cup40 >= goal:
+        return None
+    return goal - cup40
+
+
+def share(part: float | None, other: float | None) -> float | None:
+    """part / (part + other); None when either is unknown or both are 0."""
+    if part is None or other is None or part + other <= 0:
+        return None
+    return part / (part + other)
 
 
 @dataclass(slots=True, frozen=True)
@@ -141,10 +162,26 @@ class CapabilityDay:
     large_node_hours: float
     small_node_hours: float
     backfill_node_hours: float | None  # None: the source does not say which jobs backfilled
+    # None: Red/Black sections unknown (no partitions in the source, or no Red partitions given)
+    red_node_hours: float | None = None
+    black_node_hours: float | None = None
 
     @property
     def cup40(self) -> float | None:
         return cup(self.large_node_hours, self.small_node_hours)
+
+    @property
+    def red_share(self) -> float | None:
+        """The measured f_R: Red node-hours / (Red + Black) node-hours."""
+        return share(self.red_node_hours, self.black_node_hours)
+
+    @property
+    def black_share(self) -> float | None:
+        return share(self.black_node_hours, self.red_node_hours)
+
+    @property
+    def p_cup_factor(self) -> float | None:
+        return p_cup_factor(self.cup40)
 
     @property
     def cup40_modified(self) -> float | None:
@@ -168,7 +205,10 @@ class CapabilityUse:
 
     ``backfill_flags``: whether the source records which jobs were backfilled (sacct ``Flags``,
     the simulator's events). False: every day's backfill node-hours and modified CUP are None.
-    ``flagged_jobs`` / ``unflagged_jobs`` count the ended jobs with and without a flag."""
+    ``flagged_jobs`` / ``unflagged_jobs`` count the ended jobs with and without a flag.
+    ``red_partitions``: the partitions of the Red section (every other partition is Black);
+    None: Red/Black unknown, every day's Red and Black node-hours are None.
+    ``jobs_without_partition`` counts the ended jobs that count in neither section."""
 
     __slots__ = (
         "section_nodes",
@@ -181,6 +221,8 @@ class CapabilityUse:
         "unmatched_ends",
         "flagged_jobs",
         "unflagged_jobs",
+        "red_partitions",
+        "jobs_without_partition",
     )
 
     def __init__(
@@ -189,6 +231,7 @@ class CapabilityUse:
         fraction: float = DEFAULT_FRACTION,
         tz: str = "UTC",
         backfill_flags: bool = True,
+        red_partitions: Iterable[str] | None = None,
     ) -> None:
         if section_nodes <= 0:
             raise ValueError("section_nodes must be > 0")
@@ -197,36 +240,47 @@ class CapabilityUse:
         self.min_large = min_large_nodes(section_nodes, fraction)
         self.backfill_flags = backfill_flags
         self.cal = DayCalendar(tz)
-        # job -> (start, nodes, backfill flag or None)
-        self._start: dict[str, tuple[float, int, bool | None]] = {}
-        self._days: dict[date, list[float]] = {}  # day -> [large_s, small_s, backfill_s]
+        self.red_partitions = None if red_partitions is None else frozenset(red_partitions)
+        # job -> (start, nodes, backfill flag or None, partition or None)
+        self._start: dict[str, tuple[float, int, bool | None, str | None]] = {}
+        # day -> [large_s, small_s, backfill_s, red_s, black_s] (node-seconds)
+        self._days: dict[date, list[float]] = {}
         self.unmatched_ends = 0
         self.flagged_jobs = 0
         self.unflagged_jobs = 0
+        self.jobs_without_partition = 0
 
     def update(self, events: Iterable[JobEvent]) -> None:
         start, days, cal, min_large = self._start, self._days, self.cal, self.min_large
+        red = self.red_partitions
         for e in events:
             typ = e.type
             if typ == "start":
-                start[e.job] = (e.ts, e.nodes or 1, e.backfill)
+                start[e.job] = (e.ts, e.nodes or 1, e.backfill, e.partition)
             elif typ == "end":
                 s = start.pop(e.job, None)
                 if s is None:
                     self.unmatched_ends += 1
                     continue
-                t0, nodes, bf = s
+                t0, nodes, bf, part = s
                 if e.backfill is not None:
                     bf = e.backfill
                 if bf is None:
                     self.unflagged_jobs += 1
                 else:
                     self.flagged_jobs += 1
+                part = e.partition or part
+                section = -1  # index of the job's section in the day's sums; -1: neither
+                if red is not None:
+                    if part:
+                        section = 3 if part in red else 4
+                    else:
+                        self.jobs_without_partition += 1
                 large = nodes >= min_large
                 for d, sec in cal.split(t0, e.ts):
                     acc = days.get(d)
                     if acc is None:
-                        acc = days[d] = [0.0, 0.0, 0.0]
+                        acc = days[d] = [0.0, 0.0, 0.0, 0.0, 0.0]
                     ns = nodes * sec
                     if large:
                         acc[0] += ns
@@ -234,6 +288,8 @@ class CapabilityUse:
                         acc[1] += ns
                         if bf:
                             acc[2] += ns
+                    if section >= 0:
+                        acc[section] += ns
 
     def flush(self, until_ts: float, final: bool = False) -> list[CapabilityDay]:
         """Days that are complete: ended by until_ts and with no job that started before their
@@ -251,7 +307,10 @@ class CapabilityUse:
                 break
             acc = self._days.pop(d)
             bf_nh = acc[2] / 3600.0 if self.backfill_flags else None
-            out.append(CapabilityDay(d, acc[0] / 3600.0, acc[1] / 3600.0, bf_nh))
+            known = self.red_partitions is not None
+            red_nh = acc[3] / 3600.0 if known else None
+            black_nh = acc[4] / 3600.0 if known else None
+            out.append(CapabilityDay(d, acc[0] / 3600.0, acc[1] / 3600.0, bf_nh, red_nh, black_nh))
         return out
 
     def _day_ts(self, d: date) -> float:

@@ -237,6 +237,9 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
       help="large job: >= F of the section (seed 004: 0.40)")  # fmt: skip
     a("--section-nodes", type=positive_int, default=None, metavar="N",
       help="capability section size (default: --nodes, SWF MaxNodes, ...)")  # fmt: skip
+    a("--red-partitions", default=None, metavar="P,...",
+      help="partitions of seed 004's Red section, every other one is Black (default: the "
+           "Red/Black columns of capability_daily.csv stay empty)")  # fmt: skip
 
 
 def _check_adjust_out(args: argparse.Namespace) -> None:
@@ -464,6 +467,7 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
     refund = tuple(s.strip() for s in (args.refund_states or "").split(",") if s.strip())
     resource = args.resource or Path(paths[0]).name.split(".")[0]
     tz = args.tz
+    red, sections_reason = job_stages.red_black_sections(args.red_partitions, events)
     stages = job_stages.job_stages(
         section,
         tz,
@@ -482,6 +486,8 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
         # seed 004's modified CUP needs a backfill flag: none in SWF or 26-field sacct
         backfill_flags=any(e.backfill is not None for e in events),
         on_adjust_tick=AdjustTableFile(args.adjust_out) if args.adjust_out else None,
+        red_partitions=red,
+        sections_reason=sections_reason,
     )
     settings = {"section_nodes": section, "refund_states": list(refund)}
     return driver.Run("jobs", args.format, tz, [driver.Feed(source, stages)], settings)

@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar, cup_over
+from models.jobs.capability import (
+    DEFAULT_FRACTION,
+    CapabilityUse,
+    DayCalendar,
+    cup_over,
+    p_cup_factor,
+    share,
+)
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.runtime import DEFAULT_HISTORY, RuntimePredictor, score_predictions
 from models.jobs.shortjobs import (
@@ -139,10 +146,29 @@ CAPABILITY_DAILY = Table(
         ("backfill_node_hours", "number", "node-hours of small backfilled jobs (empty: unknown)"),
         ("cup40", "number", "large / (large + small)"),
         ("cup40_modified", "number", "large / (large + small - backfill) (empty: unknown)"),
+        (
+            "red_node_hours",
+            "number",
+            "node-hours of jobs in the Red section's partitions (--red-partitions; empty: unknown)",
+        ),
+        (
+            "black_node_hours",
+            "number",
+            "node-hours of jobs in the other partitions (empty: unknown)",
+        ),
+        ("red_share", "number", "measured f_R = red / (red + black) (empty: unknown)"),
+        (
+            "p_cup_factor",
+            "number",
+            "0.80 - cup40 while cup40 < 0.80: P_CUP = this x (job nodes / (0.40 x section))^p x "
+            "the fair-share factor (empty: goal met, the standard factor applies)",
+        ),
     ),
-    "Capability use per day (seed 004: CUP40 and the modified CUP). Large = at least "
-    "ceil(0.40 x section) nodes. Backfill node-hours and the modified CUP are empty when the "
-    "source records no backfill flag (SWF, sacct without Flags; the summary says why).",
+    "Capability use per day (seed 004: CUP40, the modified CUP, P_CUP's day term and the "
+    "Red/Black section node-hours). Large = at least ceil(0.40 x section) nodes. Backfill "
+    "node-hours and the modified CUP are empty when the source records no backfill flag (SWF, "
+    "sacct without Flags); the Red/Black columns when it records no partition or no "
+    "--red-partitions is given (the summary says why).",
 )
 FAIRSHARE_USAGE = Table(
     "fairshare_usage.csv",
@@ -446,10 +472,17 @@ class RuntimeStage:
 class CapabilityStage(_DailyStage):
     name = "capability"
 
-    def __init__(self, model: CapabilityUse, tz: str, section_from: str) -> None:
+    def __init__(
+        self,
+        model: CapabilityUse,
+        tz: str,
+        section_from: str,
+        sections_reason: str | None = None,
+    ) -> None:
         super().__init__(tz)
         self.m = model
         self.section_from = section_from
+        self.sections_reason = sections_reason  # why the Red/Black columns are empty
         self.rows: list[Any] = []
 
     def tables(self) -> Sequence[Table]:
@@ -462,7 +495,8 @@ class CapabilityStage(_DailyStage):
         self.rows += days
         rows = [
             (d.day, d.large_node_hours, d.small_node_hours, d.backfill_node_hours, d.cup40,
-             d.cup40_modified)
+             d.cup40_modified, d.red_node_hours, d.black_node_hours, d.red_share,
+             d.p_cup_factor)
             for d in days
         ]  # fmt: skip
         return [(CAPABILITY_DAILY, rows)] if rows else []
@@ -476,6 +510,9 @@ class CapabilityStage(_DailyStage):
                 "the source records no backfill flag (SWF, sacct without Flags): backfill "
                 "node-hours are unknown, so the modified CUP is not computed"
             )
+        known = m.red_partitions is not None
+        red = math.fsum(d.red_node_hours or 0.0 for d in self.rows) if known else None
+        black = math.fsum(d.black_node_hours or 0.0 for d in self.rows) if known else None
         return {
             "section_nodes": m.section_nodes,
             "section_nodes_from": self.section_from,
@@ -486,6 +523,13 @@ class CapabilityStage(_DailyStage):
             "cup40_modified_missing_reason": reason,
             "jobs_with_backfill_flag": m.flagged_jobs,
             "jobs_without_backfill_flag": m.unflagged_jobs,
+            "p_cup_factor": p_cup_factor(cup),
+            "red_partitions": sorted(m.red_partitions) if known else None,
+            "red_node_hours": red,
+            "black_node_hours": black,
+            "red_share": share(red, black),
+            "red_black_missing_reason": None if known else self.sections_reason,
+            "jobs_without_partition": m.jobs_without_partition,
         }
 
 
@@ -512,6 +556,24 @@ class FairShareStage(_DailyStage):
         return {"half_life_s": self.m.half_life, "refunded_jobs": self.m.refunded_jobs}
 
 
+def red_black_sections(
+    red_option: str | None, events: Iterable[JobEvent]
+) -> tuple[frozenset[str] | None, str | None]:
+    """The Red section's partitions from ``--red-partitions`` (comma-separated), or None with
+    the reason the Red/Black columns stay empty: the source records no partition, or the
+    option is not given (which partitions are Red is site knowledge, never guessed from a
+    name)."""
+    seen = sorted({e.partition for e in events if e.partition})
+    if not seen:
+        return None, "the source records no partition (SWF, or no partition field)"
+    if red_option is None:
+        return None, (
+            "no --red-partitions: which partitions form the Red section is not guessed; "
+            f"partitions seen: {', '.join(seen)}"
+        )
+    return frozenset(p.strip() for p in red_option.split(",") if p.strip()), None
+
+
 def job_stages(
     section_nodes: int,
     tz: str = "UTC",
@@ -529,10 +591,14 @@ def job_stages(
     capability_fraction: float = DEFAULT_FRACTION,
     backfill_flags: bool = True,
     on_adjust_tick: Callable[[ShortJobPenalty], None] | None = None,
+    red_partitions: Iterable[str] | None = None,
+    sections_reason: str | None = None,
 ) -> list[Any]:
     """Every job stage, in output order, with the seeds' defaults. ``backfill_flags``: whether
     the source records backfilled jobs (else no modified CUP). ``on_adjust_tick``: called at
-    each 3-minute tick with the short-job model (``--adjust-out``: streams.sinks.adjust)."""
+    each 3-minute tick with the short-job model (``--adjust-out``: streams.sinks.adjust).
+    ``red_partitions``: the Red section's partitions (None: Red/Black unknown, for the reason
+    ``sections_reason``)."""
     return [
         UsageStage(tz, resource),
         ShortJobsStage(
@@ -542,7 +608,10 @@ def job_stages(
         TurnoverStage(SlotTurnover(turnover_window, turnover_max_gap), tz),
         RuntimeStage(RuntimePredictor(history=history_runs)),
         CapabilityStage(
-            CapabilityUse(section_nodes, capability_fraction, tz, backfill_flags), tz, section_from
+            CapabilityUse(section_nodes, capability_fraction, tz, backfill_flags, red_partitions),
+            tz,
+            section_from,
+            sections_reason,
         ),
         FairShareStage(FairShareUsage(half_life_s, refund_states), tz),
     ]

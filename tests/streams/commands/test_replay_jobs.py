@@ -156,6 +156,11 @@ def test_jobevents_end_to_end(tmp_path: Path) -> None:
             "backfill_node_hours": format(1 / 60, ".15g"),
             "cup40": format(8 / 8.85, ".15g"),
             "cup40_modified": format(8 / (8.85 - 1 / 60), ".15g"),
+            # no partition in the events: Red/Black unknown; CUP40 >= 0.80: no P_CUP term
+            "red_node_hours": "",
+            "black_node_hours": "",
+            "red_share": "",
+            "p_cup_factor": "",
         }
     ]
 
