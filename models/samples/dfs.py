@@ -9,6 +9,9 @@ episode (e.g. July 18: two jobs competing, 10 hot peaks in two hours).
 Inputs are :class:`IoRates`, one row per (job, node, minute), built either from cumulative
 /proc counters (:func:`io_from_samples`, bytes -> MB with MB = 10**6 bytes) or from sources that
 already give rates (:func:`io_from_rates`, e.g. LLview's MiB/s: the unit stays the source's).
+A threshold is a :class:`Rate` with its unit (:func:`parse_rate`); it is converted exactly to the
+source's unit (:func:`convert_rate`, 1 MiB/s = 1.048576 MB/s), so 93 MB/s is never compared
+with MiB/s as if it were 93 MiB/s.
 """
 
 from __future__ import annotations
@@ -144,6 +147,75 @@ def hot_zone_threshold(mean: float, std: float, k: float = 1.0) -> float:
     """Seed 003 §5.2: the DFS may start to be overloaded above mean write speed - k x sigma of a
     bandwidth test (IOR 98 +- 5 MB/s -> 93 MB/s with k = 1)."""
     return float(mean - k * std)
+
+
+# Rate units, bytes per second. Decimal (MB = 10**6 bytes: /proc counters, IOR, the seed) and
+# binary (MiB = 2**20 bytes: LLview); 1 MiB/s = 1.048576 MB/s exactly.
+RATE_UNITS: dict[str, int] = {
+    "B/s": 1,
+    "kB/s": 10**3,
+    "KB/s": 10**3,
+    "MB/s": 10**6,
+    "GB/s": 10**9,
+    "TB/s": 10**12,
+    "KiB/s": 2**10,
+    "MiB/s": 2**20,
+    "GiB/s": 2**30,
+    "TiB/s": 2**40,
+}
+_BITS = ("b/s", "bps", "bit/s")
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """A speed as given: ``unit`` one of :data:`RATE_UNITS`, or None for "the source's own
+    unit/s" (a plain number)."""
+
+    value: float
+    unit: str | None = None
+
+    def to(self, unit: str) -> float:
+        """The value in ``unit`` (a plain number is taken to be in ``unit`` already)."""
+        return self.value if self.unit is None else convert_rate(self.value, self.unit, unit)
+
+    def __str__(self) -> str:
+        return f"{self.value:g}" if self.unit is None else f"{self.value:g} {self.unit}"
+
+
+def convert_rate(value: float, unit: str, to: str) -> float:
+    """``value`` ``unit`` in ``to``: exact ratios of bytes per second (93 MB/s = 88.69... MiB/s)."""
+    a, b = RATE_UNITS[unit], RATE_UNITS[to]
+    return float(value) if a == b else float(value) * a / b
+
+
+def parse_rate(text: str, zero_ok: bool = False) -> Rate:
+    """``93``, ``93MB/s``, ``1.2 GiB/s``, ``93MBps``. A plain number is in the source's unit/s.
+    Spellings that do not say decimal or binary bytes (``M/s``, ``Mb/s`` = bits, ``mb/s``) are
+    refused rather than guessed: ValueError with the reason. ``zero_ok``: 0 is accepted (a
+    standard deviation)."""
+    t = text.strip()
+    k = len(t)
+    while k and not (t[k - 1].isdigit() or t[k - 1] == "."):
+        k -= 1
+    num, unit = t[:k].strip(), t[k:].strip()
+    try:
+        value = float(num)
+    except ValueError:
+        raise ValueError(f"{text!r} is no rate (e.g. 93MB/s, 1.2GiB/s, or 93)") from None
+    if not (value > 0 or (zero_ok and value == 0)) or value == float("inf"):
+        raise ValueError(f"{text!r}: the rate must be a finite number {'>=' if zero_ok else '>'} 0")
+    if not unit:
+        return Rate(value)
+    if unit.endswith("ps") and not unit.endswith(_BITS):
+        unit = unit[:-2] + "/s"
+    if unit in RATE_UNITS:
+        return Rate(value, unit)
+    if unit.endswith(_BITS) and not unit[:-2].endswith("B"):
+        raise ValueError(f"{text!r} is bits per second: give bytes (MB/s or MiB/s)")
+    raise ValueError(
+        f"{text!r}: unit {unit!r} is not one of {', '.join(RATE_UNITS)} "
+        "(MB/s = 10**6 bytes/s, MiB/s = 2**20 bytes/s; a plain number = the source's unit)"
+    )
 
 
 @dataclass(slots=True)

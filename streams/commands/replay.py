@@ -17,7 +17,6 @@ samples, llview    samples   SampleTraceStage / LlviewStage
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from models.jobs.shortjobs import DEFAULT_INTERVAL_S, DEFAULT_LAMBDA, DEFAULT_TH
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
 from models.records.nodestatus import Codebook
 from models.records.plausible import TimeBounds
-from models.samples.dfs import hot_zone_threshold
+from models.samples.dfs import Rate, hot_zone_threshold, parse_rate
 from streams import driver
 from streams.errors import (
     UnusableInput,
@@ -261,13 +260,17 @@ def _sample_arguments(p: argparse.ArgumentParser) -> None:
     a("--mem-per-core", type=positive_float, default=None, metavar="GB",
       help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
       "Without it the memory ratios are left empty")  # fmt: skip
-    a("--hot-zone", type=positive_float, default=None, metavar="MBps",
-      help="DFS hot-zone threshold in the source's unit/s (default 93, the seed's "
-      "Gofree NFS: IOR 98 +- 5 MB/s)")  # fmt: skip
+    a("--hot-zone", default=None, metavar="RATE",
+      help="DFS hot-zone threshold with its unit, e.g. 93MB/s or 1.2GiB/s (converted exactly "
+      "to the source's unit: samples MB/s, llview MiB/s); a plain number is in the source's "
+      "unit. Default 93MB/s, only the seed's example (Gofree NFS: IOR 98 +- 5 MB/s): measure "
+      "yours with `drainwatch calibrate dfs`")  # fmt: skip
     a("--hot-zone-bw", default=None, metavar="MEAN,STD",
-      help="threshold from a bandwidth test: MEAN - STD (e.g. 98,5 -> 93)")  # fmt: skip
-    a("--hot-zone-fs", action="append", default=[], metavar="FS=MBps",
-      help="hot-zone threshold of one file system (repeatable; others use --hot-zone)")  # fmt: skip
+      help="threshold from a bandwidth test: MEAN - STD, one unit (e.g. 98MB/s,5MB/s -> "
+      "93 MB/s)")  # fmt: skip
+    a("--hot-zone-fs", action="append", default=[], metavar="FS=RATE",
+      help="hot-zone threshold of one file system, e.g. scratch=1.2GiB/s (repeatable; the "
+      "others use --hot-zone)")  # fmt: skip
     a("--hot-zone-gap", type=non_negative_int, default=0, metavar="MIN",
       help="hot minutes at most this many minutes apart form one episode (0)")  # fmt: skip
     a("--hot-zone-top", type=positive_int, default=3, metavar="N",
@@ -494,30 +497,50 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
 
 
 def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
-    if args.hot_zone_bw:
+    """Thresholds keep their units (a plain number = the source's unit/s); the stage converts
+    them exactly to the source's unit. Two units in one MEAN,STD, or --hot-zone beside
+    --hot-zone-bw, are refused rather than guessed."""
+    thr, origin = sample_stages.DEFAULT_HOT_ZONE, sample_stages.DEFAULT_HOT_ZONE_ORIGIN
+    if args.hot_zone_bw is not None and args.hot_zone is not None:
+        raise UserError("--hot-zone and --hot-zone-bw both set the threshold: give one")
+    if args.hot_zone_bw is not None:
+        bw = args.hot_zone_bw
+        parts = bw.split(",")
+        if len(parts) != 2:
+            raise UserError(f"--hot-zone-bw {bw!r}: expected MEAN,STD (e.g. 98MB/s,5MB/s)")
         try:
-            mean, std = (float(x) for x in args.hot_zone_bw.split(","))
-        except ValueError:
-            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: expected MEAN,STD") from None
-        if not (math.isfinite(mean) and math.isfinite(std)) or std < 0:
-            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: MEAN and STD must be finite, "
-                            "STD >= 0")  # fmt: skip
-        thr = hot_zone_threshold(mean, std)
-        if thr <= 0:
-            raise UserError(f"--hot-zone-bw {args.hot_zone_bw!r}: MEAN - STD must be above 0")
-    else:
-        thr = sample_stages.DEFAULT_HOT_ZONE if args.hot_zone is None else float(args.hot_zone)
-    per_fs = []
+            mean, std = parse_rate(parts[0]), parse_rate(parts[1], zero_ok=True)
+        except ValueError as e:
+            raise UserError(f"--hot-zone-bw {bw!r}: {e}") from None
+        if mean.unit and std.unit and mean.unit != std.unit:
+            raise UserError(f"--hot-zone-bw {bw!r}: MEAN in {mean.unit}, STD in {std.unit}: "
+                            "give both in one unit")  # fmt: skip
+        unit = mean.unit or std.unit
+        value = hot_zone_threshold(mean.value, std.value)
+        if value <= 0:
+            raise UserError(f"--hot-zone-bw {bw!r}: MEAN - STD must be above 0")
+        thr, origin = Rate(value, unit), f"--hot-zone-bw {bw} (mean - sigma, seed 003)"
+    elif args.hot_zone is not None:
+        try:
+            thr = parse_rate(args.hot_zone)
+        except ValueError as e:
+            raise UserError(f"--hot-zone: {e}") from None
+        origin = f"--hot-zone {args.hot_zone}"
+    per_fs: dict[str, Rate] = {}
     for item in args.hot_zone_fs:
-        fs, _, value = item.partition("=")
+        fs, eq, value = item.rpartition("=")
+        fs = fs.strip()
+        if not eq or not fs:
+            raise UserError(f"--hot-zone-fs {item!r}: expected FS=RATE (e.g. scratch=1.2GiB/s)")
+        if fs in per_fs:
+            raise UserError(f"--hot-zone-fs {item!r}: {fs} has a threshold already")
         try:
-            mbps = float(value)
-        except ValueError:
-            raise UserError(f"--hot-zone-fs {item!r}: expected FS=MBps") from None
-        if not fs.strip() or not math.isfinite(mbps) or mbps <= 0:
-            raise UserError(f"--hot-zone-fs {item!r}: expected FS=MBps, a name and a rate > 0")
-        per_fs.append((fs.strip(), mbps))
-    return sample_stages.HotZoneOptions(thr, tuple(per_fs), args.hot_zone_gap, args.hot_zone_top)
+            per_fs[fs] = parse_rate(value)
+        except ValueError as e:
+            raise UserError(f"--hot-zone-fs {item!r}: {e}") from None
+    return sample_stages.HotZoneOptions(
+        thr, tuple(per_fs.items()), args.hot_zone_gap, args.hot_zone_top, origin
+    )
 
 
 def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:

@@ -20,6 +20,7 @@ from models.records.nodesample import NodeSample, to_arrays
 from models.records.nodestatus import Interner
 from models.samples.dfs import (
     IoRates,
+    Rate,
     dfs_minutely,
     hot_zone_threshold,
     hot_zones,
@@ -42,7 +43,9 @@ from streams.stages.base import Output
 from streams.tables import Table, cols
 
 GIB_KB = 1024.0 * 1024.0
-DEFAULT_HOT_ZONE = hot_zone_threshold(98.0, 5.0)  # seed 003 §5.2: Gofree NFS, IOR 98 +- 5 MB/s
+# seed 003 §5.2's example: Gofree's NFS, IOR 98 +- 5 MB/s -> 93 MB/s (converted for MiB/s sources)
+DEFAULT_HOT_ZONE = Rate(hot_zone_threshold(98.0, 5.0), "MB/s")
+DEFAULT_HOT_ZONE_ORIGIN = "seed 003 example (Gofree NFS, IOR 98 - 5 MB/s); calibrate yours"
 
 JOB_UTILIZATION = Table(
     "job_utilization.csv",
@@ -70,7 +73,7 @@ _DFS_COLS = cols(
 _HOT_COLS = cols(
     ("start", "instant_ms", "start of the first hot minute"),
     ("end", "instant_ms", "end of the last hot minute"),
-    ("peak_mb_s", "number", "highest write speed"),
+    ("peak_mb_s", "number", "highest write speed, source unit/s"),
     ("minutes", "int", "hot minutes in the episode"),
     ("top_jobs", "text", "`job:share` of the data written in the hot minutes, `;`-separated"),
 )
@@ -80,7 +83,9 @@ DFS_MINUTELY = Table(
 HOT_ZONES = Table(
     "hot_zones.csv",
     _HOT_COLS,
-    "Hot-zone episodes: minutes above the threshold, the jobs behind them (seed 003 §5.2).",
+    "Hot-zone episodes: minutes above the threshold, the jobs behind them (seed 003 §5.2). "
+    "The threshold is compared in the source's unit/s (the summary's hot_zone_threshold and "
+    "rate_unit; a threshold given in MB/s is converted exactly for MiB/s sources).",
 )
 JOB_WRITE_SERIES = Table(
     "job_write_series.csv",
@@ -102,7 +107,9 @@ DFS_MINUTELY_FS = Table(
 HOT_ZONES_FS = Table(
     "hot_zones_fs.csv",
     (*_FS, *_HOT_COLS),
-    "Hot-zone episodes per file system (thresholds with --hot-zone-fs).",
+    "Hot-zone episodes per file system: each its own threshold (--hot-zone-fs FS=RATE, "
+    "e.g. from `drainwatch calibrate dfs`), else --hot-zone; the summary's file_systems "
+    "says which.",
     when="when the source has per-file-system series",
 )
 TABLES = (JOB_UTILIZATION, DFS_MINUTELY, HOT_ZONES, JOB_WRITE_SERIES, DFS_MINUTELY_FS, HOT_ZONES_FS)
@@ -111,10 +118,15 @@ FILES = sorted({t.file for t in TABLES} | {"summary_samples.json"})
 
 @dataclass(frozen=True, slots=True)
 class HotZoneOptions:
-    threshold: float = DEFAULT_HOT_ZONE
-    per_fs: tuple[tuple[str, float], ...] = ()
+    """Thresholds with their units (a plain-number :class:`Rate` = the source's unit/s):
+    ``threshold`` for the whole DFS and every file system without its own in ``per_fs``;
+    ``origin`` says where ``threshold`` came from (in the summary)."""
+
+    threshold: Rate = DEFAULT_HOT_ZONE
+    per_fs: tuple[tuple[str, Rate], ...] = ()
     gap_minutes: int = 0
     top: int = 3
+    origin: str = DEFAULT_HOT_ZONE_ORIGIN
 
 
 @dataclass(slots=True)
@@ -183,7 +195,8 @@ class _SamplesBase:
         )
         dm = dfs_minutely(r.io, r.minutes)
         yield DFS_MINUTELY, _dfs_rows(dm)
-        thr = self.hot.threshold
+        rate_unit = f"{r.unit}/s"
+        thr = self.hot.threshold.to(rate_unit)
         zones = hot_zones(dm, r.io, thr, top=self.hot.top, max_gap=self.hot.gap_minutes)
         yield HOT_ZONES, [_zone_row(z) for z in zones]
         jc, jm, jw, jr = job_minutely(r.io)
@@ -196,7 +209,8 @@ class _SamplesBase:
                 )
             ],
         )
-        fs_thr = dict(self.hot.per_fs)
+        fs_given = dict(self.hot.per_fs)
+        fs_thr = {fs: rate.to(rate_unit) for fs, rate in fs_given.items()}
         fs_zones: dict[str, int] = {}
         if r.per_fs:
             fs_rows: list[tuple[Any, ...]] = []
@@ -214,14 +228,25 @@ class _SamplesBase:
             yield HOT_ZONES_FS, zone_rows
         self._summary = {
             "io_unit": r.unit,
-            "rate_unit": f"{r.unit}/s",
+            "rate_unit": rate_unit,
             "hot_zone_threshold": thr,
+            "hot_zone_unit": rate_unit,
+            "hot_zone_given": _given(self.hot.threshold, rate_unit),
+            "hot_zone_origin": self.hot.origin,
             "hot_zone_episodes": len(zones),
             "hot_zone_minutes": int(sum(z.minutes for z in zones)),
             "file_systems": {
-                fs: {"threshold": fs_thr.get(fs, thr), "hot_zone_episodes": n}
+                fs: {
+                    "threshold": fs_thr.get(fs, thr),
+                    "unit": rate_unit,
+                    "given": _given(fs_given.get(fs, self.hot.threshold), rate_unit),
+                    "origin": "--hot-zone-fs" if fs in fs_given else self.hot.origin,
+                    "hot_zone_episodes": n,
+                }
                 for fs, n in fs_zones.items()
             },
+            # --hot-zone-fs names the input has no series for: a typo, or another system's
+            "hot_zone_fs_unused": sorted(set(fs_given) - set(fs_zones)),
             "jobs": int((u.measures > 0).sum()),
             "minutes": int(dm.minute.shape[0]),
             "classes": class_sa_ratios(u, self.util_below),
@@ -236,6 +261,11 @@ class _SamplesBase:
                 "mem_max_core_ratio_jobs": histogram(u.mem_max_core_ratio, MEM_EDGES).tolist(),
             },
         }
+
+
+def _given(rate: Rate, rate_unit: str) -> str:
+    """A threshold as the user gave it, with its unit (a plain number is the source's)."""
+    return f"{rate.value:g} {rate.unit or rate_unit}"
 
 
 def _dfs_rows(dm: Any) -> list[tuple[Any, ...]]:

@@ -169,7 +169,7 @@ CASES = [
     Case("--hot-zone-bw one number", replay("samples", SAMPLES, "--hot-zone-bw", "98", "--out",
                                             "{tmp}/o"), 2, "expected MEAN,STD"),
     Case("--hot-zone-fs without =", replay("samples", SAMPLES, "--hot-zone-fs", "scratch",
-                                           "--out", "{tmp}/o"), 2, "expected FS=MBps"),
+                                           "--out", "{tmp}/o"), 2, "expected FS=RATE"),
     Case("--short-lambda above 1", replay("jobevents", JOBS, "--short-lambda", "2", "--out",
                                           "{tmp}/o"), 2, "out of range"),
     Case("--history-runs 0", replay("jobevents", JOBS, "--history-runs", "0", "--out",

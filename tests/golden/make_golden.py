@@ -78,6 +78,10 @@ CASES: dict[str, tuple[list[str], bool]] = {
             "{data}/llview/job-9438058",
             "--mem-per-core",
             "10.67",
+            # recorded when a plain 93 was compared with LLview's MiB/s as is; the default is
+            # now 93 MB/s converted (88.69 MiB/s), so the recorded threshold is given explicitly
+            "--hot-zone",
+            "93MiB/s",
             "--tz",
             "Europe/Berlin",
         ],

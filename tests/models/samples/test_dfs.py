@@ -182,3 +182,29 @@ def test_job_minutely_sums_nodes_per_job_and_minute() -> None:
         (1, 5, 1.75, 1.0),
         (1, 6, 4.0, 0.5),
     ]
+
+
+def test_rates_keep_their_unit_and_convert_exactly():
+    from models.samples.dfs import Rate, convert_rate, parse_rate
+
+    assert parse_rate("93MB/s") == Rate(93.0, "MB/s") == parse_rate(" 93 MBps ")
+    assert parse_rate("93") == Rate(93.0)  # the source's unit
+    assert parse_rate("1.2GiB/s") == Rate(1.2, "GiB/s")
+    # 1 MiB = 1.048576 MB exactly; the seed's 93 MB/s in LLview's MiB/s
+    assert convert_rate(1, "MiB/s", "MB/s") == 1.048576
+    assert parse_rate("93MB/s").to("MiB/s") == 93e6 / 2**20
+    assert parse_rate("93").to("MiB/s") == 93.0
+    assert parse_rate("1.2GiB/s").to("MB/s") == 1.2 * 2**30 / 1e6
+    assert parse_rate("0", zero_ok=True) == Rate(0.0)
+    for bad, why in [
+        ("93M/s", "not one of"),
+        ("93Mb/s", "bits"),
+        ("1Gbps", "bits"),
+        ("93 MB", "not one of"),
+        ("0", "> 0"),
+        ("-1MB/s", "> 0"),
+        ("inf", "no rate"),
+        ("fast", "no rate"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_rate(bad)

@@ -211,4 +211,63 @@ def test_replay_llview_per_file_system_and_job_series(tmp_path):
     assert all(float(z["peak_mb_s"]) > 50 for z in zones)
     summary = orjson.loads((out / "summary_samples.json").read_bytes())
     assert summary["samples"]["file_systems"]["scratch"]["threshold"] == 50.0
-    assert summary["samples"]["file_systems"]["home"]["threshold"] == 93.0
+    # the others get the default, 93 MB/s, converted exactly to LLview's MiB/s (not 93 MiB/s)
+    home = summary["samples"]["file_systems"]["home"]
+    assert home["threshold"] == 93e6 / 2**20 and home["unit"] == "MiB/s"
+    assert home["given"] == "93 MB/s" and home["origin"].startswith("seed 003 example")
+    assert summary["samples"]["file_systems"]["scratch"]["given"] == "50 MiB/s"
+
+
+def _hot(tmp_path, *opts):
+    out = tmp_path / "out"
+    argv = ["replay", "--format", "samples", str(_trace(tmp_path)), "--out", str(out)]
+    rc = main([*argv, "--no-progress", *opts])
+    return rc, out
+
+
+@pytest.mark.parametrize(
+    ("opts", "zones", "threshold", "given"),
+    [
+        # the trace's minutes: 0, 80, 130, 130, 30 MB/s
+        (["--hot-zone", "124MiB/s"], 0, 124 * 2**20 / MB, "124 MiB/s"),  # 130.02 MB/s
+        (["--hot-zone", "123MiB/s"], 1, 123 * 2**20 / MB, "123 MiB/s"),  # 128.97 MB/s
+        (["--hot-zone", "124"], 1, 124.0, "124 MB/s"),  # plain: the source's MB/s
+        (["--hot-zone", "0.124GB/s"], 1, 124.0, "0.124 GB/s"),
+        (["--hot-zone-bw", "134.5MB/s,5"], 1, 129.5, "129.5 MB/s"),
+        ([], 1, 93.0, "93 MB/s"),
+    ],
+)
+def test_hot_zone_threshold_keeps_its_unit(tmp_path, opts, zones, threshold, given):
+    rc, out = _hot(tmp_path, *opts)
+    assert rc == 0
+    s = orjson.loads((out / "summary_samples.json").read_bytes())["samples"]
+    assert s["hot_zone_threshold"] == pytest.approx(threshold, abs=1e-6)
+    assert (s["hot_zone_unit"], s["hot_zone_given"]) == ("MB/s", given)
+    assert s["hot_zone_episodes"] == zones == len(_rows(out / "hot_zones.csv"))
+
+
+def test_hot_zone_default_says_it_is_the_seeds_example_and_unused_fs_listed(tmp_path):
+    rc, out = _hot(tmp_path, "--hot-zone-fs", "scratch=1GiB/s")
+    assert rc == 0
+    s = orjson.loads((out / "summary_samples.json").read_bytes())["samples"]
+    assert s["hot_zone_origin"].startswith("seed 003 example")
+    assert s["hot_zone_fs_unused"] == ["scratch"]  # this trace has no per-file-system series
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (["--hot-zone-bw", "98MB/s,5MiB/s"], "MEAN in MB/s, STD in MiB/s: give both in one unit"),
+        (["--hot-zone", "93", "--hot-zone-bw", "98,5"], "give one"),
+        (["--hot-zone", "93M/s"], "unit 'M/s' is not one of"),
+        (["--hot-zone", "800Mb/s"], "bits per second"),
+        (["--hot-zone", "0MB/s"], "finite number > 0"),
+        (["--hot-zone-fs", "s=1GB/s", "--hot-zone-fs", "s=2GB/s"], "s has a threshold already"),
+        (["--hot-zone-fs", "=1GB/s"], "expected FS=RATE"),
+    ],
+)
+def test_hot_zone_units_refused_not_guessed(tmp_path, capsys, opts, message):
+    rc, out = _hot(tmp_path, *opts)
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1, err
+    assert not out.exists()
