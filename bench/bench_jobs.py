@@ -186,7 +186,8 @@ def mae_table() -> None:
         ("phillips (sacct)", DATA / "sacct" / "phillips.log", "sacct"),
     ]
     variants = [
-        ("default: (user, name|request), last 5, trim, cap", {}),
+        ("default: (user, name|request), every past run, trim, cap", {}),
+        ("last 5 runs, trim (the former default)", {"history": 5}),
         ("per user only (no request as name)", {"request_as_name": False}),
         ("last 2 runs, no trim (Tsafrir-style)", {"history": 2, "trim_from": 10**9}),
         ("last 20 runs, trim", {"history": 20}),
