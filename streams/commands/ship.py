@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from models.formats.procfs import RESOLVERS
+from streams.errors import UserError, option_type, positive_int
 
 if TYPE_CHECKING:
     from streams.sources.sampler import JsonLinesSink, Sampler
@@ -22,6 +24,14 @@ if TYPE_CHECKING:
 def _ship_samples(args: argparse.Namespace) -> int:
     from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
 
+    if args.out != "-":
+        out = Path(args.out)
+        if not args.out or out.is_dir():
+            raise UserError(f"--out {args.out!r} is not a file name (a file to append to, or -)")
+        if out.exists() and not out.is_file():
+            raise UserError(f"--out {args.out} is not a regular file")
+        if not out.parent.is_dir():
+            raise UserError(f"--out {args.out}: directory {out.parent} does not exist")
     sampler = Sampler(resolver_by_name(args.resolver), node=args.node, job_class=args.job_class)
     if args.out == "-":
         sink = JsonLinesSink(sys.stdout.buffer)
@@ -125,9 +135,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "counters of every process that belongs to a job (job id from its cgroup path) and "
         "write one JSON line per process.",
     )
-    s.add_argument("--period", type=float, default=60.0, help="seconds between sweeps (60)")
+    s.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=60.0,
+                   help="seconds between sweeps, above 0, at most a day (60)")  # fmt: skip
     s.add_argument("--out", default="-", help="output file (appended) or - for stdout")
-    s.add_argument("--count", type=int, default=None, help="stop after N sweeps (default: run)")
+    s.add_argument("--count", type=positive_int, default=None,
+                   help="stop after N sweeps (default: run)")  # fmt: skip
     s.add_argument(
         "--resolver",
         choices=sorted(RESOLVERS),
