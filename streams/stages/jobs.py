@@ -10,6 +10,7 @@ configured zone: streams.sources.jobevents) and closes its days itself, in event
 * :class:`RuntimeStage` -> ``runtime_predictions.csv`` (seed 001 §11.2);
 * :class:`CapabilityStage` -> ``capability_daily.csv`` (seed 004, CUP40);
 * :class:`FairShareStage` -> ``fairshare_usage.csv`` (seed 004, half-life decay).
+* :class:`ReleaseForecastStage` -> ``release_forecast.csv`` (seed 001, Figure 9).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
+from models.drain.release import Holder, ReleaseForecast, forecast_release
 from models.jobs.capability import (
     DEFAULT_FRACTION,
     CapabilityUse,
@@ -183,6 +185,32 @@ FAIRSHARE_USAGE = Table(
     "Fair-share usage with half-life decay at each day end, for the holders charged or "
     "refunded that day, and for every holder at the last one (seed 004).",
 )
+RELEASE_FORECAST = Table(
+    "release_forecast.csv",
+    cols(
+        ("ts", "instant", "when the job was submitted (the forecast is made then)"),
+        ("job", "text", "the submitted job that needs the nodes"),
+        ("need", "int", "its nodes"),
+        ("free", "int", "section nodes not held by a running job at ts"),
+        ("missing", "int", "need - free (Figure 9's first Need)"),
+        ("step", "int", "1, 2, ...: the running jobs in order of expected end (0: none needed)"),
+        ("holder_job", "text", "the running job releasing nodes at this step"),
+        ("holder_name", "text", "its job name"),
+        ("holder_nodes", "int", "its nodes"),
+        ("release_at", "instant", "its expected end: start + requested walltime"),
+        ("free_after", "int", "nodes free once it has ended (Free)"),
+        ("need_after", "int", "nodes still missing once it has ended (Need)"),
+        ("ready_at", "instant", "when `need` nodes are free (empty: the running jobs cannot)"),
+        ("late_by_s", "number", "ready_at - ts, the wait for the nodes (empty: never)"),
+        ("actual_wait_s", "number", "the job's start - ts (empty: not started in the trace)"),
+    ),
+    "Node-release forecast for every submitted job with nodes (seed 001, Figure 9's Free / "
+    "Need per job end): at its submit, the running jobs with a requested walltime release "
+    "their nodes one after another in order of start + walltime (overrunning jobs any moment); "
+    "one row per release needed, until the job's nodes are free. The events carry no "
+    "reservation, so the job is wanted at its submit and the jobs queued ahead of it are not "
+    "counted; running jobs without a requested walltime are left out (the summary counts them).",
+)
 FAIRSHARE_ADJUST_TSV = "fairshare_adjust.tsv"
 FAIRSHARE_ADJUST_JSON = "fairshare_adjust.json"
 TABLES = (
@@ -193,6 +221,7 @@ TABLES = (
     RUNTIME_PREDICTIONS,
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
+    RELEASE_FORECAST,
 )
 FILES = sorted(
     {t.file for t in TABLES} | {FAIRSHARE_ADJUST_TSV, FAIRSHARE_ADJUST_JSON, "summary_jobs.json"}
@@ -556,6 +585,100 @@ class FairShareStage(_DailyStage):
         return {"half_life_s": self.m.half_life, "refunded_jobs": self.m.refunded_jobs}
 
 
+class ReleaseForecastStage:
+    """Seed 001's node-release forecast (models.drain.release) at every submit: the job's nodes
+    are needed at its submit time; the nodes not held by running jobs are free (the section's
+    size minus the running jobs' nodes); the running jobs release theirs at start + requested
+    walltime. Rows are written at the job's start (with the actual wait) or at the end."""
+
+    name = "release"
+
+    def __init__(self, section_nodes: int) -> None:
+        self.section_nodes = section_nodes
+        self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
+        self.pending: dict[str, tuple[float, ReleaseForecast]] = {}
+        self.forecasts = 0
+        self.late = 0
+        self.never = 0
+        self.late_s: list[float] = []
+        self.waits: list[float] = []
+        self.too_large = 0
+        self.holders_without_walltime = 0
+
+    def tables(self) -> Sequence[Table]:
+        return (RELEASE_FORECAST,)
+
+    def _forecast(self, e: JobEvent) -> None:
+        nodes = e.nodes or 0
+        if nodes <= 0:
+            return
+        if nodes > self.section_nodes:
+            self.too_large += 1
+            return
+        busy = sum(n for n, _, _ in self.running.values())
+        holders = []
+        for job, (n, end, name) in self.running.items():
+            if end is None:
+                self.holders_without_walltime += 1
+            else:
+                holders.append(Holder(job, n, end, name))
+        f = forecast_release(nodes, e.ts, max(0, self.section_nodes - busy), holders, now=e.ts)
+        self.forecasts += 1
+        if f.late_by is None:
+            self.never += 1
+        else:
+            self.late_s.append(f.late_by)
+            self.late += f.late_by > 0
+        self.pending[e.job] = (e.ts, f)
+
+    def _rows(self, job: str, ts: float, f: ReleaseForecast, started: float | None) -> list[Any]:
+        wait = None if started is None else started - ts
+        head = (ts, job, f.need, f.held, f.missing)
+        tail = (f.ready_at, f.late_by, wait)
+        if not f.steps:
+            return [(*head, 0, None, None, None, None, None, None, *tail)]
+        return [
+            (*head, i, s.job, s.name, s.nodes, s.release_at, s.free_after, s.need_after, *tail)
+            for i, s in enumerate(f.steps, 1)
+        ]
+
+    def step(self, batch: list[JobEvent]) -> Iterable[Output]:
+        rows: list[Any] = []
+        for e in batch:
+            if e.type == "submit":
+                self._forecast(e)
+            elif e.type == "start":
+                end = None if e.req_walltime is None else e.ts + e.req_walltime
+                self.running[e.job] = (e.nodes or 0, end, e.name)
+                p = self.pending.pop(e.job, None)
+                if p is not None:
+                    self.waits.append(e.ts - p[0])
+                    rows += self._rows(e.job, p[0], p[1], e.ts)
+            else:
+                self.running.pop(e.job, None)
+        return [(RELEASE_FORECAST, rows)] if rows else ()
+
+    def finish(self) -> Iterable[Output]:
+        rows: list[Any] = []
+        for job, (ts, f) in sorted(self.pending.items(), key=lambda x: (x[1][0], x[0])):
+            rows += self._rows(job, ts, f, None)
+        self.pending.clear()
+        return [(RELEASE_FORECAST, rows)] if rows else ()
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.late_s)
+        return {
+            "forecasts": self.forecasts,
+            "forecasts_late": self.late,
+            "forecasts_never_ready": self.never,
+            "mean_late_by_s": math.fsum(self.late_s) / n if n else None,
+            "max_late_by_s": max(self.late_s) if n else None,
+            "mean_actual_wait_s": math.fsum(self.waits) / len(self.waits) if self.waits else None,
+            "jobs_larger_than_section": self.too_large,
+            "holders_without_walltime": self.holders_without_walltime,
+        }
+
+
 def red_black_sections(
     red_option: str | None, events: Iterable[JobEvent]
 ) -> tuple[frozenset[str] | None, str | None]:
@@ -614,4 +737,5 @@ def job_stages(
             sections_reason,
         ),
         FairShareStage(FairShareUsage(half_life_s, refund_states), tz),
+        ReleaseForecastStage(section_nodes),
     ]

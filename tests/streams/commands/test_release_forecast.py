@@ -1,0 +1,115 @@
+"""`drainwatch replay --format jobevents` -> release_forecast.csv (seed 001, Figure 9)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import orjson
+
+from models.records.jobevent import JobEvent
+from streams.cli import main
+from streams.stages.jobs import RELEASE_FORECAST, ReleaseForecastStage
+
+
+def T(hms: str) -> str:
+    return f"2004-03-24T{hms}Z"
+
+
+def hm(h: int, m: int, s: int = 0) -> float:
+    return h * 3600.0 + m * 60 + s
+
+
+def job(name: str, nodes: int, submit: str, start: str | None, end: str | None, wall: float | None
+        ) -> list[bytes]:  # fmt: skip
+    d: dict[str, object] = {"job": name, "user": "rdx", "name": name, "nodes": nodes}
+    if wall is not None:
+        d["req_walltime"] = wall
+    out = [orjson.dumps({"type": "submit", "ts": T(submit), **d})]
+    if start is not None:
+        out.append(orjson.dumps({"type": "start", "ts": T(start), **d}))
+    if end is not None:
+        out.append(orjson.dumps({"type": "end", "ts": T(end), **d}))
+    return out
+
+
+def figure9_lines() -> list[bytes]:
+    """Figure 9 on 116 nodes: 66 in operational use, 2 free, three 16-node research jobs
+    ending 10:13:34 (ehf9, taken as checkpointed then), 10:17 and 10:21; at 10:09 a 50-node
+    job needs the 48 missing nodes; it starts at 10:21."""
+    lines = job("ops", 66, "08:20:00", "08:20:00", None, 4 * 3600.0)
+    lines += job("ehf9_model_fc", 16, "09:13:34", "09:13:34", "10:13:34", 3600.0)
+    lines += job("ehht_ifstraj_uptraj_0", 16, "09:17:00", "09:17:00", "10:17:00", 3600.0)
+    lines += job("ehba_ifstraj_uptraj_0", 16, "09:21:00", "09:21:00", "10:21:00", 3600.0)
+    lines += job("fc", 50, "10:09:00", "10:21:00", None, 1800.0)
+    return sorted(lines, key=lambda b: orjson.loads(b)["ts"])
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_figure9_end_to_end(tmp_path: Path) -> None:
+    src = tmp_path / "fig9.jsonl"
+    src.write_bytes(b"\n".join(figure9_lines()) + b"\n")
+    out = tmp_path / "out"
+    argv = ["replay", "--format", "jobevents", str(src), "--out", str(out), "--nodes", "116"]
+    assert main([*argv, "--no-progress"]) == 0
+    rows = read_csv(out / "release_forecast.csv")
+    fc = [r for r in rows if r["job"] == "fc"]
+    assert [
+        (r["holder_name"], r["holder_nodes"], r["free_after"], r["need_after"]) for r in fc
+    ] == [
+        ("ehf9_model_fc", "16", "18", "32"),
+        ("ehht_ifstraj_uptraj_0", "16", "34", "16"),
+        ("ehba_ifstraj_uptraj_0", "16", "50", "0"),
+    ]
+    assert {(r["need"], r["free"], r["missing"]) for r in fc} == {("50", "2", "48")}
+    assert {float(r["late_by_s"]) for r in fc} == {720.0}  # ready 10:21, wanted 10:09
+    assert {float(r["actual_wait_s"]) for r in fc} == {720.0}
+    assert fc[0]["ready_at"].startswith("2004-03-24") and "10:21" in fc[0]["ready_at"]
+    ops = [r for r in rows if r["job"] == "ops"]
+    assert len(ops) == 1 and ops[0]["step"] == "0" and ops[0]["holder_job"] == ""
+    assert float(ops[0]["late_by_s"]) == 0.0 and float(ops[0]["actual_wait_s"]) == 0.0
+    s = json.loads((out / "summary_jobs.json").read_text())
+    release = s["release"]
+    assert release["forecasts"] == 5 and release["forecasts_late"] == 1
+    assert release["max_late_by_s"] == 720.0 and release["forecasts_never_ready"] == 0
+
+
+def ev(typ: str, ts: float, j: str, nodes: int, wall: float | None = None) -> JobEvent:
+    return JobEvent(typ, ts, j, name=j, nodes=nodes, req_walltime=wall)
+
+
+def test_stage_never_ready_unstarted_and_no_walltime() -> None:
+    st = ReleaseForecastStage(10)
+    out = list(
+        st.step(
+            [
+                ev("start", 0.0, "a", 4, 100.0),
+                ev("start", 0.0, "b", 4),  # no requested walltime: cannot be forecast
+                ev("submit", 10.0, "big", 8),  # 2 free + a's 4 < 8: never ready
+                ev("submit", 20.0, "small", 5),  # 2 free + a's 4 at 100
+                ev("submit", 30.0, "huge", 11),  # larger than the section
+            ]
+        )
+    )
+    assert out == []  # nothing started: rows wait for the start or the end
+    [(table, rows)] = list(st.finish())
+    assert table is RELEASE_FORECAST
+    big = [r for r in rows if r[1] == "big"]
+    assert len(big) == 1 and big[0][5:7] == (1, "a") and big[0][-3:] == (None, None, None)
+    small = [r for r in rows if r[1] == "small"]
+    assert small == [(20.0, "small", 5, 2, 3, 1, "a", "a", 4, 100.0, 6, 0, 100.0, 80.0, None)]
+    s = st.summary()
+    assert s["forecasts"] == 2 and s["forecasts_never_ready"] == 1
+    assert s["jobs_larger_than_section"] == 1 and s["holders_without_walltime"] == 2
+
+
+def test_overrunning_holder_expected_at_now() -> None:
+    st = ReleaseForecastStage(4)
+    st.step([ev("start", 0.0, "a", 4, 60.0), ev("submit", hm(0, 5), "w", 2)])
+    [(_, rows)] = list(st.finish())
+    assert rows[0][9] == hm(0, 5) and rows[0][13] == 0.0
