@@ -38,6 +38,7 @@ from models.samples.utilization import (
     job_utilization,
     measures_from_samples,
 )
+from models.samples.writesize import BUCKET_LABELS, BUCKETS, write_sizes
 from streams.sources.samples import LlviewJob
 from streams.stages.base import Output
 from streams.tables import Table, cols
@@ -112,7 +113,34 @@ HOT_ZONES_FS = Table(
     "says which.",
     when="when the source has per-file-system series",
 )
-TABLES = (JOB_UTILIZATION, DFS_MINUTELY, HOT_ZONES, JOB_WRITE_SERIES, DFS_MINUTELY_FS, HOT_ZONES_FS)
+WRITE_SIZES = Table(
+    "write_sizes.csv",
+    cols(
+        ("job", "text", "job id"),
+        ("intervals", "int", "sampling intervals with write calls (resets ignored)"),
+        ("write_calls", "number", "write calls (delta syscw) in those intervals"),
+        ("write_bytes", "number", "bytes written (delta write_bytes) in those intervals"),
+        ("bytes_per_call", "number", "write_bytes / write_calls"),
+        *(
+            (f"{w}_{b}", "number", f"{w.replace('_', ' ')} of the intervals whose mean is {label}")
+            for w in ("write_calls", "write_bytes")
+            for b, label in zip(BUCKETS, BUCKET_LABELS, strict=True)
+        ),
+    ),
+    "Write sizes per job (seed 003 §5.2, Fig. 15): per process and sampling interval, "
+    "delta write_bytes / delta syscw (storage bytes per write call; the trace has no wchar), "
+    "bucketed by that mean at 4 KiB, 64 KiB and 1 MiB; jobs with no write call have no row.",
+    when="with sample traces (not LLview)",
+)
+TABLES = (
+    JOB_UTILIZATION,
+    DFS_MINUTELY,
+    HOT_ZONES,
+    JOB_WRITE_SERIES,
+    DFS_MINUTELY_FS,
+    HOT_ZONES_FS,
+    WRITE_SIZES,
+)
 FILES = sorted({t.file for t in TABLES} | {"summary_samples.json"})
 
 
@@ -288,9 +316,17 @@ class SampleTraceStage(_SamplesBase):
         self.period = sample_period
         self.samples: list[NodeSample] = []
 
+    def tables(self) -> Sequence[Table]:
+        return (*super().tables(), WRITE_SIZES)
+
     def step(self, batch: list[NodeSample]) -> Iterable[Output]:
         self.samples += batch
         return ()
+
+    def finish(self) -> Iterable[Output]:
+        yield from super().finish()
+        if self.samples:
+            yield WRITE_SIZES, _write_size_rows(self.samples)
 
     def _empty(self) -> bool:
         return not self.samples
@@ -324,6 +360,24 @@ class SampleTraceStage(_SamplesBase):
                 arr.nodes,
             )
         return out
+
+
+def _write_size_rows(samples: list[NodeSample]) -> list[tuple[Any, ...]]:
+    ws = write_sizes(samples)
+    bpc = ws.bytes_per_call()
+    return [
+        (
+            name,
+            int(ws.intervals[j]),
+            ws.calls[j],
+            ws.bytes[j],
+            bpc[j],
+            *ws.bucket_calls[j].tolist(),
+            *ws.bucket_bytes[j].tolist(),
+        )
+        for j, name in enumerate(ws.jobs)
+        if ws.intervals[j] > 0
+    ]
 
 
 class LlviewStage(_SamplesBase):
