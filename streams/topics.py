@@ -76,6 +76,10 @@ JOB_EVENT_SCHEMA: dict[str, Any] = {
         "state": _STR_OR_NULL,
         "exit_code": {"type": ["integer", "null"]},
         "backfill": {"type": ["boolean", "null"]},
+        "reserved_start": {
+            "type": ["number", "null"],
+            "description": "POSIX seconds, UTC: the start of the job's reservation (submit)",
+        },
     },
 }
 

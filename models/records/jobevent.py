@@ -2,7 +2,8 @@
 
 Every job source (simulator JSON lines, Slurm sacct / jobcomp-kafka, SWF) is turned into these,
 so that the drain analytics (seed 000) and the job analytics (seeds 001, 002, 004) share one shape.
-Times are POSIX seconds (UTC), float.
+Times are POSIX seconds (UTC), float. A submit may carry ``reserved_start``: the start of the
+reservation the scheduler holds for the job, when its nodes are needed (seed 001's Figure 9).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class JobEvent:
     state: str | None = None
     exit_code: int | None = None
     backfill: bool | None = None
+    reserved_start: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.type, "ts": self.ts, "job": self.job}
@@ -61,6 +63,7 @@ class JobEvent:
             "state",
             "exit_code",
             "backfill",
+            "reserved_start",
         ):
             v = getattr(self, k)
             if v is not None:
@@ -143,6 +146,11 @@ def jobevent_from_dict(d: Any) -> JobEvent:
     bf = d.get("backfill")
     if bf is not None and not isinstance(bf, bool):
         raise JobEventError("bad_backfill", repr(bf))
+    rs = d.get("reserved_start")
+    try:
+        reserved = None if rs is None else parse_ts(rs)
+    except JobEventError as e:
+        raise JobEventError("bad_reserved_start", repr(rs)) from e
     ec = d.get("exit_code")
     if ec is not None and (
         isinstance(ec, bool) or not isinstance(ec, int) or not INT64_MIN <= ec <= INT64_MAX
@@ -169,6 +177,7 @@ def jobevent_from_dict(d: Any) -> JobEvent:
         state=s("state"),
         exit_code=ec,
         backfill=bf,
+        reserved_start=reserved,
     )
 
 

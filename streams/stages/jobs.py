@@ -201,15 +201,25 @@ RELEASE_FORECAST = Table(
         ("free_after", "int", "nodes free once it has ended (Free)"),
         ("need_after", "int", "nodes still missing once it has ended (Need)"),
         ("ready_at", "instant", "when `need` nodes are free (empty: the running jobs cannot)"),
-        ("late_by_s", "number", "ready_at - ts, the wait for the nodes (empty: never)"),
-        ("actual_wait_s", "number", "the job's start - ts (empty: not started in the trace)"),
+        (
+            "late_by_s",
+            "number",
+            "ready_at - reserved_start (else - ts): how late the nodes are (empty: never)",
+        ),
+        (
+            "actual_late_s",
+            "number",
+            "the job's start - reserved_start (else - ts) (empty: not started in the trace)",
+        ),
+        ("reserved_start", "instant", "the submit's reservation start (empty: none)"),
     ),
     "Node-release forecast for every submitted job with nodes (seed 001, Figure 9's Free / "
     "Need per job end): at its submit, the running jobs with a requested walltime release "
     "their nodes one after another in order of start + walltime (overrunning jobs any moment); "
-    "one row per release needed, until the job's nodes are free. The events carry no "
-    "reservation, so the job is wanted at its submit and the jobs queued ahead of it are not "
-    "counted; running jobs without a requested walltime are left out (the summary counts them).",
+    "one row per release needed, until the job's nodes are free. The job is wanted at its "
+    "reservation's start when the submit carries one (`reserved_start`), else at its submit; "
+    "the jobs queued ahead of it are not counted; running jobs without a requested walltime are "
+    "left out (the summary counts them).",
 )
 FAIRSHARE_ADJUST_TSV = "fairshare_adjust.tsv"
 FAIRSHARE_ADJUST_JSON = "fairshare_adjust.json"
@@ -589,14 +599,16 @@ class ReleaseForecastStage:
     """Seed 001's node-release forecast (models.drain.release) at every submit: the job's nodes
     are needed at its submit time; the nodes not held by running jobs are free (the section's
     size minus the running jobs' nodes); the running jobs release theirs at start + requested
-    walltime. Rows are written at the job's start (with the actual wait) or at the end."""
+    walltime. A submit's ``reserved_start`` (the job's reservation) is when the nodes are
+    needed, else the submit time. Rows are written at the job's start (with how late it actually
+    started) or at the end."""
 
     name = "release"
 
     def __init__(self, section_nodes: int) -> None:
         self.section_nodes = section_nodes
         self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
-        self.pending: dict[str, tuple[float, ReleaseForecast]] = {}
+        self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
         self.forecasts = 0
         self.late = 0
         self.never = 0
@@ -622,19 +634,22 @@ class ReleaseForecastStage:
                 self.holders_without_walltime += 1
             else:
                 holders.append(Holder(job, n, end, name))
-        f = forecast_release(nodes, e.ts, max(0, self.section_nodes - busy), holders, now=e.ts)
+        at = e.ts if e.reserved_start is None else e.reserved_start
+        f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
         self.forecasts += 1
         if f.late_by is None:
             self.never += 1
         else:
             self.late_s.append(f.late_by)
             self.late += f.late_by > 0
-        self.pending[e.job] = (e.ts, f)
+        self.pending[e.job] = (e.ts, f, e.reserved_start)
 
-    def _rows(self, job: str, ts: float, f: ReleaseForecast, started: float | None) -> list[Any]:
-        wait = None if started is None else started - ts
+    def _rows(
+        self, job: str, ts: float, f: ReleaseForecast, rsv: float | None, started: float | None
+    ) -> list[Any]:
+        late = None if started is None else started - f.at
         head = (ts, job, f.need, f.held, f.missing)
-        tail = (f.ready_at, f.late_by, wait)
+        tail = (f.ready_at, f.late_by, late, rsv)
         if not f.steps:
             return [(*head, 0, None, None, None, None, None, None, *tail)]
         return [
@@ -652,16 +667,16 @@ class ReleaseForecastStage:
                 self.running[e.job] = (e.nodes or 0, end, e.name)
                 p = self.pending.pop(e.job, None)
                 if p is not None:
-                    self.waits.append(e.ts - p[0])
-                    rows += self._rows(e.job, p[0], p[1], e.ts)
+                    self.waits.append(e.ts - p[1].at)
+                    rows += self._rows(e.job, p[0], p[1], p[2], e.ts)
             else:
                 self.running.pop(e.job, None)
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
     def finish(self) -> Iterable[Output]:
         rows: list[Any] = []
-        for job, (ts, f) in sorted(self.pending.items(), key=lambda x: (x[1][0], x[0])):
-            rows += self._rows(job, ts, f, None)
+        for job, (ts, f, rsv) in sorted(self.pending.items(), key=lambda x: (x[1][0], x[0])):
+            rows += self._rows(job, ts, f, rsv, None)
         self.pending.clear()
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
@@ -673,7 +688,7 @@ class ReleaseForecastStage:
             "forecasts_never_ready": self.never,
             "mean_late_by_s": math.fsum(self.late_s) / n if n else None,
             "max_late_by_s": max(self.late_s) if n else None,
-            "mean_actual_wait_s": math.fsum(self.waits) / len(self.waits) if self.waits else None,
+            "mean_actual_late_s": math.fsum(self.waits) / len(self.waits) if self.waits else None,
             "jobs_larger_than_section": self.too_large,
             "holders_without_walltime": self.holders_without_walltime,
         }

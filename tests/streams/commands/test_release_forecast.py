@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 
-from models.records.jobevent import JobEvent
+from models.records.jobevent import JobEvent, JobEventError, parse_jobevent_line
 from streams.cli import main
 from streams.stages.jobs import RELEASE_FORECAST, ReleaseForecastStage
 
@@ -21,12 +22,13 @@ def hm(h: int, m: int, s: int = 0) -> float:
     return h * 3600.0 + m * 60 + s
 
 
-def job(name: str, nodes: int, submit: str, start: str | None, end: str | None, wall: float | None
-        ) -> list[bytes]:  # fmt: skip
+def job(name: str, nodes: int, submit: str, start: str | None, end: str | None, wall: float | None,
+        reserved: str | None = None) -> list[bytes]:  # fmt: skip
     d: dict[str, object] = {"job": name, "user": "rdx", "name": name, "nodes": nodes}
     if wall is not None:
         d["req_walltime"] = wall
-    out = [orjson.dumps({"type": "submit", "ts": T(submit), **d})]
+    rsv = {} if reserved is None else {"reserved_start": T(reserved)}
+    out = [orjson.dumps({"type": "submit", "ts": T(submit), **d, **rsv})]
     if start is not None:
         out.append(orjson.dumps({"type": "start", "ts": T(start), **d}))
     if end is not None:
@@ -34,7 +36,7 @@ def job(name: str, nodes: int, submit: str, start: str | None, end: str | None, 
     return out
 
 
-def figure9_lines() -> list[bytes]:
+def figure9_lines(fc_submit: str = "10:09:00", reserved: str | None = None) -> list[bytes]:
     """Figure 9 on 116 nodes: 66 in operational use, 2 free, three 16-node research jobs
     ending 10:13:34 (ehf9, taken as checkpointed then), 10:17 and 10:21; at 10:09 a 50-node
     job needs the 48 missing nodes; it starts at 10:21."""
@@ -42,7 +44,7 @@ def figure9_lines() -> list[bytes]:
     lines += job("ehf9_model_fc", 16, "09:13:34", "09:13:34", "10:13:34", 3600.0)
     lines += job("ehht_ifstraj_uptraj_0", 16, "09:17:00", "09:17:00", "10:17:00", 3600.0)
     lines += job("ehba_ifstraj_uptraj_0", 16, "09:21:00", "09:21:00", "10:21:00", 3600.0)
-    lines += job("fc", 50, "10:09:00", "10:21:00", None, 1800.0)
+    lines += job("fc", 50, fc_submit, "10:21:00", None, 1800.0, reserved)
     return sorted(lines, key=lambda b: orjson.loads(b)["ts"])
 
 
@@ -68,11 +70,11 @@ def test_figure9_end_to_end(tmp_path: Path) -> None:
     ]
     assert {(r["need"], r["free"], r["missing"]) for r in fc} == {("50", "2", "48")}
     assert {float(r["late_by_s"]) for r in fc} == {720.0}  # ready 10:21, wanted 10:09
-    assert {float(r["actual_wait_s"]) for r in fc} == {720.0}
+    assert {float(r["actual_late_s"]) for r in fc} == {720.0}
     assert fc[0]["ready_at"].startswith("2004-03-24") and "10:21" in fc[0]["ready_at"]
     ops = [r for r in rows if r["job"] == "ops"]
     assert len(ops) == 1 and ops[0]["step"] == "0" and ops[0]["holder_job"] == ""
-    assert float(ops[0]["late_by_s"]) == 0.0 and float(ops[0]["actual_wait_s"]) == 0.0
+    assert float(ops[0]["late_by_s"]) == 0.0 and float(ops[0]["actual_late_s"]) == 0.0
     s = json.loads((out / "summary_jobs.json").read_text())
     release = s["release"]
     assert release["forecasts"] == 5 and release["forecasts_late"] == 1
@@ -100,9 +102,9 @@ def test_stage_never_ready_unstarted_and_no_walltime() -> None:
     [(table, rows)] = list(st.finish())
     assert table is RELEASE_FORECAST
     big = [r for r in rows if r[1] == "big"]
-    assert len(big) == 1 and big[0][5:7] == (1, "a") and big[0][-3:] == (None, None, None)
+    assert len(big) == 1 and big[0][5:7] == (1, "a") and big[0][-4:] == (None, None, None, None)
     small = [r for r in rows if r[1] == "small"]
-    assert small == [(20.0, "small", 5, 2, 3, 1, "a", "a", 4, 100.0, 6, 0, 100.0, 80.0, None)]
+    assert small == [(20.0, "small", 5, 2, 3, 1, "a", "a", 4, 100.0, 6, 0, 100.0, 80.0, None, None)]
     s = st.summary()
     assert s["forecasts"] == 2 and s["forecasts_never_ready"] == 1
     assert s["jobs_larger_than_section"] == 1 and s["holders_without_walltime"] == 2
@@ -113,3 +115,34 @@ def test_overrunning_holder_expected_at_now() -> None:
     st.step([ev("start", 0.0, "a", 4, 60.0), ev("submit", hm(0, 5), "w", 2)])
     [(_, rows)] = list(st.finish())
     assert rows[0][9] == hm(0, 5) and rows[0][13] == 0.0
+
+
+def test_figure9_with_a_reservation(tmp_path: Path) -> None:
+    """The same, fc submitted at 09:50 with its reservation at 10:09 (the seed's delayed
+    reservation): forecast at 09:50, late by 12 minutes against 10:09."""
+    src = tmp_path / "fig9r.jsonl"
+    src.write_bytes(b"\n".join(figure9_lines("09:50:00", "10:09:00")) + b"\n")
+    out = tmp_path / "out"
+    argv = ["replay", "--format", "jobevents", str(src), "--out", str(out), "--nodes", "116"]
+    assert main([*argv, "--no-progress"]) == 0
+    fc = [r for r in read_csv(out / "release_forecast.csv") if r["job"] == "fc"]
+    assert [r["need_after"] for r in fc] == ["32", "16", "0"]
+    assert {(r["ts"][11:19], r["reserved_start"][11:19]) for r in fc} == {("09:50:00", "10:09:00")}
+    assert {(float(r["late_by_s"]), float(r["actual_late_s"])) for r in fc} == {(720.0, 720.0)}
+    assert all(r["reserved_start"] == "" for r in read_csv(out / "release_forecast.csv")
+               if r["job"] != "fc")  # fmt: skip
+
+
+def test_jobevent_reserved_start_round_trip() -> None:
+    e = parse_jobevent_line(
+        b'{"type":"submit","ts":0,"job":"x","reserved_start":"1970-01-01T00:01:00Z"}'
+    )
+    assert e.reserved_start == 60.0
+    assert orjson.loads(e.to_json())["reserved_start"] == 60.0
+    assert parse_jobevent_line(e.to_json()) == e
+    assert "reserved_start" not in orjson.loads(JobEvent("submit", 0.0, "y").to_json())
+    for bad in (b'"soon"', b"true", b'"2004-03-24T10:09:00"'):
+        line = b'{"type":"submit","ts":0,"job":"x","reserved_start":' + bad + b"}"
+        with pytest.raises(JobEventError) as err:
+            parse_jobevent_line(line)
+        assert err.value.reason == "bad_reserved_start"
