@@ -3,7 +3,10 @@
 Every job source (simulator JSON lines, Slurm sacct / jobcomp-kafka, SWF) is turned into these,
 so that the drain analytics (seed 000) and the job analytics (seeds 001, 002, 004) share one shape.
 Times are POSIX seconds (UTC), float. A submit may carry ``reserved_start``: the start of the
-reservation the scheduler holds for the job, when its nodes are needed (seed 001's Figure 9).
+reservation the scheduler holds for the job, when its nodes are needed (seed 001's Figure 9). A
+start event may carry it too, when the reservation was made after the submit was written (the
+simulator: EASY reserves for a job only once it heads the queue); consumers take the submit's
+value, else the start's.
 """
 
 from __future__ import annotations

@@ -78,7 +78,9 @@ class NodeInterval:
 @dataclass(slots=True, frozen=True)
 class SchedEvent:
     """A job submit/start/end. ``job`` indexes the workload; ``node_ids`` are 0-based indices;
-    ``state`` on ends is COMPLETED, TIMEOUT (killed at its walltime) or NODE_FAIL."""
+    ``state`` on ends is COMPLETED, TIMEOUT (killed at its walltime) or NODE_FAIL.
+    ``reserved_start`` on starts: the shadow time EASY reserved when the job became the queue
+    head and could not start at once (its ``first_shadow``); None for a job never reserved."""
 
     type: str
     ts: float
@@ -86,6 +88,7 @@ class SchedEvent:
     backfill: bool | None = None
     node_ids: tuple[int, ...] = ()
     state: str | None = None
+    reserved_start: float | None = None
 
 
 @dataclass(slots=True)
@@ -219,7 +222,11 @@ class EasyScheduler:
         state = "COMPLETED" if w.runtime[j] <= w.req_walltime[j] else "TIMEOUT"
         rec.state = state
         heapq.heappush(self.running_ends, (t + run, j))
-        out.append(SchedEvent("start", t, j, backfill=backfill, node_ids=rec.node_ids))
+        shadow = rec.first_shadow
+        rsv = None if shadow != shadow else shadow  # NaN: never reserved
+        out.append(
+            SchedEvent("start", t, j, backfill=backfill, node_ids=rec.node_ids, reserved_start=rsv)
+        )
 
     def _process_events_at(self, t: float, out: list[SchedEvent]) -> None:
         ends = self.running_ends

@@ -10,8 +10,12 @@ Timestamps are local time of an IANA zone with its UTC offset, millisecond preci
 iteration's lines start a little after the nominal iteration time (uniform 0-1 s) and advance by a
 few milliseconds per line, as a real scheduler writes them one after another. The second field is
 a pid-like number, constant for a run. Job events are :class:`models.records.jobevent.JobEvent`
-records. Everything is produced as a generator of chunks (one per iteration) so a writer can
-stream it with flat memory. Pure: no files, no clock; times come from the configuration.
+records; a job that waited for an EASY reservation (it became the queue head and could not
+start at once) carries the reservation's start (the shadow time computed then) as
+``reserved_start`` on its start event: its submit is written before the reservation exists, and
+events stream out in time order. Everything is produced as a generator of chunks (one per
+iteration) so a writer can stream it with flat memory. Pure: no files, no clock; times come
+from the configuration.
 """
 
 from __future__ import annotations
@@ -249,6 +253,9 @@ def simulate(
                         req_walltime=float(w.req_walltime[j]),
                         node_list=tuple(names[i] for i in e.node_ids),
                         backfill=bool(e.backfill),
+                        reserved_start=(
+                            None if e.reserved_start is None else round(e.reserved_start, 3)
+                        ),
                     )
                 )
             else:

@@ -600,8 +600,9 @@ class ReleaseForecastStage:
     are needed at its submit time; the nodes not held by running jobs are free (the section's
     size minus the running jobs' nodes); the running jobs release theirs at start + requested
     walltime. A submit's ``reserved_start`` (the job's reservation) is when the nodes are
-    needed, else the submit time. Rows are written at the job's start (with how late it actually
-    started) or at the end."""
+    needed, else the start event's (a reservation made after the submit, as the simulator
+    writes it: the forecast made at the submit is then taken against it), else the submit time.
+    Rows are written at the job's start (with how late it actually started) or at the end."""
 
     name = "release"
 
@@ -637,12 +638,22 @@ class ReleaseForecastStage:
         at = e.ts if e.reserved_start is None else e.reserved_start
         f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
         self.forecasts += 1
+        self.pending[e.job] = (e.ts, f, e.reserved_start)
+
+    def _count(self, f: ReleaseForecast) -> None:
         if f.late_by is None:
             self.never += 1
         else:
             self.late_s.append(f.late_by)
             self.late += f.late_by > 0
-        self.pending[e.job] = (e.ts, f, e.reserved_start)
+
+    @staticmethod
+    def _against(f: ReleaseForecast, at: float, submitted: float) -> ReleaseForecast:
+        """The forecast made at ``submitted``, taken against a reservation at ``at`` instead:
+        the same releases (its steps are the running jobs it needed, in order), so the
+        forecast is recomputed from them."""
+        holders = [Holder(s.job, s.nodes, s.release_at, s.name) for s in f.steps]
+        return forecast_release(f.need, at, f.held, holders, now=submitted)
 
     def _rows(
         self, job: str, ts: float, f: ReleaseForecast, rsv: float | None, started: float | None
@@ -667,8 +678,13 @@ class ReleaseForecastStage:
                 self.running[e.job] = (e.nodes or 0, end, e.name)
                 p = self.pending.pop(e.job, None)
                 if p is not None:
-                    self.waits.append(e.ts - p[1].at)
-                    rows += self._rows(e.job, p[0], p[1], p[2], e.ts)
+                    ts, f, rsv = p
+                    if rsv is None and e.reserved_start is not None:
+                        rsv = e.reserved_start
+                        f = self._against(f, rsv, ts)
+                    self._count(f)
+                    self.waits.append(e.ts - f.at)
+                    rows += self._rows(e.job, ts, f, rsv, e.ts)
             else:
                 self.running.pop(e.job, None)
         return [(RELEASE_FORECAST, rows)] if rows else ()
@@ -676,6 +692,7 @@ class ReleaseForecastStage:
     def finish(self) -> Iterable[Output]:
         rows: list[Any] = []
         for job, (ts, f, rsv) in sorted(self.pending.items(), key=lambda x: (x[1][0], x[0])):
+            self._count(f)
             rows += self._rows(job, ts, f, rsv, None)
         self.pending.clear()
         return [(RELEASE_FORECAST, rows)] if rows else ()

@@ -269,3 +269,29 @@ def test_invariants_on_the_kth_trace():
                 assert w.submit[j] <= iteration.ts < recs[j].start
                 waiting_drain += 1
     assert waiting_drain > 0
+
+
+def test_start_event_carries_the_reservation_easy_made():
+    # The hand-worked schedule above: J1 (4 nodes) heads the queue at 0 with shadow 100 and
+    # starts at 100; J3 heads it at 100 (J1 holds every node until 150) and starts at 150.
+    # J0 started at once and J2 was backfilled: never reserved, no reserved_start.
+    w = wl([(0, 2, 100, 100), (0, 4, 50, 50), (10, 1, 80, 90), (20, 1, 30, 200)])
+    _, steps = run(4, w)
+    starts = {e.job: e for evs, _ in steps for e in evs if e.type == "start"}
+    assert {j: e.reserved_start for j, e in starts.items()} == {
+        0: None,
+        1: 100.0,
+        2: None,
+        3: 150.0,
+    }
+    assert all(e.reserved_start is None for evs, _ in steps for e in evs if e.type != "start")
+
+
+def test_reserved_start_is_the_first_shadow_not_the_start():
+    # J0 asks for 100 s but ends at 60: wide J1 reserved for 100 starts at 60 and its start
+    # event still says 100, the time EASY reserved when it became the head.
+    w = wl([(0, 2, 60, 100), (10, 4, 50, 50)])
+    s, steps = run(4, w)
+    assert s.records[1].start == 60.0
+    (e,) = [e for evs, _ in steps for e in evs if e.type == "start" and e.job == 1]
+    assert e.reserved_start == 100.0
