@@ -120,6 +120,12 @@ NODE_SAMPLE_SCHEMA: dict[str, Any] = {
         "start": {**_NUM, "description": "process start, POSIX seconds"},
         "cores": {**_INT, "minimum": 0},
         "class": _STR,
+        "wchar": {
+            **_INT,
+            "minimum": 0,
+            "description": "bytes passed to write calls, cumulative (/proc/<pid>/io); "
+            "absent = unknown",
+        },
         "fs": {
             "type": "object",
             "additionalProperties": {

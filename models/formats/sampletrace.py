@@ -8,13 +8,14 @@ log per job. This is drainwatch's layout of the same fields, with the seed's nam
      "vmPeak": 123456, "vmSize": 120000, "vmRss": 65536, "vmSwap": 0,
      "syscr": 10, "syscw": 20, "read_bytes": 4096, "write_bytes": 1048576,
      "core": 99.5, "receive": 123, "transmit": 456,
-     "start": 1709302300.0, "cores": 4, "class": "normal"}
+     "start": 1709302300.0, "cores": 4, "class": "normal", "wchar": 1050000}
 
 ``ts`` and ``start`` are Unix seconds; memory in KiB; I/O and network are cumulative counters
-(bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores``, ``class``
-and ``fs`` (per file system ``[write, read]`` speeds, for sources that give rates, e.g.
-``{"scratch": [666.5, 0.0]}`` in MiB/s) are optional. ``streams.sources.sampler`` writes this
-format; :func:`parse_trace` reads it.
+(bytes / syscalls) as /proc gives them; ``core`` is % of one core. ``start``, ``cores``, ``class``,
+``fs`` (per file system ``[write, read]`` speeds, for sources that give rates, e.g.
+``{"scratch": [666.5, 0.0]}`` in MiB/s) and ``wchar`` (cumulative bytes passed to write calls,
+/proc/<pid>/io; absent = unknown, as in traces written before it was kept) are optional.
+``streams.sources.sampler`` writes this format; :func:`parse_trace` reads it.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def sample_to_dict(s: NodeSample) -> dict[str, object]:
         d["class"] = s.job_class
     if s.fs_rates:
         d["fs"] = {name: [w, r] for name, w, r in s.fs_rates}
+    if s.wchar is not None:
+        d["wchar"] = s.wchar
     return d
 
 
@@ -118,6 +121,7 @@ def parse_sample(line: str | bytes) -> NodeSample:
         if v > MAX_INT:
             raise SampleTraceError("bad_number", f"{k}={v}")
         ints[k] = v
+    wchar = _optional_int(d, "wchar")
     floats: dict[str, float] = {}
     for k in ("ts", "core", "start"):
         v = d.get(k, 0.0)
@@ -174,7 +178,24 @@ def parse_sample(line: str | bytes) -> NodeSample:
         cores=cores,
         job_class=str(d.get("class", "")),
         fs_rates=tuple(fs_rates),
+        wchar=wchar,
     )
+
+
+def _optional_int(d: dict[str, object], k: str) -> int | None:
+    """An optional counter: absent -> None, else checked as the other counters are."""
+    if k not in d:
+        return None
+    v = d[k]
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SampleTraceError("bad_number", f"{k}={v!r}")
+    if v < 0:
+        raise SampleTraceError("negative", f"{k}={v}")
+    if v > MAX_INT:
+        raise SampleTraceError("bad_number", f"{k}={v}")
+    return v
 
 
 def _check_physical(

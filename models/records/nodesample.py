@@ -9,8 +9,9 @@ numpy columns for the vectorised analytics in :mod:`models.samples.utilization` 
 
 Extra optional fields beyond Table 2: ``start`` (process start, epoch seconds: tells a reused pid
 from the old process), ``cores`` (CPUs allocated to the job on this node, 0 = unknown) and
-``job_class`` (e.g. ``normal`` / ``besteffort``), and ``fs_rates`` (per file-system write/read
-speeds when a source gives rates instead of counters). Memory is in KiB as /proc reports it ("kB").
+``job_class`` (e.g. ``normal`` / ``besteffort``), ``fs_rates`` (per file-system write/read
+speeds when a source gives rates instead of counters) and ``wchar`` (bytes passed to write
+calls, /proc/<pid>/io; None = unknown). Memory is in KiB as /proc reports it ("kB").
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class NodeSample:
     # per file system (name, write, read) speeds, for sources that give rates instead of
     # counters (e.g. LLview MiB/s); empty for /proc samples
     fs_rates: tuple[tuple[str, float, float], ...] = ()
+    # bytes passed to write calls, cumulative (/proc/<pid>/io ``wchar``: any target, page cache
+    # or not); None = unknown (older traces, unreadable io, rate sources)
+    wchar: int | None = None
 
 
 @dataclass(slots=True)

@@ -5,8 +5,8 @@ Seed 003 (Emeras et al., JSSPP 2013) §3.1: a daemon per node measures each job 
 with its time stamp, and writes the raw values out; processing happens later. Job membership
 comes from the job's cpuset / cgroup (see :mod:`models.formats.procfs` resolvers). No root is needed
 beyond what /proc lets a user read: /proc/<pid>/io of other users' processes needs root (or
-CAP_SYS_PTRACE); when it is unreadable the I/O counters are written as 0 and counted in
-``stats['io_denied']``.
+CAP_SYS_PTRACE); when it is unreadable the I/O counters are written as 0 (``wchar`` left out:
+unknown) and counted in ``stats['io_denied']``.
 
 Output goes to a *sink*: any callable taking the list of samples of one sweep. The JSON-lines
 sink writes :mod:`models.formats.sampletrace` lines; a Kafka sink can be swapped in.
@@ -137,6 +137,7 @@ class Sampler:
                     start=round(self.btime + start_s, 2),
                     cores=cores,
                     job_class=self.job_class,
+                    wchar=io.wchar if io else None,
                 )
             )
         self._prev = seen  # processes gone since the last sweep are forgotten

@@ -119,8 +119,19 @@ WRITE_SIZES = Table(
         ("job", "text", "job id"),
         ("intervals", "int", "sampling intervals with write calls (resets ignored)"),
         ("write_calls", "number", "write calls (delta syscw) in those intervals"),
-        ("write_bytes", "number", "bytes written (delta write_bytes) in those intervals"),
+        (
+            "write_bytes",
+            "number",
+            "bytes written in those intervals (delta wchar where both samples have it, "
+            "else delta write_bytes)",
+        ),
         ("bytes_per_call", "number", "write_bytes / write_calls"),
+        (
+            "measure",
+            "text",
+            "the byte counter used: wchar (every interval), write_bytes (none: traces "
+            "without wchar) or mixed",
+        ),
         *(
             (f"{w}_{b}", "number", f"{w.replace('_', ' ')} of the intervals whose mean is {label}")
             for w in ("write_calls", "write_bytes")
@@ -128,7 +139,8 @@ WRITE_SIZES = Table(
         ),
     ),
     "Write sizes per job (seed 003 §5.2, Fig. 15): per process and sampling interval, "
-    "delta write_bytes / delta syscw (storage bytes per write call; the trace has no wchar), "
+    "delta wchar / delta syscw (bytes per write call, any target) when both samples carry "
+    "wchar, else delta write_bytes / delta syscw (storage bytes per write call), "
     "bucketed by that mean at 4 KiB, 64 KiB and 1 MiB; jobs with no write call have no row.",
     when="with sample traces (not LLview)",
 )
@@ -365,6 +377,7 @@ class SampleTraceStage(_SamplesBase):
 def _write_size_rows(samples: list[NodeSample]) -> list[tuple[Any, ...]]:
     ws = write_sizes(samples)
     bpc = ws.bytes_per_call()
+    measure = ws.measure()
     return [
         (
             name,
@@ -372,6 +385,7 @@ def _write_size_rows(samples: list[NodeSample]) -> list[tuple[Any, ...]]:
             ws.calls[j],
             ws.bytes[j],
             bpc[j],
+            measure[j],
             *ws.bucket_calls[j].tolist(),
             *ws.bucket_bytes[j].tolist(),
         )

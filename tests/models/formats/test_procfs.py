@@ -98,6 +98,18 @@ def test_parse_io():
     assert e.value.reason == "io_missing_field"
 
 
+def test_parse_io_keeps_wchar_and_checks_it():
+    io = parse_io(IO.replace("wchar: 1048576", "wchar: 3000000"))
+    assert (io.wchar, io.write_bytes) == (3000000, 1048576)
+    with pytest.raises(ProcParseError) as e:
+        parse_io(IO.replace("wchar: 1048576\n", ""))
+    assert e.value.reason == "io_missing_field" and str(e.value).endswith("wchar")
+    for bad in ("-1", "x", "1.5", str(2**63)):
+        with pytest.raises(ProcParseError) as e:
+            parse_io(IO.replace("wchar: 1048576", f"wchar: {bad}"))
+        assert e.value.reason == "io_bad_number"
+
+
 def test_parse_stat_command_with_spaces_and_parentheses():
     # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
     #              utime stime cutime cstime priority nice num_threads itrealvalue starttime

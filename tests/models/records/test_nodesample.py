@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import orjson
 import pytest
 from hypothesis import given, settings
 
@@ -60,6 +63,40 @@ def test_per_file_system_rates_round_trip():
     with pytest.raises(SampleTraceError) as e:
         parse_sample(LINE.replace('"cores": 4,', '"cores": 4, "fs": {"home": [-1, 0]},'))
     assert e.value.reason == "bad_fs"
+
+
+def test_wchar_is_optional_and_round_trips():
+    old = parse_sample(LINE)  # a trace written before wchar was kept
+    assert old.wchar is None and "wchar" not in orjson.loads(dumps(old))
+    s = parse_sample(LINE.replace('"cores": 4,', '"cores": 4, "wchar": 2097152,'))
+    assert s.wchar == 2097152 and s == replace(old, wchar=2097152)
+    assert orjson.loads(dumps(s))["wchar"] == 2097152
+    assert parse_sample(dumps(s)) == s
+    zero = replace(old, wchar=0)  # 0 is a value (nothing written yet), not "unknown"
+    assert parse_sample(dumps(zero)) == zero
+    assert parse_sample(LINE.replace('"cores": 4,', '"cores": 4, "wchar": 7.0,')).wchar == 7
+
+
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        ("-1", "negative"),
+        ('"12"', "bad_number"),
+        ("1.5", "bad_number"),
+        ("true", "bad_number"),
+        ("null", "bad_number"),
+        ("[1]", "bad_number"),
+        (str(2**63), "bad_number"),
+    ],
+)
+def test_bad_wchar_is_rejected_like_the_other_counters(value, reason):
+    line = f'{{"ts": 1, "job": "1", "pid": 2, "node": "n", "wchar": {value}}}'
+    with pytest.raises(SampleTraceError) as e:
+        parse_sample(line)
+    assert e.value.reason == reason
+    rej: list[Reject] = []
+    assert list(parse_trace([line, LINE], "t", rej)) == [parse_sample(LINE)]
+    assert [r.reason for r in rej] == [reason]
 
 
 @pytest.mark.parametrize(

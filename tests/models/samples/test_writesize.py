@@ -12,7 +12,7 @@ from models.samples.writesize import BUCKETS, EDGES, bucket_of, write_sizes
 KiB, MiB = 1024, 1024 * 1024
 
 
-def s(ts, syscw, wb, job="1", pid=1, node="n1", start=0.0):
+def s(ts, syscw, wb, job="1", pid=1, node="n1", start=0.0, wchar=None):
     return NodeSample(
         ts=ts,
         job=job,
@@ -31,6 +31,7 @@ def s(ts, syscw, wb, job="1", pid=1, node="n1", start=0.0):
         receive=0,
         transmit=0,
         start=start,
+        wchar=wchar,
     )
 
 
@@ -112,3 +113,51 @@ def test_no_intervals_no_writes() -> None:
     assert ws.intervals.tolist() == [0, 0]
     assert all(math.isnan(v) for v in ws.bytes_per_call())
     assert write_sizes([]).jobs == []
+
+
+def test_wchar_is_the_numerator_when_both_samples_have_it() -> None:
+    # 10 calls of 512 B to a pipe: wchar sees them, write_bytes (storage) does not
+    samples = [
+        s(0, 0, 0, wchar=0),
+        s(60, 10, 0, wchar=5 * KiB),
+        s(120, 12, 8 * MiB, wchar=5 * KiB + 2 * MiB),
+    ]
+    ws = write_sizes(samples)
+    assert ws.intervals.tolist() == [2] and ws.wchar_intervals.tolist() == [2]
+    assert ws.calls.tolist() == [12]
+    assert ws.bytes.tolist() == [5 * KiB + 2 * MiB]
+    assert ws.bucket_calls.tolist() == [[10, 0, 0, 2]]
+    assert ws.bucket_bytes.tolist() == [[5 * KiB, 0, 0, 2 * MiB]]
+    assert ws.measure() == ["wchar"]
+
+
+def test_falls_back_to_write_bytes_when_an_end_lacks_wchar() -> None:
+    samples = [
+        s(0, 0, 0),  # old sampler: no wchar
+        s(60, 4, 4 * KiB, wchar=999 * MiB),  # write_bytes: 4 calls x 1 KiB
+        s(120, 6, 4 * KiB, wchar=999 * MiB + 128 * KiB),  # wchar: 2 calls x 64 KiB
+        s(0, 0, 0, job="old"),
+        s(60, 1, 2 * MiB, job="old"),  # no wchar at all: write_bytes
+        s(0, 0, 0, job="none"),
+    ]
+    ws = write_sizes(samples)
+    assert ws.jobs == ["1", "old", "none"]
+    assert ws.intervals.tolist() == [2, 1, 0]
+    assert ws.wchar_intervals.tolist() == [1, 0, 0]
+    assert ws.bucket_calls.tolist() == [[4, 0, 2, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
+    assert ws.bucket_bytes.tolist() == [[4 * KiB, 0, 128 * KiB, 0], [0, 0, 0, 2 * MiB], [0] * 4]
+    assert ws.measure() == ["mixed", "write_bytes", "write_bytes"]
+
+
+def test_wchar_reset_is_ignored_and_write_bytes_does_not_matter_then() -> None:
+    samples = [
+        s(0, 10, 10 * MiB, wchar=10 * MiB),
+        s(60, 12, 5 * MiB, wchar=10 * MiB + 2 * KiB),  # write_bytes fell, wchar is used: counted
+        s(120, 13, 6 * MiB, wchar=KiB),  # wchar fell: a reset, ignored
+        s(180, 13, 6 * MiB, wchar=KiB),  # no call
+    ]
+    ws = write_sizes(samples)
+    assert (ws.ignored_resets, ws.ignored_no_writes) == (1, 1)
+    assert ws.intervals.tolist() == [1] and ws.bytes.tolist() == [2 * KiB]
+    assert ws.bytes_per_call().tolist() == [KiB]
+    assert ws.measure() == ["wchar"]
