@@ -78,7 +78,8 @@ JOB_EVENT_SCHEMA: dict[str, Any] = {
         "backfill": {"type": ["boolean", "null"]},
         "reserved_start": {
             "type": ["number", "null"],
-            "description": "POSIX seconds, UTC: the start of the job's reservation (submit)",
+            "description": "POSIX seconds, UTC: the start of the job's reservation (on its submit, "
+            "or on its start when the reservation was made after the submit)",
         },
     },
 }

@@ -211,13 +211,18 @@ RELEASE_FORECAST = Table(
             "number",
             "the job's start - reserved_start (else - ts) (empty: not started in the trace)",
         ),
-        ("reserved_start", "instant", "the submit's reservation start (empty: none)"),
+        (
+            "reserved_start",
+            "instant",
+            "the job's reservation start, from its submit or start event (empty: none)",
+        ),
     ),
     "Node-release forecast for every submitted job with nodes (seed 001, Figure 9's Free / "
     "Need per job end): at its submit, the running jobs with a requested walltime release "
     "their nodes one after another in order of start + walltime (overrunning jobs any moment); "
     "one row per release needed, until the job's nodes are free. The job is wanted at its "
-    "reservation's start when the submit carries one (`reserved_start`), else at its submit; "
+    "reservation's start when its submit or start event carries one (`reserved_start`), "
+    "else at its submit; "
     "the jobs queued ahead of it are not counted; running jobs without a requested walltime are "
     "left out (the summary counts them).",
 )
