@@ -82,9 +82,7 @@ class MoabFiles:
                 lineno = 1
                 stats.lines = 0
                 for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes):
-                    parsed = self._parse(chunk, path, lineno)
-                    if longs:
-                        _too_long(parsed, longs, path, lineno)
+                    parsed = parse_plausible(chunk, self.book, self.bounds, path, lineno, longs)
                     lineno += parsed.lines
                     stats.lines += parsed.lines
                     stats.ignored += parsed.ignored
@@ -116,34 +114,6 @@ class MoabFiles:
                 "the overlapping records as out of order"
             )
 
-    def _parse(self, chunk: bytes, path: str, lineno: int) -> ParsedChunk:
-        """Parse a chunk; lines whose time is implausible (``implausible_time``, ``time_jump``
-        within the chunk) are rejected and the chunk parsed again without them, the codebook
-        taken back to where it was, so they leave no node, job or window behind."""
-        mark = self.book.mark()
-        parsed = parse_moab_chunk(chunk, self.book, source=path, first_lineno=lineno)
-        if self.bounds.all_plausible(parsed.batch.ts_ms):
-            return parsed
-        self.book.rollback(mark)
-        lines = chunk.split(b"\n")
-        found: list[tuple[int, str, int]] = []  # (line index, text, time)
-        for i, raw in enumerate(lines):
-            text = raw.decode("utf-8", "replace")
-            r = classify_line(text)
-            if isinstance(r, NodeStatus):
-                found.append((i, text, r.ts_ms))
-        why = self.bounds.reasons(np.array([t for _, _, t in found], dtype=np.int64))
-        bad: list[Reject] = []
-        for (i, text, _), reason in zip(found, why, strict=True):
-            if reason is not None:
-                bad.append(Reject(reason, path, lineno + i, text))
-                lines[i] = b""  # keeps the line numbers of the others
-        again = parse_moab_chunk(b"\n".join(lines), self.book, source=path, first_lineno=lineno)
-        blanked = {r.lineno for r in bad}  # their blank_line rejects are not the input's
-        kept = [r for r in again.rejects if r.lineno not in blanked]
-        again.rejects = sorted([*kept, *bad], key=lambda r: r.lineno)
-        return again
-
 
 def _too_long(parsed: ParsedChunk, longs: list[LongLine], path: str, lineno: int) -> None:
     """Lines longer than the cap were read as empty lines (so the others keep their numbers):
@@ -152,3 +122,46 @@ def _too_long(parsed: ParsedChunk, longs: list[LongLine], path: str, lineno: int
     blanked = {r.lineno for r in too_long}
     kept = [r for r in parsed.rejects if not (r.reason == "blank_line" and r.lineno in blanked)]
     parsed.rejects = sorted([*kept, *too_long], key=lambda r: r.lineno)
+
+
+def parse_plausible(
+    chunk: bytes,
+    book: Codebook,
+    bounds: TimeBounds,
+    path: str,
+    lineno: int,
+    longs: list[LongLine] | None = None,
+) -> ParsedChunk:
+    """Parse a Moab chunk, as the replay and the shipper both do. ``longs``: the lines of the
+    chunk over the length cap (``line_chunks`` read them as empty lines), rejected as
+    ``line_too_long``. Lines whose time is
+    implausible (``implausible_time``, ``time_jump`` within the chunk) are rejected and the
+    chunk parsed again without them, the codebook taken back to where it was, so they leave no
+    node, job or window behind."""
+    mark = book.mark()
+    parsed = parse_moab_chunk(chunk, book, source=path, first_lineno=lineno)
+    if bounds.all_plausible(parsed.batch.ts_ms):
+        if longs:
+            _too_long(parsed, longs, path, lineno)
+        return parsed
+    book.rollback(mark)
+    lines = chunk.split(b"\n")
+    found: list[tuple[int, str, int]] = []  # (line index, text, time)
+    for i, raw in enumerate(lines):
+        text = raw.decode("utf-8", "replace")
+        r = classify_line(text)
+        if isinstance(r, NodeStatus):
+            found.append((i, text, r.ts_ms))
+    why = bounds.reasons(np.array([t for _, _, t in found], dtype=np.int64))
+    bad: list[Reject] = []
+    for (i, text, _), reason in zip(found, why, strict=True):
+        if reason is not None:
+            bad.append(Reject(reason, path, lineno + i, text))
+            lines[i] = b""  # keeps the line numbers of the others
+    again = parse_moab_chunk(b"\n".join(lines), book, source=path, first_lineno=lineno)
+    blanked = {r.lineno for r in bad}  # their blank_line rejects are not the input's
+    kept = [r for r in again.rejects if r.lineno not in blanked]
+    again.rejects = sorted([*kept, *bad], key=lambda r: r.lineno)
+    if longs:
+        _too_long(again, longs, path, lineno)
+    return again

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import orjson
 
-from models.formats.moab import ParsedChunk
 from models.records.nodestatus import Codebook, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
@@ -41,20 +40,12 @@ from streams.sources.files import (
     open_binary,
     reading,
 )
-from streams.sources.moab import MoabFiles
+from streams.sources.moab import parse_plausible
 from streams.topics import dead_letter_message
 from streams.wire import MAX_ROWS, encode, partition_of
 
 READ_BYTES = 4 << 20
 RESET_JOBS = 200_000  # the codebook starts afresh past this many ids (names travel in messages)
-
-
-class _ChunkParser(MoabFiles):
-    """The replay's chunk parser with its plausibility checks, without the file handling."""
-
-    def __init__(self, book: Codebook, bounds: TimeBounds) -> None:  # noqa: D107
-        self.book = book
-        self.bounds = bounds
 
 
 @dataclass
@@ -97,7 +88,7 @@ class MoabShipper:
         if len(self.book.jobs) > RESET_JOBS:
             self.book = Codebook()
             self.part_of = np.empty(0, dtype=np.int64)
-        parsed: ParsedChunk = _ChunkParser(self.book, self.bounds)._parse(chunk, source, first_line)
+        parsed = parse_plausible(chunk, self.book, self.bounds, source, first_line, longs)
         self.stats.lines += parsed.lines
         self.stats.ignored += parsed.ignored
         futures = []
