@@ -29,12 +29,36 @@ def _kw(settings: Settings) -> dict[str, Any]:
     return kw
 
 
+class Backoff:
+    """The one retry policy for servers that do not answer: waits of 0.5 s doubling to 10 s,
+    one stderr line per failed attempt, :class:`Unreachable` once ``timeout_s`` has passed."""
+
+    def __init__(self, what: str, server: str, timeout_s: float) -> None:
+        self.what, self.server, self.timeout_s = what, server, timeout_s
+        self.deadline = time.monotonic() + timeout_s
+        self.delay, self.attempt = 0.5, 1
+
+    def failed(self, reason: str) -> float:
+        """Seconds to wait before the next attempt (raises Unreachable when out of time)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable(f"{self.server} unreachable for {self.timeout_s:g} s ({reason})")
+        wait = min(self.delay, left)
+        print(
+            f"{self.what}: {self.server} not reachable (attempt {self.attempt}: {reason}); "
+            f"retrying in {wait:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.delay, self.attempt = min(self.delay * 2, 10.0), self.attempt + 1
+        return wait
+
+
 async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:
-    """Return once the brokers answer; retry with backoff (0.5 s doubling to 10 s)."""
+    """Return once the brokers answer (retried by :class:`Backoff`)."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    deadline = time.monotonic() + settings.connect_timeout
-    delay, attempt = 0.5, 1
+    backoff = Backoff(what, f"Kafka at {settings.kafka_bootstrap}", settings.connect_timeout)
     while True:
         admin = AIOKafkaAdminClient(**_kw(settings))
         try:
@@ -45,20 +69,7 @@ async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:
             reason = f"{type(e).__name__}: {e}".splitlines()[0][:200]
         finally:
             await admin.close()
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise Unreachable(
-                f"Kafka at {settings.kafka_bootstrap} unreachable for "
-                f"{settings.connect_timeout:g} s ({reason})"
-            )
-        print(
-            f"{what}: Kafka at {settings.kafka_bootstrap} not reachable (attempt {attempt}: "
-            f"{reason}); retrying in {min(delay, left):.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        await asyncio.sleep(min(delay, left))
-        delay, attempt = min(delay * 2, 10.0), attempt + 1
+        await asyncio.sleep(backoff.failed(reason))
 
 
 async def ensure_topics(settings: Settings) -> dict[str, int]:

@@ -45,29 +45,16 @@ def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> InfluxSin
     up to ``connect_timeout``; raises Unreachable after)."""
     from influxdb_client import InfluxDBClient
 
-    from streams.kafka import Unreachable
+    from streams.kafka import Backoff
     from streams.sinks.influx import InfluxSink
 
     token = settings.influx_token.reveal() if settings.influx_token is not None else ""
-    deadline = time.monotonic() + settings.connect_timeout
-    delay, attempt = 0.5, 1
+    backoff = Backoff(log_prefix, f"InfluxDB at {settings.influx_url}", settings.connect_timeout)
     while True:
         with InfluxDBClient(url=settings.influx_url, token=token, timeout=5000) as c:
             if c.ping():
                 break
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise Unreachable(
-                f"InfluxDB at {settings.influx_url} unreachable for {settings.connect_timeout:g} s"
-            )
-        print(
-            f"{log_prefix}: InfluxDB at {settings.influx_url} not reachable (attempt {attempt}); "
-            f"retrying in {min(delay, left):.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        time.sleep(min(delay, left))
-        delay, attempt = min(delay * 2, 10.0), attempt + 1
+        time.sleep(backoff.failed("no answer to ping"))
     return InfluxSink(
         settings.influx_url, token, settings.influx_org, settings.influx_bucket, settings.cluster
     )
