@@ -127,11 +127,9 @@ class PartitionDrain:
             return batch
         ts = batch.ts_ms
         first = int(ts[0]) if self.latest is None else self.latest
-        before = np.maximum.accumulate(np.concatenate([[first], ts[:-1]]))
-        late = ts < np.maximum(before, first) - self.lateness_ms
-        runmax = np.maximum.accumulate(ts)
-        last = int(runmax[-1])
-        self.latest = last if self.latest is None else max(self.latest, last)
+        before = np.maximum.accumulate(np.concatenate([[first], ts[:-1]]))  # latest before each
+        late = ts < before - self.lateness_ms
+        self.latest = max(int(before[-1]), int(ts[-1]))
         if late.any():
             self.late += int(np.count_nonzero(late))
             late_rows = batch.take(np.flatnonzero(late))
@@ -299,6 +297,24 @@ class LiveWindow:
     provisional: bool
     states: dict[str, list[int]] | None = None  # hour and day: node-ms per state and combo
 
+    @classmethod
+    def of(
+        cls,
+        unit: str,
+        w: WindowRow,
+        basis_nodes: int,
+        quality_min: float,
+        provisional: bool,
+        states: dict[str, list[int]] | None = None,
+    ) -> LiveWindow:
+        """A window's row with its basis (seed 000 §III-B.3), as the replay computes it."""
+        b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms,
+                         basis_nodes, quality_min)  # fmt: skip
+        return cls(unit, w.start_ms, w.length_ms, w.nodes, w.accounted_ms, w.drain_ms,
+                   w.idle_unallocated_ms, w.down_ms, w.unaccounted_ms, b.drain_pct_static,
+                   b.drain_pct_dynamic, b.seconds_per_node, b.quality, provisional,
+                   states)  # fmt: skip
+
 
 @dataclass(slots=True)
 class LiveJob:
@@ -389,33 +405,15 @@ class DrainCombiner:
             if not parts:
                 continue
             tot = np.sum(np.array(list(parts.values()), dtype=np.int64), axis=0).tolist()
-            nodes, acc, drain, idle_u, down, gap = tot
             length = self.grids[key[0]].length_ms(key[1])
-            b = window_basis(drain, acc, down, nodes, length, basis, self.quality_min)
+            row = WindowRow(key[1], length, *tot)
             closed = wm is not None and key[1] + length <= wm
             if closed and key in self.final:
                 self.corrections += 1
             if closed:
                 self.final.add(key)
-            rows.append(
-                LiveWindow(
-                    key[0],
-                    key[1],
-                    length,
-                    nodes,
-                    acc,
-                    drain,
-                    idle_u,
-                    down,
-                    gap,
-                    b.drain_pct_static,
-                    b.drain_pct_dynamic,
-                    b.seconds_per_node,
-                    b.quality,
-                    not closed,
-                    self._state_sum(key),
-                )  # fmt: skip
-            )
+            rows.append(LiveWindow.of(key[0], row, basis, self.quality_min, not closed,
+                                      self._state_sum(key)))  # fmt: skip
         self.dirty_windows.clear()
         jobs = []
         for job in sorted(self.dirty_jobs):

@@ -389,28 +389,17 @@ class DrainStage:
         rows = []
         for unit, ws in units:
             states = acc.state_ms(unit) if unit != "minute" else {}
-            for w in ws:
-                b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms,
-                                 self.basis_nodes, self.quality_min)  # fmt: skip
-                rows.append(
-                    LiveWindow(
-                        unit,
-                        w.start_ms,
-                        w.length_ms,
-                        w.nodes,
-                        w.accounted_ms,
-                        w.drain_ms,
-                        w.idle_unallocated_ms,
-                        w.down_ms,
-                        w.unaccounted_ms,
-                        b.drain_pct_static,
-                        b.drain_pct_dynamic,
-                        b.seconds_per_node,
-                        b.quality,
-                        w.start_ms + w.length_ms > last,
-                        states.get(w.start_ms),
-                    )  # fmt: skip
-                )
+            rows += [
+                LiveWindow.of(
+                    unit,
+                    w,
+                    self.basis_nodes,
+                    self.quality_min,
+                    w.start_ms + w.length_ms > last,
+                    states.get(w.start_ms),
+                )  # fmt: skip
+                for w in ws
+            ]
         running = acc.nodes_running()
         charged = acc.nodes_charged()
         jobs = [
