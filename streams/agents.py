@@ -126,7 +126,6 @@ class DrainPipeline:
         self.comb_lock = asyncio.Lock()
         self.counts: Counter[str] = Counter()
         self.last_snapshot = time.time()
-        self.started = time.time()
         self._last_pipeline = (time.time(), 0)
         self.bounds = TimeBounds(settings.not_before, settings.not_after,
                                  round(settings.max_jump * 1000))  # fmt: skip
