@@ -91,14 +91,14 @@ def job_message(cluster: str, j: LiveJob) -> dict[str, Any]:
 
 
 def _late_rejects(source: str, b: NodeStatusBatch, st: PartitionDrain) -> list[Reject]:
-    names, states, jobs = st.book.nodes.names, st.book.states.names, st.book.jobs.names
+    names, states, jobs = st.book.nodes.names, st.book.states.names, st.book.jobs
     out = []
     for i in range(len(b)):
         row = {
             "ts": instant_ms(int(b.ts_ms[i])),
             "node": names[int(b.node[i])],
             "state": states[int(b.state[i])],
-            "rsv": jobs[int(b.rsv[i])] if b.rsv[i] >= 0 else None,
+            "rsv": jobs.name(int(b.rsv[i])) if b.rsv[i] >= 0 else None,
         }
         out.append(Reject("late", source, 0, orjson.dumps(row).decode()))
     return out
@@ -241,9 +241,7 @@ class DrainPipeline:
             data = await self.store.load("combiner")
             self.comb_offset = -1
             if data is not None:
-                d = orjson.loads(data)
-                comb.restore(d["state"])
-                self.comb_offset = int(d["offset"])
+                self.comb_offset = int(comb.restore(data)["offset"])
             self.comb = comb
         return self.comb
 
@@ -284,8 +282,7 @@ class DrainPipeline:
                 for j in jobs
             ]
             await _sent(futs)
-            state = {"state": comb.to_dict(), "offset": self.comb_offset}
-            await self.store.save("combiner", orjson.dumps(state))
+            await self.store.save("combiner", comb.dumps({"offset": self.comb_offset}))
             for ev in self.comb_held:
                 ev.ack()
             self.comb_held.clear()

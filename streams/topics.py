@@ -314,7 +314,8 @@ class TopicSpec:
 TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(
         "node-status",
-        "'p<partition>': the shipper picks the partition of a node by CRC-32 of its name",
+        "'p<partition>': the shipper picks the partition of a node by blocks of 32 nodes "
+        "numbered alike (streams.wire.partition_of)",
         "node records of one partition from one read of a log (one iteration, at most "
         "8,192 records)",
         NODE_STATUS_SCHEMA,

@@ -16,6 +16,7 @@ decoding costs a few numpy operations per message, not Python per record. Schema
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ def encode(batch: NodeStatusBatch, book: Codebook, source: str) -> bytes:
         "node": node_idx.astype(np.int64),
         "states": [book.states.names[c] for c in state_codes.tolist()],
         "state": state_idx.astype(np.int64),
-        "jobs": [book.jobs.names[c] for c in job_codes.tolist()],
+        "jobs": book.jobs.names_of(job_codes.tolist()),
         "rsv": rsv,
         "run_row": batch.run_row,
         "run_job": np.searchsorted(job_codes, batch.run_job).astype(np.int64),
@@ -163,8 +164,8 @@ class Decoder:
         used_j[b.rsv] = True  # -1 marks the NO_JOB slot appended last
         used_j[b.run_job] = True
         jcodes = np.full(len(jobs) + 1, NO_JOB, dtype=np.int64)
-        for i in np.flatnonzero(used_j[:-1]).tolist():
-            jcodes[i] = book.jobs.code(jobs[i])
+        used = np.flatnonzero(used_j[:-1])
+        jcodes[used] = book.jobs.codes([jobs[i] for i in used.tolist()])
         return NodeStatusBatch(
             b.ts_ms,
             ncodes[b.node],
@@ -176,9 +177,26 @@ class Decoder:
         )
 
 
-def partition_of(names: list[str], partitions: int) -> np.ndarray:
-    """The partition of each node name: CRC-32 of its UTF-8 bytes modulo ``partitions``, so a
-    node always lands on the same partition whatever shipper sends it."""
+NODE_BLOCK = 32  # nodes numbered alike go to a partition in blocks of this many
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d{1,9})$")
+
+
+def partition_of(names: list[str], partitions: int, block: int = NODE_BLOCK) -> np.ndarray:
+    """The partition of each node name, the same whatever shipper sends it: in node blocks.
+
+    A name ending in a number (Moab '27453', Slurm 'nid001234', 'c401-17') is (prefix, n);
+    block n // ``block`` of a prefix goes to partition (CRC-32 of the prefix + block) modulo
+    ``partitions``, so consecutive blocks land on consecutive partitions (balanced for any
+    machine of more than ``partitions`` blocks) and a job on neighbouring nodes touches one or
+    two partitions, not all of them: per-job state is held once per partition it touches.
+    Other names: CRC-32 of the name. Changing this needs a fresh worker state."""
     import zlib
 
-    return np.array([zlib.crc32(n.encode()) % partitions for n in names], dtype=np.int64)
+    out = np.empty(len(names), dtype=np.int64)
+    for i, n in enumerate(names):
+        m = _TRAILING_NUMBER.match(n)
+        if m is None:
+            out[i] = zlib.crc32(n.encode()) % partitions
+        else:
+            out[i] = (zlib.crc32(m.group(1).encode()) + int(m.group(2)) // block) % partitions
+    return out

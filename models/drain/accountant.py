@@ -25,6 +25,7 @@ Rules (each pinned by a test):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +49,9 @@ def combo(has_rsv: np.ndarray, has_job: np.ndarray) -> np.ndarray:
 def _grow(a: np.ndarray, n: int, fill: int | float) -> np.ndarray:
     if a.shape[0] >= n:
         return a
-    new = np.full((max(n, 2 * a.shape[0], 64),) + a.shape[1:], fill, dtype=a.dtype)
+    had = a.shape[0]
+    more = had if had < 1 << 20 else had // 4  # gentler growth for large arrays
+    new = np.full((max(n, had + more, 64),) + a.shape[1:], fill, dtype=a.dtype)
     new[: a.shape[0]] = a
     return new
 
@@ -103,16 +106,54 @@ def split_at_edges(
     )
 
 
+def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per key: is it in ``sorted_keys``."""
+    out = np.zeros(keys.size, dtype=bool)
+    if sorted_keys.size:
+        pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+        out = sorted_keys[pos] == keys
+    return out
+
+
 class _PairCounter:
     """Distinct (job, node) pairs per job, holding pairs only for jobs seen recently (data time)
-    so memory is bounded by active jobs, not by history."""
+    so memory is bounded by active jobs, not by history.
 
-    __slots__ = ("pairs", "count", "retention_ms")
+    A pair is the key ``job << shift | node``: uint32 while jobs and nodes fit (``shift`` node
+    bits), else int64 with ``shift`` 32; keys are kept in a large sorted array plus a small
+    sorted one of recent pairs, merged into the large one when it reaches a sixteenth of it
+    (inserting into the large array on every batch would copy it every time). Pruning runs at
+    most every eighth of the retention, in data time. Counts per job are int32."""
+
+    __slots__ = ("pairs", "fresh", "count", "retention_ms", "next_prune_ms", "shift")
 
     def __init__(self, retention_ms: int) -> None:
-        self.pairs = np.empty(0, dtype=np.int64)
-        self.count = np.zeros(0, dtype=np.int64)
+        self.pairs = np.empty(0, dtype=np.uint32)
+        self.fresh = np.empty(0, dtype=np.uint32)
+        self.count = np.zeros(0, dtype=np.int32)
         self.retention_ms = retention_ms
+        self.next_prune_ms: int | None = None
+        self.shift = 12
+
+    def jobs_nodes(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = keys.astype(np.int64)
+        return k >> self.shift, k & ((1 << self.shift) - 1)
+
+    def _fit(self, max_job: int, max_node: int) -> None:
+        """Widen the keys when a job or node code no longer fits."""
+        shift, wide = self.shift, self.pairs.dtype == np.int64
+        if max_node < 1 << shift and max_job < 1 << ((63 if wide else 32) - shift):
+            return
+        node_bits = max(shift, int(max_node).bit_length())
+        dtype: type[np.integer[Any]]
+        if not wide and node_bits + int(max_job).bit_length() <= 32:
+            new_shift, dtype = node_bits, np.uint32
+        else:
+            new_shift, dtype = 32, np.int64
+        for name in ("pairs", "fresh"):
+            j, n = self.jobs_nodes(getattr(self, name))
+            setattr(self, name, ((j << new_shift) | n).astype(dtype))
+        self.shift = new_shift
 
     def add(self, job: np.ndarray, node: np.ndarray, n_jobs: int) -> None:
         self.count = _grow(self.count, n_jobs, 0)
@@ -122,23 +163,42 @@ class _PairCounter:
         local = np.searchsorted(js, job)
         width = int(node.max()) + 1
         dense = unique_ints(local * width + node)
-        keys = (js[dense // width] << 32) | (dense % width)
-        pos = np.searchsorted(self.pairs, keys)  # pairs is sorted: a binary search each
-        known = np.zeros(keys.size, dtype=bool)
-        inside = pos < self.pairs.size
-        known[inside] = self.pairs[pos[inside]] == keys[inside]
-        fresh = keys[~known]
-        if fresh.size:
-            self.count += np.bincount(fresh >> 32, minlength=self.count.size)
-            self.pairs = np.insert(self.pairs, pos[~known], fresh)  # stays sorted, O(n) copy
+        self._fit(max(int(js[-1]), n_jobs - 1), width - 1)  # n_jobs bounds every code held
+        keys = ((js[dense // width] << self.shift) | (dense % width)).astype(self.pairs.dtype)
+        new = keys[~(_member(self.pairs, keys) | _member(self.fresh, keys))]  # sorted
+        if new.size:
+            jn = self.jobs_nodes(new)[0]
+            starts = np.flatnonzero(np.concatenate([[True], jn[1:] != jn[:-1]]))
+            self.count[jn[starts]] += np.diff(np.concatenate([starts, [jn.size]])).astype(np.int32)
+            self.fresh = np.insert(self.fresh, np.searchsorted(self.fresh, new), new)
+            if self.fresh.size > max(1 << 16, self.pairs.size >> 4):
+                self.merge()
+
+    def merge(self) -> None:
+        """Move the recent pairs into the large sorted array."""
+        if self.fresh.size:
+            pos = np.searchsorted(self.pairs, self.fresh)
+            self.pairs = np.insert(self.pairs, pos, self.fresh)
+            self.fresh = self.fresh[:0]
 
     def prune(self, last_seen: np.ndarray, now_ms: int) -> None:
+        if self.next_prune_ms is not None and now_ms < self.next_prune_ms:
+            return
+        self.next_prune_ms = now_ms + max(self.retention_ms // 8, 1)
+        self.merge()
         if self.pairs.size == 0:
             return
-        j = self.pairs >> 32
-        keep = last_seen[j] >= now_ms - self.retention_ms
+        keep = last_seen[self.jobs_nodes(self.pairs)[0]] >= now_ms - self.retention_ms
         if not keep.all():
             self.pairs = self.pairs[keep]
+
+    def remap(self, keep: np.ndarray, new: np.ndarray) -> None:
+        """Jobs renumbered by ``new`` (old code -> new code), pairs of the others dropped."""
+        self.merge()
+        j, n = self.jobs_nodes(self.pairs)
+        ok = keep[j]
+        self.pairs = ((new[j[ok]] << self.shift) | n[ok]).astype(self.pairs.dtype)
+        self.count = _grow(self.count, keep.size, 0)[: keep.size][keep].copy()
 
 
 @dataclass(slots=True)
@@ -206,7 +266,6 @@ class DrainAccountant:
         self.job_drain_ms = np.zeros(0, dtype=np.int64)
         self.job_first_ms = np.full(0, NOT_YET, dtype=np.int64)
         self.job_last_ms = np.full(0, NONE_TS, dtype=np.int64)
-        self.job_run_first_ms = np.full(0, NOT_YET, dtype=np.int64)
         self.job_run_last_ms = np.full(0, NONE_TS, dtype=np.int64)
         self._drain_pairs = _PairCounter(retention_ms)
         self._run_pairs = _PairCounter(retention_ms)
@@ -244,7 +303,6 @@ class DrainAccountant:
         self.node_ms = _grow(self.node_ms, nn, 0)
         self.job_drain_ms = _grow(self.job_drain_ms, nj, 0)
         self.job_first_ms = _grow(self.job_first_ms, nj, NOT_YET)
-        self.job_run_first_ms = _grow(self.job_run_first_ms, nj, NOT_YET)
         self.job_last_ms = _grow(self.job_last_ms, nj, NONE_TS)
         self.job_run_last_ms = _grow(self.job_run_last_ms, nj, NONE_TS)
 
@@ -328,7 +386,6 @@ class DrainAccountant:
             return
         j = b.run_job
         t = b.ts_ms[b.run_row]
-        np.minimum.at(self.job_run_first_ms, j, t)
         np.maximum.at(self.job_run_last_ms, j, t)
         self._run_pairs.add(j, b.node[b.run_row], len(self.book.jobs))
         self._run_pairs.prune(self.job_run_last_ms, int(b.ts_ms.max()))
@@ -522,7 +579,7 @@ class DrainAccountant:
 
     def seen_running(self) -> npt.NDArray[np.bool_]:
         """Per job code: was it ever in a joblist."""
-        seen: npt.NDArray[np.bool_] = self.job_run_first_ms[: len(self.book.jobs)] != NOT_YET
+        seen: npt.NDArray[np.bool_] = self.job_run_last_ms[: len(self.book.jobs)] != NONE_TS
         return seen  # (numpy stubs type ndarray != as Any, hence the annotated local)
 
     def nodes_running(self) -> np.ndarray:
@@ -573,16 +630,12 @@ class DrainAccountant:
         keep[held[held != NO_JOB]] = True
         new = np.full(nj, -1, dtype=np.int64)
         new[keep] = np.arange(int(keep.sum()), dtype=np.int64)
-        for name in ("job_drain_ms", "job_first_ms", "job_last_ms", "job_run_first_ms",
-                     "job_run_last_ms"):  # fmt: skip
+        for name in ("job_drain_ms", "job_first_ms", "job_last_ms", "job_run_last_ms"):
             setattr(self, name, getattr(self, name)[:nj][keep].copy())
         has = self.last_rsv != NO_JOB
         self.last_rsv[has] = new[self.last_rsv[has]]
         for pc in (self._drain_pairs, self._run_pairs):
-            j = pc.pairs >> 32
-            ok = keep[j]
-            pc.pairs = (new[j[ok]] << 32) | (pc.pairs[ok] & 0xFFFFFFFF)
-            pc.count = _grow(pc.count, nj, 0)[:nj][keep].copy()
+            pc.remap(keep, new)
         self.book.jobs.compact(keep)
         return new
 

@@ -26,8 +26,9 @@ import numpy as np
 
 from models.drain.accountant import DrainAccountant, WindowRow
 from models.drain.basis import QUALITY_MIN, window_basis
-from models.drain.snapshot import dumps, loads
+from models.drain.snapshot import dumps, loads, pack, unpack
 from models.drain.windows import WindowGrid
+from models.records.idbook import IdBook, IntIndex
 from models.records.nodestatus import NO_JOB, Codebook, NodeStatusBatch
 from models.records.reorder import ReorderBuffer
 
@@ -97,7 +98,7 @@ class PartitionDrain:
         self.forget_min = forget_min
         self.lateness_ms = lateness_ms
         self.retention_ms = retention_ms
-        self.book = Codebook()
+        self.book = Codebook(jobs=IdBook())
         self.acc = DrainAccountant(self.book, tz=tz, max_gap_ms=max_gap_ms, unit="minute")
         self.reorder = ReorderBuffer(reorder_ms)
         self.latest: int | None = None
@@ -160,10 +161,10 @@ class PartitionDrain:
                 charged = acc.nodes_charged()
                 running = acc.nodes_running()
                 drain = acc.job_drain_ms
-                for j in codes.tolist():
+                for name, j in zip(book.jobs.names_of(codes.tolist()), codes.tolist(), strict=True):
                     p.jobs.append(
                         (
-                            book.jobs.names[j],
+                            name,
                             int(drain[j]),
                             int(charged[j]),
                             int(acc.job_first_ms[j]),
@@ -327,6 +328,141 @@ class LiveJob:
     time_ms: int  # identifies the job's point: its first charge as first reported
 
 
+_PART_BITS = 20  # a (job, partition) slot's key: job code << 20 | partition
+_NO_TIME = np.iinfo(np.int64).min
+
+
+class _JobTable:
+    """Per (job, partition) the partition's absolute totals of the job (one int64 row each:
+    drain_ms, nodes_charged, first_ms, last_ms, nodes_running, last_active_ms), in arrays:
+    ~60 bytes per slot and ~30 per job instead of Python tuples in dicts."""
+
+    __slots__ = ("book", "slots", "vals", "row_job", "time_ms", "dirty")
+
+    def __init__(self) -> None:
+        self.book = IdBook()
+        self.slots = IntIndex()
+        self.vals = np.zeros((0, 6), dtype=np.int64)
+        self.row_job = np.zeros(0, dtype=np.int32)  # job code of each slot
+        self.time_ms = np.zeros(0, dtype=np.int64)  # first charge as first written
+        self.dirty: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.book)
+
+    def add(self, partition: int, names: list[str], vals: np.ndarray) -> None:
+        if not names:
+            return
+        if len(self.book) + len(names) >= 1 << 31:
+            raise ValueError("more than 2**31 jobs held")
+        if not 0 <= partition < 1 << _PART_BITS:
+            raise ValueError(f"partition {partition} out of range")
+        c = self.book.codes(names)
+        rows, new = self.slots.add((c << _PART_BITS) | partition)
+        n, nj = len(self.slots), len(self.book)
+        if n > self.row_job.size:
+            cap = max(64, n + n // 4)
+            self.vals = np.concatenate([self.vals, np.zeros((cap - self.vals.shape[0], 6),
+                                                            dtype=np.int64)])  # fmt: skip
+            self.row_job = np.concatenate([self.row_job, np.zeros(cap - self.row_job.size,
+                                                                  dtype=np.int32)])  # fmt: skip
+        if nj > self.time_ms.size:
+            cap = max(64, nj + nj // 4)
+            self.time_ms = np.concatenate(
+                [self.time_ms, np.full(cap - self.time_ms.size, _NO_TIME, dtype=np.int64)]
+            )
+        changed = new | (self.vals[rows] != vals).any(axis=1)
+        self.vals[rows] = vals
+        self.row_job[rows] = c
+        self.dirty.update(c[changed].tolist())
+
+    def take(self) -> list[LiveJob]:
+        """Totals over the partitions of the jobs that changed, by job id; a job seen running
+        but never charged drain is not a drain_jobs row."""
+        if not self.dirty:
+            return []
+        d = np.array(sorted(self.dirty), dtype=np.int64)
+        self.dirty.clear()
+        n = len(self.slots)
+        sel = np.flatnonzero(np.isin(self.row_job[:n], d))
+        sel = sel[np.argsort(self.row_job[sel], kind="stable")]
+        j, v = self.row_job[sel], self.vals[sel]
+        starts = np.flatnonzero(np.concatenate([[True], j[1:] != j[:-1]]))
+        jobs = j[starts]
+        drain = np.add.reduceat(v[:, 0], starts)
+        charged = np.add.reduceat(v[:, 1], starts)
+        first = np.minimum.reduceat(v[:, 2], starts)
+        last = np.maximum.reduceat(v[:, 3], starts)
+        running = np.add.reduceat(v[:, 4], starts)
+        out = drain > 0
+        unset = out & (self.time_ms[jobs] == _NO_TIME)
+        self.time_ms[jobs[unset]] = first[unset]
+        idx = np.flatnonzero(out)
+        names = self.book.names_of(jobs[idx].tolist())
+        rows = [
+            LiveJob(
+                name,
+                int(drain[i]),
+                int(charged[i]),
+                int(first[i]),
+                int(last[i]),
+                int(running[i]),
+                int(self.time_ms[jobs[i]]),
+            )  # fmt: skip
+            for name, i in zip(names, idx.tolist(), strict=True)
+        ]
+        rows.sort(key=lambda r: r.job)
+        return rows
+
+    def forget(self, cut_ms: int, min_jobs: int) -> int:
+        """Jobs whose latest activity in every partition is before ``cut_ms`` (and with no
+        change waiting) leave memory, in bulk once they are a quarter of the table."""
+        n, nj = len(self.slots), len(self.book)
+        if nj == 0:
+            return 0
+        latest = np.full(nj, _NO_TIME, dtype=np.int64)
+        np.maximum.at(latest, self.row_job[:n], self.vals[:n, 5])
+        quiet = latest < cut_ms
+        if self.dirty:
+            quiet[np.fromiter(self.dirty, dtype=np.int64)] = False
+        gone = int(quiet.sum())
+        if gone < max(min_jobs, nj // 4):
+            return 0
+        keep_j = ~quiet
+        new = np.cumsum(keep_j) - 1
+        keep_r = keep_j[self.row_job[:n]]
+        part = self.slots.keys_by_code()[keep_r] & ((1 << _PART_BITS) - 1)
+        self.row_job = new[self.row_job[:n][keep_r]].astype(np.int32)
+        self.vals = self.vals[:n][keep_r].copy()
+        self.slots = IntIndex.of((self.row_job.astype(np.int64) << _PART_BITS) | part)
+        self.time_ms = self.time_ms[:nj][keep_j].copy()
+        self.dirty = {int(new[c]) for c in self.dirty}
+        self.book.compact(keep_j)
+        return gone
+
+    def arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        n, nj = len(self.slots), len(self.book)
+        ids, strs = self.book.to_arrays()
+        return {
+            "job_ids": ids,
+            "job_time_ms": self.time_ms[:nj],
+            "slot_keys": self.slots.keys_by_code(),
+            "slot_vals": self.vals[:n],
+        }, {"job_strs": sorted(strs.items()), "dirty_jobs": sorted(self.dirty)}
+
+    @classmethod
+    def of(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> _JobTable:
+        self = cls()
+        self.book = IdBook.from_arrays(arrays["job_ids"], dict(meta["job_strs"]))
+        keys = arrays["slot_keys"].astype(np.int64)
+        self.slots = IntIndex.of(keys)
+        self.vals = arrays["slot_vals"].astype(np.int64).reshape(-1, 6).copy()
+        self.row_job = (keys >> _PART_BITS).astype(np.int32)
+        self.time_ms = arrays["job_time_ms"].astype(np.int64).copy()
+        self.dirty = {int(c) for c in meta["dirty_jobs"]}
+        return self
+
+
 class DrainCombiner:
     """Partials of every partition -> system-wide window and job rows (see module doc)."""
 
@@ -336,8 +472,16 @@ class DrainCombiner:
         basis_nodes: int | None = None,
         quality_min: float = QUALITY_MIN,
         keep_ms: dict[str, int] | None = None,
+        forget_min: int = 1000,
+        partitions: int | None = None,
     ) -> None:
+        """``partitions``: when the set of partitions is known to all hold nodes, the
+        watermark waits until every one has reported. The worker leaves it None: a machine
+        with fewer node blocks than partitions leaves some empty, and they would hold every
+        window open; a window closed before a slow partition reports is written again,
+        corrected, when it does."""
         self.tz = tz
+        self.partitions = partitions
         self.basis_nodes = basis_nodes
         self.quality_min = quality_min
         self.keep_ms = keep_ms or {"minute": 3 * 3_600_000, "hour": 2 * 86_400_000,
@@ -346,19 +490,21 @@ class DrainCombiner:
         self.windows: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
         self.states: dict[tuple[str, int], dict[int, dict[str, list[int]]]] = {}
         self.final: set[tuple[str, int]] = set()  # windows written final
-        self.jobs: dict[str, dict[int, tuple[int, ...]]] = {}
+        self.jobs = _JobTable()
+        self.forget_min = forget_min
+        self._next_forget: int | None = None
         self.marks: dict[int, int] = {}  # partition -> watermark
         self.nodes: dict[int, int] = {}
         self.counts: dict[int, dict[str, int]] = {}
         self.dirty_windows: set[tuple[str, int]] = set()
-        self.dirty_jobs: set[str] = set()
-        self.job_time: dict[str, int] = {}
         self.corrections = 0
         self.dropped = 0  # changes to windows already forgotten (older than keep_ms)
 
     @property
     def watermark_ms(self) -> int | None:
-        return min(self.marks.values()) if self.marks else None
+        if not self.marks or self.partitions is not None and len(self.marks) < self.partitions:
+            return None
+        return min(self.marks.values())
 
     def add(self, p: Partial) -> None:
         if p.watermark_ms is not None:
@@ -384,11 +530,9 @@ class DrainCombiner:
             if parts_s.get(p.partition) != sd:
                 parts_s[p.partition] = sd
                 self.dirty_windows.add(key)
-        for job, *jv in p.jobs:
-            jp = self.jobs.setdefault(job, {})
-            if jp.get(p.partition) != tuple(jv):
-                jp[p.partition] = tuple(jv)
-                self.dirty_jobs.add(job)
+        if p.jobs:
+            self.jobs.add(p.partition, [j[0] for j in p.jobs],
+                          np.array([j[1:] for j in p.jobs], dtype=np.int64))  # fmt: skip
 
     def take(self) -> tuple[list[LiveWindow], list[LiveJob]]:
         """Rows to write now: changed windows (provisional while open), windows that just
@@ -415,40 +559,14 @@ class DrainCombiner:
             rows.append(LiveWindow.of(key[0], row, basis, self.quality_min, not closed,
                                       self._state_sum(key)))  # fmt: skip
         self.dirty_windows.clear()
-        jobs = []
-        for job in sorted(self.dirty_jobs):
-            vals = list(self.jobs[job].values())
-            if not any(v[0] for v in vals):
-                continue  # seen running, never charged drain: not a drain_jobs row
-            first = min(v[2] for v in vals)
-            jobs.append(
-                LiveJob(
-                    job,
-                    sum(v[0] for v in vals),
-                    sum(v[1] for v in vals),
-                    first,
-                    max(v[3] for v in vals),
-                    sum(v[4] for v in vals),
-                    self.job_time.setdefault(job, first),
-                )
-            )
-        self.dirty_jobs.clear()
+        jobs = self.jobs.take()
         if wm is not None:
             self._forget(wm)
         return rows, jobs
 
-    def _forget_jobs(self, wm: int) -> None:
-        """Jobs quiet for ``keep_ms['hour']`` in every partition leave memory (the partitions
-        forget them after the same time, so no total of theirs can change any more)."""
-        cut = wm - self.keep_ms["hour"]
-        quiet = [
-            j
-            for j, parts in self.jobs.items()
-            if j not in self.dirty_jobs and max(v[5] for v in parts.values()) < cut
-        ]
-        for job in quiet:
-            del self.jobs[job]
-            self.job_time.pop(job, None)
+    @property
+    def dirty_jobs(self) -> set[int]:
+        return self.jobs.dirty
 
     def _state_sum(self, key: tuple[str, int]) -> dict[str, list[int]] | None:
         parts = self.states.get(key)
@@ -472,11 +590,17 @@ class DrainCombiner:
             self.states.pop(k, None)
         # the final set only needs windows that could still come back
         self.final = {k for k in self.final if k[1] + self.keep_ms[k[0]] * 2 >= wm}
-        self._forget_jobs(wm)
+        # jobs quiet for keep_ms['hour'] in every partition (the partitions forget them after
+        # the same time, so no total of theirs can change any more); checked every eighth of it
+        if self._next_forget is None or wm >= self._next_forget:
+            self._next_forget = wm + self.keep_ms["hour"] // 8
+            self.jobs.forget(wm - self.keep_ms["hour"], self.forget_min)
 
     # ---- durable state ----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def dumps(self, extra: dict[str, Any] | None = None) -> bytes:
+        """The combiner and ``extra`` (JSON-able) as bytes: jobs as arrays, windows as JSON."""
+        arrays, jmeta = self.jobs.arrays()
+        meta = {
             "windows": [
                 [u, s, [[p, list(v)] for p, v in parts.items()]]
                 for (u, s), parts in self.windows.items()
@@ -486,34 +610,36 @@ class DrainCombiner:
                 for (u, s), parts in self.states.items()
             ],  # fmt: skip
             "final": sorted([u, s] for u, s in self.final),
-            "jobs": [
-                [j, [[p, list(v)] for p, v in parts.items()]] for j, parts in self.jobs.items()
-            ],
             "marks": sorted(self.marks.items()),
             "nodes": sorted(self.nodes.items()),
             "counts": sorted(self.counts.items()),
             "dirty_windows": sorted([u, s] for u, s in self.dirty_windows),
-            "dirty_jobs": sorted(self.dirty_jobs),
-            "job_time": sorted(self.job_time.items()),
             "corrections": self.corrections,
             "dropped": self.dropped,
+            "next_forget": self._next_forget,
+            "jobs": jmeta,
+            "extra": extra or {},
         }
+        return pack(arrays, meta)
 
-    def restore(self, d: dict[str, Any]) -> None:
+    def restore(self, data: bytes) -> dict[str, Any]:
+        """Load :meth:`dumps` bytes into this combiner; returns their ``extra``."""
+        arrays, d = unpack(data)
         self.windows = {(u, int(s)): {int(p): tuple(v) for p, v in parts}
                         for u, s, parts in d["windows"]}  # fmt: skip
         self.states = {(u, int(s)): {int(p): dict(sd) for p, sd in parts}
-                       for u, s, parts in d.get("states", [])}  # fmt: skip
+                       for u, s, parts in d["states"]}  # fmt: skip
         self.final = {(u, int(s)) for u, s in d["final"]}
-        self.jobs = {j: {int(p): tuple(v) for p, v in parts} for j, parts in d["jobs"]}
         self.marks = {int(p): int(m) for p, m in d["marks"]}
         self.nodes = {int(p): int(n) for p, n in d["nodes"]}
         self.counts = {int(p): dict(c) for p, c in d["counts"]}
         self.dirty_windows = {(u, int(s)) for u, s in d["dirty_windows"]}
-        self.dirty_jobs = set(d["dirty_jobs"])
-        self.job_time = {str(j): int(t) for j, t in d["job_time"]}
         self.corrections = int(d["corrections"])
         self.dropped = int(d["dropped"])
+        self._next_forget = d["next_forget"]
+        self.jobs = _JobTable.of(arrays, d["jobs"])
+        extra: dict[str, Any] = d["extra"]
+        return extra
 
     def totals(self) -> dict[str, int]:
         """Record counts summed over the partitions."""

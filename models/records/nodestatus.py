@@ -7,10 +7,12 @@ into small integer codes by a ``Codebook`` that the caller owns (no globals).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from models.records.idbook import IdBook
 
 # The six Moab states of seed 000 §III-B.1, in the paper's order; codes 0..5.
 KNOWN_STATES: tuple[str, ...] = ("Down", "Idle", "Busy", "Running", "Drained", "Draining")
@@ -48,6 +50,19 @@ class Interner:
             self._index[name] = c
             self.names.append(name)
         return c
+
+    def codes(self, names: Sequence[str]) -> np.ndarray:
+        return np.array([self.code(n) for n in names], dtype=np.int64)
+
+    def name(self, code: int) -> str:
+        return self.names[code]
+
+    def names_of(self, codes: Iterable[int]) -> list[str]:
+        names = self.names
+        return [names[c] for c in codes]
+
+    def all_names(self) -> list[str]:
+        return list(self.names)
 
     def truncate(self, n: int) -> None:
         """Forget every name coded at or after ``n`` (undo a batch that was taken back)."""
@@ -97,10 +112,11 @@ class Codebook:
 
     __slots__ = ("nodes", "states", "jobs")
 
-    def __init__(self) -> None:
+    def __init__(self, jobs: Interner | IdBook | None = None) -> None:
+        """``jobs``: an ``IdBook`` for a long-lived worker holding millions of job ids."""
         self.nodes = Interner()
         self.states = StateBook()
-        self.jobs = Interner()
+        self.jobs: Interner | IdBook = Interner() if jobs is None else jobs
 
     def mark(self) -> tuple[int, int, int]:
         """Sizes to :meth:`rollback` to."""

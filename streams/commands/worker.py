@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from streams.agents import attach
     from streams.app import APP_ID, create_app
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.memory import pin_mmap_threshold
 
     print(
         f"drainwatch worker: settings (secrets masked): {settings.describe()}",
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     except Unreachable as e:
         print(f"drainwatch worker: {e}", file=sys.stderr)
         return 1
+    if settings.mmap_threshold:  # large arrays go back to the system when freed
+        pin_mmap_threshold(settings.mmap_threshold * 1024)
     app = create_app(settings, app_id=args.group or APP_ID)
     attach(app, settings, sink)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)

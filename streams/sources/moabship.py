@@ -2,7 +2,7 @@
 rotation and truncation) and publish node-status slices to Kafka, checkpointing what the broker
 has acknowledged.
 
-Partitioning: a node's partition is CRC-32 of its name modulo the topic's partitions
+Partitioning: a node's partition follows blocks of nodes numbered alike
 (:func:`streams.wire.partition_of`); one message holds one partition's records from one read of
 the log, at most :data:`streams.wire.MAX_ROWS` records. Bad lines become dead letters (source,
 line, reason, text) and are counted; they never stop the shipper.

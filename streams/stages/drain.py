@@ -268,7 +268,7 @@ class DrainStage:
         out = []
         drain_ms: dict[str, int] = {}
         for j in acc.jobs_charged().tolist():
-            name = book.jobs.names[j]
+            name = book.jobs.name(j)
             jt = info.get(name)
             size = jt.nodes if jt and jt.nodes else (int(running[j]) or None)
             drain_ms[name] = int(acc.job_drain_ms[j])
@@ -404,7 +404,7 @@ class DrainStage:
         charged = acc.nodes_charged()
         jobs = [
             LiveJob(
-                self.book.jobs.names[j],
+                self.book.jobs.name(j),
                 int(acc.job_drain_ms[j]),
                 int(charged[j]),
                 int(acc.job_first_ms[j]),

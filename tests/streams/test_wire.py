@@ -4,6 +4,7 @@ damage is a MessageError with a reason, never a half-decoded batch or a touched 
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import numpy as np
 import orjson
@@ -12,7 +13,7 @@ import pytest
 from models.drain.accountant import DrainAccountant
 from models.formats.moab import parse_moab_chunk
 from models.records.nodestatus import Codebook
-from streams.wire import Decoder, MessageError, encode
+from streams.wire import Decoder, MessageError, encode, partition_of
 from tests.golden.make_golden import INPUTS
 
 
@@ -97,3 +98,20 @@ def test_records_outside_the_bounds_are_left_out_before_any_name_is_interned() -
     assert book.jobs.names == ["j"]  # rsv of row 0; row 1's joblist went with it
     assert b.run_row.size == 0
     assert [r for r, _ in bad] == ["implausible_time"] and '"node":"b"' in bad[0][1]
+
+
+def test_nodes_go_to_partitions_in_blocks() -> None:
+    """Neighbouring nodes share a partition (a job on them is held once or twice, not once per
+    partition); consecutive blocks go round the partitions, so the load is even."""
+    names = [f"nid{i:05d}" for i in range(27_000)]
+    p = partition_of(names, 8)
+    assert partition_of(names, 8).tolist() == p.tolist()  # the same whatever ships it
+    for lo in range(0, 27_000 - 32, 32):
+        assert len(set(p[lo : lo + 32].tolist())) == 1
+    jobs = [set(p[lo : lo + 20].tolist()) for lo in range(0, 26_980, 20)]
+    assert max(len(j) for j in jobs) == 2
+    counts = np.bincount(p, minlength=8)
+    assert counts.max() - counts.min() <= 32 * 2
+    assert partition_of(["27453", "27454"], 8).tolist()[0] == partition_of(["27455"], 8)[0]
+    other = partition_of(["login", "gpu-a", "nid1x"], 8)  # no trailing number: CRC-32 of the name
+    assert other.tolist() == [zlib.crc32(n.encode()) % 8 for n in ("login", "gpu-a", "nid1x")]

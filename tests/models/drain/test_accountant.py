@@ -276,3 +276,33 @@ def test_state_records_count_unknown_states() -> None:
     acc, book, _ = run(lines)
     counts = dict(zip(book.states.names, acc.state_records.tolist(), strict=False))
     assert counts["Flaky"] == 2 and counts["Idle"] == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 2**21), st.integers(0, 2**17)), max_size=30),
+        max_size=12,
+    )
+)
+def test_pair_counter_counts_distinct_pairs_across_key_widths(
+    batches: list[list[tuple[int, int]]],
+) -> None:
+    """Distinct (job, node) pairs per job, as a set would count them, while the keys widen
+    from uint32 to int64 and recent pairs merge into the large array."""
+    from models.drain.accountant import _PairCounter
+
+    pc, seen, n_jobs = _PairCounter(10**12), set(), 0
+    for b in batches:
+        job = np.array([j for j, _ in b], dtype=np.int64)
+        node = np.array([n for _, n in b], dtype=np.int64)
+        n_jobs = max([n_jobs, *(j + 1 for j, _ in b)])  # the codebook's size
+        pc.add(job, node, n_jobs)
+        seen |= set(b)
+        if len(seen) % 3 == 0:
+            pc.merge()
+        for j in {j for j, _ in seen}:
+            assert int(pc.count[j]) == sum(1 for x, _ in seen if x == j)
+    keys = np.concatenate([pc.pairs, pc.fresh])
+    jobs, nodes = pc.jobs_nodes(keys)
+    assert sorted(zip(jobs.tolist(), nodes.tolist(), strict=True)) == sorted(seen)

@@ -30,7 +30,7 @@ def _result(acc: DrainAccountant) -> tuple:
         acc.nodes_running().tolist(),
         repr(acc.counts),
         acc.book.nodes.names,
-        acc.book.jobs.names,
+        acc.book.jobs.all_names(),
     )
 
 
