@@ -192,7 +192,7 @@ def test_worker_command_starts_serves_health_and_stops_cleanly(
     cfg = tmp_path / "dw.toml"
     cfg.write_text('log_level = "info"\n[accounting]\ntz = "America/Chicago"\n')
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "--config", str(cfg), "worker"],
+        [sys.executable, "-m", "streams.cli", "--config", str(cfg), "worker", "--no-influx"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
