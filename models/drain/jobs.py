@@ -101,6 +101,7 @@ class JobTimes:
     submit: float | None = None
     start: float | None = None
     end: float | None = None
+    backfill: bool | None = None  # None: the source does not say
 
     @property
     def runtime(self) -> float | None:
@@ -118,6 +119,8 @@ def job_times(events: Iterable[JobEvent]) -> dict[str, JobTimes]:
             jt = out[e.job] = JobTimes()
         if e.nodes is not None and e.nodes > 0:
             jt.nodes = e.nodes
+        if e.backfill is not None:
+            jt.backfill = e.backfill
         if e.type == "submit":
             jt.submit = e.ts
         elif e.type == "start":

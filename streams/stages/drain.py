@@ -25,6 +25,7 @@ from models.drain.jobs import (
     sliding_jobs,
 )
 from models.drain.live import LiveJob, LiveWindow
+from models.drain.recovery import Span, backfill_efficiency, backlog
 from models.records.jobevent import JobEvent
 from models.records.nodestatus import KNOWN_STATES, Codebook, NodeStatusBatch
 from models.records.reorder import ReorderBuffer
@@ -133,6 +134,51 @@ FAILURE_TO_LAUNCH = Table(
     "Jobs drained for, then ran less than --ftl-threshold seconds (seed 000 §V-C).",
     when="with --jobs",
 )
+BACKFILL_DAILY = Table(
+    "backfill_daily.csv",
+    cols(
+        ("day", "day", "calendar day in the configured zone"),
+        (
+            "backfill_node_seconds",
+            "seconds_ms",
+            "node-seconds of backfilled jobs in the day, running ones up to the end of the log "
+            "(empty: the job events do not say which jobs were backfilled)",
+        ),
+        ("drain_node_seconds", "seconds_ms", "drain of the day (drain_daily.csv)"),
+        (
+            "backfill_efficiency",
+            "number",
+            "backfill / (backfill + drain) (empty: unknown, or neither in the day)",
+        ),
+    ),
+    "Back-fill recovery per day (seed 000 §VI-A): how much of the node-time held for "
+    "upcoming jobs was given back to backfilled jobs. Needs job events that flag backfilled "
+    "jobs (sacct Flags, the simulator); a job without the flag counts as not backfilled.",
+    when="with --jobs",
+)
+BACKLOG_HOURLY = Table(
+    "backlog_hourly.csv",
+    cols(
+        ("hour", "instant_ms", "start of the hour"),
+        ("idle_unallocated_node_seconds", "seconds_ms", "node-seconds Idle with rsvlist 'none'"),
+        ("mean_idle_nodes", "number", "unallocated idle node-seconds / hour length"),
+        ("jobs_queued", "int", "jobs queued (submitted, not started) at some time in the hour"),
+        ("queued_node_seconds", "seconds_ms", "their nodes x time queued in the hour"),
+        ("mean_queue_length", "number", "queued job-seconds / hour length"),
+        ("smallest_queued_nodes", "int", "nodes of the smallest job queued in the hour"),
+        (
+            "verdict",
+            "text",
+            "`no_idle`; `no_backlog` (idle, nothing queued: lack of workload); `backlog_fits` "
+            "(the smallest queued job fits in the mean idle nodes: room the scheduler did not "
+            "use); `backlog_too_large` (every queued job needs more nodes than were idle)",
+        ),
+    ),
+    "Unallocated idle time beside the queue, per hour (seed 000 §VI-B): is idle node-time a "
+    "lack of suitable workload or room the scheduler left? The verdicts are a first "
+    "classification of ours (the seed leaves it open).",
+    when="with --jobs",
+)
 TABLES = (
     DRAIN_DAILY,
     DRAIN_HOURLY,
@@ -142,8 +188,22 @@ TABLES = (
     SIZE_GROUPS,
     SLIDING_JOBS,
     FAILURE_TO_LAUNCH,
+    BACKFILL_DAILY,
+    BACKLOG_HOURLY,
 )
 FILES = sorted({t.file for t in TABLES} | {"summary_drain.json"})
+
+
+def _span(
+    start: float | None, end: float | None, nodes: int | None, first_ms: int, last_ms: int
+) -> Span | None:
+    """[start, end) in ms on ``nodes`` nodes, inside the log's [first_ms, last_ms] (no end: up
+    to ``last_ms``); None when unknown or outside."""
+    if start is None or not nodes:
+        return None
+    lo = max(round(start * 1000), first_ms)
+    hi = last_ms if end is None else min(round(end * 1000), last_ms)
+    return Span(lo, hi, nodes) if hi > lo else None
 
 
 class JobTimesStage:
@@ -219,7 +279,7 @@ class DrainStage:
         t = [DRAIN_DAILY, DRAIN_HOURLY, NODE_STATES]
         t.append(DRAIN_JOBS_WITH_EVENTS if self.jobs else DRAIN_JOBS)
         if self.jobs:
-            t.append(FAILURE_TO_LAUNCH)
+            t += [FAILURE_TO_LAUNCH, BACKFILL_DAILY, BACKLOG_HOURLY]
         return t
 
     def step(self, batch: NodeStatusBatch) -> Iterable[Output]:
@@ -377,6 +437,65 @@ class DrainStage:
                     for j in failure_to_launch(jobs, self.ftl_threshold)
                 ],
             )
+            yield from self._recovery(self.jobs.info)
+
+    def _recovery(self, info: dict[str, JobTimes]) -> Iterator[Output]:
+        """Back-fill efficiency per day and the backlog per hour (seed 000 §VI)."""
+        acc = self.acc
+        days, hours = acc.daily(), acc.hourly()
+        if acc.last_ms is None or not days:
+            yield BACKFILL_DAILY, []
+            yield BACKLOG_HOURLY, []
+            return
+        end = acc.last_ms
+        flags = any(jt.backfill is not None for jt in info.values())
+        first = days[0].start_ms
+        bf = [_span(jt.start, jt.end, jt.nodes, first, end) for jt in info.values() if jt.backfill]
+        acc.days.ensure(first, end)
+        eff = backfill_efficiency([d.start_ms for d in days], [d.drain_ms for d in days],
+                                  [s for s in bf if s], acc.days.edges)  # fmt: skip
+        yield (
+            BACKFILL_DAILY,
+            [
+                (
+                    acc.days.local_label(w.start_ms),
+                    w.backfill_node_ms if flags else None,
+                    w.drain_node_ms,
+                    w.efficiency if flags else None,
+                )  # fmt: skip
+                for w in eff
+            ],
+        )
+        queued = [
+            _span(
+                jt.submit,
+                jt.start if jt.start is not None else jt.end,
+                jt.nodes,
+                hours[0].start_ms,
+                end,
+            )  # fmt: skip
+            for jt in info.values()
+        ]
+        acc.hours.ensure(hours[0].start_ms, end)
+        rows = backlog([h.start_ms for h in hours], [h.length_ms for h in hours],
+                       [h.idle_unallocated_ms for h in hours], [q for q in queued if q],
+                       acc.hours.edges)  # fmt: skip
+        yield (
+            BACKLOG_HOURLY,
+            [
+                (
+                    w.start_ms,
+                    w.idle_unallocated_node_ms,
+                    w.mean_idle_nodes,
+                    w.jobs_queued,
+                    w.queued_node_ms,
+                    w.queued_job_ms / w.length_ms,
+                    w.smallest_queued_nodes,
+                    w.verdict,
+                )  # fmt: skip
+                for w in rows
+            ],
+        )
 
     def live_rows(self) -> tuple[list[LiveWindow], list[LiveJob]]:
         """The rows the live worker writes for the same records (after :meth:`finish`): every
