@@ -2,6 +2,8 @@
 
 ``ship moab``: Moab scheduler logs -> ``<prefix>node-status`` (streams/sources/moabship.py);
 whole files, or ``--follow`` one live log with a checkpoint.
+``ship jobs``: job event files (sacct, jobcomp, SWF, job-event JSON lines) -> ``<prefix>job-events``
+(streams/sources/jobship.py).
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
 samples (see models.formats.sampletrace) to a file or stdout.
 """
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from models.formats.jobsource import FORMATS as JOB_FORMATS
 from models.formats.procfs import RESOLVERS
 from streams.errors import UserError, option_type, positive_int
 
@@ -110,6 +113,51 @@ def _ship_moab(args: argparse.Namespace) -> int:
         return 1
 
 
+def _ship_jobs(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from models.records.plausible import TimeBounds
+    from streams.config import load_settings
+    from streams.errors import check_inputs
+    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.jobship import ship_job_files
+
+    settings = load_settings(getattr(args, "config", None))
+    check_inputs(args.paths)
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+
+    async def main() -> int:
+        from aiokafka import AIOKafkaProducer
+
+        await wait_for_kafka(settings, "drainwatch ship jobs")
+        await ensure_topics(settings)
+        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+        await producer.start()
+        try:
+            s = await ship_job_files(
+                producer,
+                settings.topic_prefix + "job-events",
+                settings.topic_prefix + "dead-letter",
+                args.format,
+                args.paths,
+                bounds,
+                settings.max_line_bytes,
+                settings.max_hosts,
+                progress=not args.no_progress,
+            )
+        finally:
+            await producer.stop()
+        print(f"ship jobs: {s.events:,} events from {s.files} file(s), "
+              f"{s.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
+        return 1
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ship", help="ship scheduler logs to Kafka, or run a node collector")
     ssub = p.add_subparsers(dest="what", required=True)
@@ -128,6 +176,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="--follow: seconds between looks at the log (0.5)")  # fmt: skip
     m.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     m.set_defaults(func=_ship_moab)
+    j = ssub.add_parser(
+        "jobs",
+        help="publish job events to <prefix>job-events",
+        description="Read job event files as `replay --format F` reads them and publish one "
+        "event per message, keyed by job id, in time order; rejected lines and events go to "
+        "<prefix>dead-letter.",
+    )
+    j.add_argument("paths", nargs="+", metavar="FILE", help="job event files (any compression)")
+    j.add_argument("--format", required=True, choices=JOB_FORMATS, help="input format")
+    j.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    j.set_defaults(func=_ship_jobs)
     s = ssub.add_parser(
         "samples",
         help="sample /proc for every job process on this node (seed 003 monitor)",

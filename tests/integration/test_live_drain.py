@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from streams.topics import TOPICS
+from tests.integration.kafka_read import read_topic
 from tests.paths import REPO
 
 DAY_FIELDS = ("accounted_node_seconds", "drain_node_seconds", "unallocated_idle_node_seconds",
@@ -145,29 +146,7 @@ class Live:
         asyncio.run(go())
 
     def consume(self, topic: str) -> list[tuple[bytes | None, bytes]]:
-        async def go() -> list[tuple[bytes | None, bytes]]:
-            from aiokafka import AIOKafkaConsumer
-
-            c = AIOKafkaConsumer(self.prefix + topic, bootstrap_servers=self.stack.kafka_bootstrap,
-                                 auto_offset_reset="earliest", group_id=None)  # fmt: skip
-            await c.start()
-            try:
-                deadline = time.monotonic() + 10
-                while not c.assignment() and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-                parts = list(c.assignment())
-                end = await c.end_offsets(parts)
-                out = []
-                while True:
-                    behind = [tp for tp in parts if await c.position(tp) < end[tp]]
-                    if not behind:
-                        return out
-                    for recs in (await c.getmany(timeout_ms=1000)).values():
-                        out += [(r.key, r.value) for r in recs]
-            finally:
-                await c.stop()
-
-        return asyncio.run(go())
+        return [(k, v) for k, v, _ in read_topic(self.stack.kafka_bootstrap, self.prefix + topic)]
 
     def wait_equal(self, replay: Path, timeout: float = 120) -> None:
         """Until InfluxDB holds the replay's day, hour and job numbers (or fail, showing why)."""

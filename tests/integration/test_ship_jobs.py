@@ -1,0 +1,70 @@
+"""`drainwatch ship jobs` on the real local Kafka: every event the replay would read arrives,
+keyed by job, a job's events in order, each valid under the job-events schema; bad lines are
+dead-lettered with their reasons."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from streams.driver import RejectLog
+from streams.sources.jobevents import read_job_events
+from streams.topics import TOPICS
+from tests.golden.make_golden import INPUTS
+from tests.integration.kafka_read import read_topic
+from tests.paths import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    good = gzip.decompress((INPUTS / "jobs.jsonl.gz").read_bytes()).splitlines(keepends=True)
+    bad = [b"not json\n", b'{"type": "start", "ts": "soon", "job": "x"}\n',
+           b'{"type": "end", "ts": 99999999999, "job": "far"}\n']  # fmt: skip
+    path = tmp_path / "jobs.jsonl"
+    path.write_bytes(b"".join(good[:100] + bad[:1] + good[100:400] + bad[1:] + good[400:]))
+    prefix = f"t{uuid.uuid4().hex[:8]}."
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
+    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+                "DRAINWATCH_TOPIC_PREFIX": prefix,
+                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "ship", "jobs", "--format", "jobevents", str(path),
+         "--no-progress"],  # fmt: skip
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    expect, _ = read_job_events("jobevents", [str(path)], RejectLog())
+    assert len(expect) == len(good) and f"{len(expect):,} events" in run.stderr
+    assert "3 dead letters" in run.stderr
+
+    got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
+                                                  if t.name == "job-events"))  # fmt: skip
+    docs = [orjson.loads(v) for _, v, _ in got]
+    for d in docs:
+        schema.validate(d)
+    assert sorted(orjson.dumps(d) for d in docs) == sorted(e.to_json() for e in expect)
+    assert all(k == orjson.loads(v)["job"].encode() for k, v, _ in got)
+    order = {"submit": 0, "start": 1, "end": 2}
+    by_job: dict[str, list[tuple[int, float, int]]] = {}
+    for _, v, part in got:
+        d = orjson.loads(v)
+        by_job.setdefault(d["job"], []).append((part, d["ts"], order[d["type"]]))
+    for evs in by_job.values():
+        assert len({p for p, _, _ in evs}) == 1  # one job, one partition
+        assert evs == sorted(evs)  # in time order, submit before start before end
+
+    dead = [
+        orjson.loads(v) for _, v, _ in read_topic(stack.kafka_bootstrap, prefix + "dead-letter")
+    ]
+    assert sorted(d["reason"] for d in dead) == sorted(["bad_json", "bad_ts", "implausible_time"])
+    assert all(d["source"] == str(path) and d["text"] for d in dead)
