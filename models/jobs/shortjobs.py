@@ -322,6 +322,41 @@ class ShortJobPenalty:
         the short jobs that ended after the last complete tick are counted."""
         return self.flush(math.ceil(last_ts / self.interval) * self.interval)
 
+    # ---- durable state (the live worker's snapshot) ----------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Everything the model holds, JSON-able; :meth:`from_dict` gives it back exactly."""
+        return {
+            "threshold": self.threshold,
+            "min_runtime": self.min_runtime,
+            "interval": self.interval,
+            "lam": self.lam,
+            "floor": self.floor,
+            "history": self.history,
+            "start": self._start,
+            "pending": self._pending,
+            "adjust": self._adjust,
+            "drops": [list(d) for d in self._drops],
+            "tick": self._tick,
+            "last_tick_ts": self.last_tick_ts,
+            "unmatched_ends": self.unmatched_ends,
+            "short_jobs": self.short_jobs,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ShortJobPenalty:
+        self = cls(d["threshold"], d["min_runtime"], d["interval"], d["lam"], d["floor"],
+                   d["history"])  # fmt: skip
+        self._start = {str(j): float(t) for j, t in d["start"].items()}
+        self._pending = {k: {h: list(v) for h, v in d["pending"][k].items()} for k in _SORTED_KINDS}
+        self._adjust = {k: {h: list(v) for h, v in d["adjust"][k].items()} for k in _SORTED_KINDS}
+        self._drops = [(int(t), str(k), str(h)) for t, k, h in d["drops"]]
+        heapq.heapify(self._drops)
+        self._tick = d["tick"]
+        self.last_tick_ts = d["last_tick_ts"]
+        self.unmatched_ends = int(d["unmatched_ends"])
+        self.short_jobs = int(d["short_jobs"])
+        return self
+
     def _value(self, entry: list[float]) -> float:
         if self.last_tick_ts is None:
             return 0.0

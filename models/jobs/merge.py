@@ -1,0 +1,100 @@
+"""Job events from a stream split over partitions, merged back into the replay's order.
+
+Job events are keyed by job, so one partition holds a job's submit, start and end in order, but
+the job analytics (short-job ticks, usage days, turnover, predictions) need every job in time
+order. Each partition's events come with their source offsets; :class:`JobEventMerger` holds
+them until every partition is past them, then releases them in the replay's order
+(``models.formats.jobsource.event_sort_key``: time, then submit < start < end, then job id).
+
+Event time only: a partition's watermark is its latest event time minus the allowed lateness;
+the merger's is the lowest over the partitions (all of ``partitions`` once each has reported,
+when that set is given). An event at or behind what was already released is late: counted and
+returned to be dead-lettered, never fed to an analytic. A re-sent event is recognised by
+(partition, offset) and ignored, so at-least-once delivery cannot count a job twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.formats.jobsource import event_sort_key
+from models.records.jobevent import JobEvent, jobevent_from_dict
+
+
+class JobEventMerger:
+    def __init__(self, lateness_s: float = 600.0, partitions: int | None = None) -> None:
+        if lateness_s < 0:
+            raise ValueError("lateness must be >= 0")
+        self.lateness_s = float(lateness_s)
+        self.partitions = partitions
+        self.latest: dict[int, float] = {}  # partition -> latest event time
+        self.offsets: dict[int, int] = {}  # partition -> highest offset taken
+        self.held: list[JobEvent] = []
+        self.released_to: float | None = None  # every event at or before it was released
+        self.duplicates = 0
+        self.late = 0
+
+    @property
+    def watermark(self) -> float | None:
+        if not self.latest or self.partitions is not None and len(self.latest) < self.partitions:
+            return None
+        return min(self.latest.values()) - self.lateness_s
+
+    def add(self, partition: int, offset: int, event: JobEvent) -> str | None:
+        """Take one event; returns None, ``"duplicate"`` (already taken: ignored) or ``"late"``
+        (behind what was released: not taken, dead-letter it)."""
+        if offset <= self.offsets.get(partition, -1):
+            self.duplicates += 1
+            return "duplicate"
+        self.offsets[partition] = offset
+        ts = event.ts
+        if ts > self.latest.get(partition, float("-inf")):
+            self.latest[partition] = ts
+        if self.released_to is not None and ts <= self.released_to:
+            self.late += 1
+            return "late"
+        self.held.append(event)
+        return None
+
+    def release(self) -> list[JobEvent]:
+        """The held events at or before the watermark, in the replay's order."""
+        wm = self.watermark
+        if wm is None or not self.held or (self.released_to is not None and wm <= self.released_to):
+            return []
+        out = sorted((e for e in self.held if e.ts <= wm), key=event_sort_key)
+        if out:
+            self.held = [e for e in self.held if e.ts > wm]
+        self.released_to = wm
+        return out
+
+    def flush(self) -> list[JobEvent]:
+        """End of a finite input: every held event, in order."""
+        out = sorted(self.held, key=event_sort_key)
+        self.held = []
+        if out:
+            self.released_to = max(out[-1].ts, self.released_to or out[-1].ts)
+        return out
+
+    # ---- durable state ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lateness_s": self.lateness_s,
+            "partitions": self.partitions,
+            "latest": sorted(self.latest.items()),
+            "offsets": sorted(self.offsets.items()),
+            "held": [e.to_dict() for e in self.held],
+            "released_to": self.released_to,
+            "duplicates": self.duplicates,
+            "late": self.late,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JobEventMerger:
+        self = cls(float(d["lateness_s"]), d["partitions"])
+        self.latest = {int(p): float(t) for p, t in d["latest"]}
+        self.offsets = {int(p): int(o) for p, o in d["offsets"]}
+        self.held = [jobevent_from_dict(e) for e in d["held"]]
+        self.released_to = d["released_to"]
+        self.duplicates = int(d["duplicates"])
+        self.late = int(d["late"])
+        return self
