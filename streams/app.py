@@ -42,8 +42,10 @@ class AppTopics:
     node_samples: faust.TopicT
     metrics_drain: faust.TopicT
     metrics_jobs: faust.TopicT
+    metrics_shortjobs: faust.TopicT
     dead_letter: faust.TopicT
     drain_partials: faust.TopicT
+    jobs_partials: faust.TopicT
     worker_state: faust.TopicT
 
 

@@ -426,6 +426,16 @@ SPECS: tuple[Spec, ...] = (
         maximum=1e6,
     ),
     Spec(
+        "live_jobs",
+        "worker",
+        "live_jobs",
+        "str",
+        "off",
+        "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; "
+        "experimental: a worker killed mid-run can still lose events, docs/state.md)",
+        choices=("off", "shortjobs"),
+    ),
+    Spec(
         "mmap_threshold",
         "worker",
         "mmap_threshold",
@@ -521,6 +531,7 @@ class Settings:
     checkpoint_interval: float = 5.0
     flush_interval: float = 2.0
     mmap_threshold: int = 256
+    live_jobs: str = "off"
     connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0

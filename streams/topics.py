@@ -297,6 +297,59 @@ WORKER_STATE_SCHEMA: dict[str, Any] = {
 }
 
 
+JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "jobs-partials.v1.json",
+    "title": "Internal: job events of one job-events partition, with their offsets "
+    "(models.jobs.merge)",
+    "type": "object",
+    "required": ["partition", "events"],
+    "additionalProperties": False,
+    "properties": {
+        "partition": _INT,
+        "events": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [_INT, JOB_EVENT_SCHEMA],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            "description": "[source offset, JobEvent] in offset order",
+        },
+    },
+}
+METRICS_SHORTJOBS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "metrics.shortjobs.v1.json",
+    "title": "Short-job penalty of one holder at one 3-minute tick (seed 002)",
+    "type": "object",
+    "required": [
+        "v",
+        "cluster",
+        "ts",
+        "ts_s",
+        "holder_kind",
+        "holder",
+        "n_short",
+        "penalty_seconds",
+        "adjust",
+    ],  # fmt: skip
+    "additionalProperties": False,
+    "properties": {
+        "v": {"const": 1},
+        "cluster": _STR,
+        "ts": {**_STR, "description": "the tick, ISO 8601 UTC"},
+        "ts_s": {**_NUM, "description": "the tick, POSIX seconds"},
+        "holder_kind": {"enum": ["user", "group"]},
+        "holder": _STR,
+        "n_short": {**_INT, "description": "N_s: short jobs ended in the tick"},
+        "penalty_seconds": {**_NUM, "description": "T_s: missing run time x slots"},
+        "adjust": {**_NUM, "description": "A(t) = 0.9 A(t-1) + 0.1 T_s(t); 0.0: left the table"},
+    },
+}
+
+
 @dataclass(frozen=True, slots=True)
 class TopicSpec:
     name: str  # without the prefix
@@ -336,12 +389,27 @@ TOPICS: tuple[TopicSpec, ...] = (
         METRICS_JOBS_SCHEMA,
         compacted=True,
     ),
+    TopicSpec(
+        "metrics.shortjobs",
+        "'<holder_kind>:<holder>'",
+        "short-job penalty of one holder at one tick; compacted, the latest per holder is the "
+        "table the scheduler's fairshare hook reads (0.0: not in it)",
+        METRICS_SHORTJOBS_SCHEMA,
+        compacted=True,
+    ),
     TopicSpec("dead-letter", "source", "one rejected record with its reason", DEAD_LETTER_SCHEMA),
     TopicSpec(
         "drain-partials",
         "partition number",
         "internal: absolute totals of one node-status partition",
         DRAIN_PARTIALS_SCHEMA,
+        single_partition=True,
+    ),
+    TopicSpec(
+        "jobs-partials",
+        "partition number",
+        "internal: job events of one job-events partition with their offsets",
+        JOBS_PARTIALS_SCHEMA,
         single_partition=True,
     ),
     TopicSpec(
@@ -364,8 +432,10 @@ class TopicNames:
     node_samples: str
     metrics_drain: str
     metrics_jobs: str
+    metrics_shortjobs: str
     dead_letter: str
     drain_partials: str
+    jobs_partials: str
     worker_state: str
 
     def all(self) -> tuple[str, ...]:

@@ -75,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
 
     from streams.agents import attach
     from streams.app import APP_ID, create_app
+    from streams.jobagents import attach_jobs
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
     from streams.memory import pin_mmap_threshold
+    from streams.topics import topic_names
 
     print(
         f"drainwatch worker: settings (secrets masked): {settings.describe()}",
@@ -84,12 +86,13 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
 
-    async def prepare() -> None:
+    async def prepare() -> int | None:
         await wait_for_kafka(settings, "drainwatch worker")
-        await ensure_topics(settings)
+        parts = await ensure_topics(settings)
+        return parts.get(topic_names(settings.topic_prefix).job_events)
 
     try:
-        asyncio.run(prepare())
+        job_partitions = asyncio.run(prepare())
         sink = None if args.no_influx else influx_sink(settings, "drainwatch worker")
     except Unreachable as e:
         print(f"drainwatch worker: {e}", file=sys.stderr)
@@ -98,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         pin_mmap_threshold(settings.mmap_threshold * 1024)
     app = create_app(settings, app_id=args.group or APP_ID)
     attach(app, settings, sink)
+    if settings.live_jobs == "shortjobs":
+        attach_jobs(app, settings, sink, job_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:
