@@ -31,8 +31,10 @@ def test_topic_names_from_prefix() -> None:
         "drainwatch.node-samples",
         "drainwatch.metrics.drain",
         "drainwatch.metrics.jobs",
+        "drainwatch.metrics.shortjobs",
         "drainwatch.dead-letter",
         "drainwatch.drain-partials",
+        "drainwatch.jobs-partials",
         "drainwatch.worker-state",
     )
     assert topic_names("site-a.").dead_letter == "site-a.dead-letter"
