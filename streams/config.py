@@ -432,7 +432,7 @@ SPECS: tuple[Spec, ...] = (
         "str",
         "off",
         "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; "
-        "experimental: a worker killed mid-run can still lose events, docs/state.md)",
+        "experimental, docs/state.md)",
         choices=("off", "shortjobs"),
     ),
     Spec(

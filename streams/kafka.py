@@ -114,13 +114,18 @@ async def read_latest(settings: Settings, topic: str, prefix: bytes) -> dict[byt
     read from the beginning to the end offset it had when called; deleted keys are absent."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(**_kw(settings), enable_auto_commit=False, group_id=None)
+    # auto_offset_reset "earliest" and an explicit seek: with the default "latest", the reset
+    # that assign() starts can finish after seek_to_beginning() and leave the position at the
+    # end, so nothing is read and a saved snapshot looks absent (seen: a restarted worker
+    # began from an empty state)
+    consumer = AIOKafkaConsumer(**_kw(settings), enable_auto_commit=False, group_id=None,
+                                auto_offset_reset="earliest")  # fmt: skip
     await consumer.start()
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         end = (await consumer.end_offsets([tp]))[tp]
-        await consumer.seek_to_beginning(tp)
+        consumer.seek(tp, (await consumer.beginning_offsets([tp]))[tp])
         out: dict[bytes, bytes] = {}
         while await consumer.position(tp) < end:
             batch = await consumer.getmany(tp, timeout_ms=1000, max_records=10_000)

@@ -1,12 +1,12 @@
 """The live job-events path, short-job penalties first (seed 002): the KTH trace shipped
-through Kafka gives, in InfluxDB and on metrics.shortjobs, exactly the replay's tick rows (all
-ticks the watermark has closed), and bad events are dead-lettered. (A worker killed with -9 and
-restarted still loses events on this path: worker.live_jobs is off by default until it does
-not; docs/state.md.)"""
+through Kafka, with the worker killed with -9 in the middle and restarted, gives in InfluxDB
+and on metrics.shortjobs exactly the replay's tick rows (all ticks the watermark has closed),
+and bad events are dead-lettered."""
 
 from __future__ import annotations
 
 import gzip
+import signal
 import subprocess
 import sys
 import time
@@ -83,14 +83,18 @@ def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
     run.stop()
 
 
-def test_live_short_job_penalties_equal_the_replay(live: Live) -> None:
+def test_live_short_job_penalties_equal_the_replay_through_a_kill(live: Live) -> None:
     live.env["DRAINWATCH_LIVE_JOBS"] = "shortjobs"
-    live.worker()
+    w = live.worker()
     garbage = [b"not json", b'{"type": "end", "ts": "soon", "job": "x"}',
                b'{"type": "end", "ts": 99999999999, "job": "far"}']  # fmt: skip
     live.produce("job-events", garbage, partition=0)
     ship = _ship_jobs(live, "--format", "swf", str(KTH), "--no-progress")
+    time.sleep(4)  # the worker is in the middle of the trace: kill it
+    w.send_signal(signal.SIGKILL)
+    w.wait(10)
     assert ship.wait(180) == 0, (live.tmp / "ship-jobs.log").read_text()
+    live.worker()
     expect = _replay_rows(live)
     want = {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in expect}
     assert len(want) > 20_000
@@ -110,5 +114,9 @@ def test_live_short_job_penalties_equal_the_replay(live: Live) -> None:
     assert abs(adj - sum(a for _, _, a in want.values())) <= 1e-9 * max(adj, 1.0)
     dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
                                                       live.prefix + "dead-letter")]  # fmt: skip
-    reasons = sorted(d["reason"] for d in dead if d["source"] == "job-events")
+    # the three bad messages are the first of partition 0; at least once, a dead letter can
+    # come twice (again after the restart), at the same place
+    reasons = sorted({(d["partition"], d["offset"]): d["reason"] for d in dead
+                      if d["source"] == "job-events" and d["partition"] == 0
+                      and d["offset"] < 3}.values())  # fmt: skip
     assert reasons == ["bad_json", "bad_ts", "implausible_time"]
