@@ -432,7 +432,7 @@ SPECS: tuple[Spec, ...] = (
         "str",
         "off",
         "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; "
-        "experimental, docs/state.md)",
+        "docs/state.md)",
         choices=("off", "shortjobs"),
     ),
     Spec(

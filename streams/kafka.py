@@ -103,8 +103,19 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
                 await admin.create_topics(new)
             except TopicAlreadyExistsError:  # a concurrent worker or shipper made them
                 pass
-        meta = await admin.describe_topics([settings.topic_prefix + t.name for t in TOPICS])
-        return {m["topic"]: len(m["partitions"]) for m in meta}
+        # right after creation the metadata can list no partitions yet (a count of 0 would
+        # make the job merger wait for nothing): ask again until every topic has them
+        names = [settings.topic_prefix + t.name for t in TOPICS]
+        deadline = time.monotonic() + settings.connect_timeout
+        while True:
+            meta = await admin.describe_topics(names)
+            out = {m["topic"]: len(m["partitions"]) for m in meta}
+            if all(out.get(n, 0) > 0 for n in names):
+                return out
+            if time.monotonic() > deadline:
+                missing = sorted(n for n in names if out.get(n, 0) == 0)
+                raise Unreachable(f"topics without partitions after creation: {missing}")
+            await asyncio.sleep(0.2)
     finally:
         await admin.close()
 

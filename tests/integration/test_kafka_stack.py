@@ -81,3 +81,19 @@ async def test_produce_consume_restart_durable(stack, kafka_bootstrap, topic_nam
     await asyncio.to_thread(stack.restart_kafka)
 
     _check(await _consume_all(kafka_bootstrap, topic_name, N_RECORDS))
+
+
+def test_ensure_topics_reports_the_partitions_of_topics_it_just_made(stack) -> None:  # type: ignore[no-untyped-def]
+    """Right after creation the broker's metadata can list no partitions yet; ensure_topics
+    waits for them (a 0 would let the job merger release before every partition reported)."""
+    from streams.config import load_settings
+    from streams.kafka import ensure_topics
+    from streams.topics import TOPICS
+
+    prefix = f"e{uuid.uuid4().hex[:8]}."
+    s = load_settings(env={"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+                           "DRAINWATCH_TOPIC_PREFIX": prefix,
+                           "DRAINWATCH_TOPIC_PARTITIONS": "3"})  # fmt: skip
+    got = asyncio.run(ensure_topics(s))
+    assert got == {prefix + t.name: 1 if t.single_partition else 3 for t in TOPICS}
+    assert asyncio.run(ensure_topics(s)) == got  # existing topics: the same answer

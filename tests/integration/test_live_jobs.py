@@ -120,3 +120,4 @@ def test_live_short_job_penalties_equal_the_replay_through_a_kill(live: Live) ->
                       if d["source"] == "job-events" and d["partition"] == 0
                       and d["offset"] < 3}.values())  # fmt: skip
     assert reasons == ["bad_json", "bad_ts", "implausible_time"]
+    assert not [d for d in dead if d["reason"] == "late"]  # every partition is waited for
