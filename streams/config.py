@@ -431,8 +431,7 @@ SPECS: tuple[Spec, ...] = (
         "live_jobs",
         "str",
         "off",
-        "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; "
-        "docs/state.md)",
+        "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; docs/state.md)",
         choices=("off", "shortjobs"),
     ),
     Spec(
