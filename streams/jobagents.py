@@ -26,6 +26,7 @@ from models.jobs.merge import JobEventMerger
 from models.jobs.shortjobs import ShortJobPenalty, ShortJobRow
 from models.records.jobevent import JobEvent, JobEventError, jobevent_from_dict, parse_jobevent_line
 from models.records.reject import Reject
+from streams.agents import _sent
 from streams.config import Settings
 from streams.format import instant
 from streams.sinks.influx import InfluxSink
@@ -242,12 +243,6 @@ class JobsPipeline:
             self.comb_held.clear()
             self.counts["shortjob_rows_written"] += len(rows)
             self.rows = []
-
-
-async def _sent(sends: list[Any]) -> None:
-    futures = [await s for s in sends]
-    if futures:
-        await asyncio.gather(*futures)
 
 
 def attach_jobs(

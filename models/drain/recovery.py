@@ -43,18 +43,23 @@ class Span:
     nodes: int
 
 
-def node_ms_per_window(spans: Sequence[Span], edges: np.ndarray) -> np.ndarray:
-    """Node-milliseconds of ``spans`` inside each window [edges[i], edges[i+1]) (exact int64;
-    the edges must cover the spans)."""
-    out = np.zeros(max(edges.size - 1, 0), dtype=np.int64)
+def _pieces(spans: Sequence[Span], edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every non-empty span cut at the window edges: (window, length ms, nodes) per piece, one
+    piece per span and window it touches (the edges must cover the spans)."""
     live = [s for s in spans if s.end_ms > s.start_ms and s.nodes > 0]
-    if not live:
-        return out
     start = np.array([s.start_ms for s in live], dtype=np.int64)
     end = np.array([s.end_ms for s in live], dtype=np.int64)
     nodes = np.array([s.nodes for s in live], dtype=np.int64)
     i, w, _, length = split_at_edges(start, end, edges)
-    np.add.at(out, w, length * nodes[i])
+    return w, length, nodes[i]
+
+
+def node_ms_per_window(spans: Sequence[Span], edges: np.ndarray) -> np.ndarray:
+    """Node-milliseconds of ``spans`` inside each window [edges[i], edges[i+1]) (exact int64;
+    the edges must cover the spans)."""
+    out = np.zeros(max(edges.size - 1, 0), dtype=np.int64)
+    w, length, nodes = _pieces(spans, edges)
+    np.add.at(out, w, length * nodes)
     return out
 
 
@@ -121,21 +126,16 @@ def backlog(
 ) -> list[BacklogWindow]:
     """One row per window (start, length, unallocated idle node-ms) with the queue beside it;
     ``queued`` spans are [submit, start) of each job (nodes: its request)."""
-    live = [s for s in queued if s.end_ms > s.start_ms and s.nodes > 0]
     nw = max(edges.size - 1, 0)
     job_ms = np.zeros(nw, dtype=np.int64)
     node_ms = np.zeros(nw, dtype=np.int64)
     count = np.zeros(nw, dtype=np.int64)
     smallest = np.full(nw, np.iinfo(np.int64).max, dtype=np.int64)
-    if live:
-        start = np.array([s.start_ms for s in live], dtype=np.int64)
-        end = np.array([s.end_ms for s in live], dtype=np.int64)
-        nodes = np.array([s.nodes for s in live], dtype=np.int64)
-        i, w, _, length = split_at_edges(start, end, edges)
-        np.add.at(job_ms, w, length)
-        np.add.at(node_ms, w, length * nodes[i])
-        np.add.at(count, w, 1)  # a job has one piece per window it is queued in
-        np.minimum.at(smallest, w, nodes[i])
+    w, length, nodes = _pieces(queued, edges)
+    np.add.at(job_ms, w, length)
+    np.add.at(node_ms, w, length * nodes)
+    np.add.at(count, w, 1)  # a job has one piece per window it is queued in
+    np.minimum.at(smallest, w, nodes)
     idx = np.searchsorted(edges, np.asarray(starts_ms, dtype=np.int64))
     out = []
     for s, n, idle, k in zip(starts_ms, lengths_ms, idle_ms, idx.tolist(), strict=True):

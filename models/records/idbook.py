@@ -20,6 +20,14 @@ _MIN_MERGE = 4096
 _NOT_NUMERIC = -1
 
 
+def _lookup(keys: np.ndarray, vals: np.ndarray, queries: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = vals[j]`` where ``queries[i] == keys[j]`` (``keys`` sorted); others untouched."""
+    if keys.size and queries.size:
+        pos = np.minimum(np.searchsorted(keys, queries), keys.size - 1)
+        hit = keys[pos] == queries
+        out[hit] = vals[pos[hit]]
+
+
 def numeric_id(name: str) -> int:
     """The id's int value if it is a canonical decimal of at most 18 digits, else -1."""
     if name.isascii() and name.isdigit() and len(name) <= 18 and (name[0] != "0" or name == "0"):
@@ -141,10 +149,7 @@ class IdBook:
     def _find(self, nums: np.ndarray) -> np.ndarray:
         """Codes of numeric values in the merged arrays, -1 where absent or not numeric."""
         out = np.full(nums.size, -1, dtype=np.int64)
-        if self._keys.size and nums.size:
-            pos = np.minimum(np.searchsorted(self._keys, nums), self._keys.size - 1)
-            hit = (self._keys[pos] == nums) & (nums >= 0)
-            out[hit] = self._vals[pos[hit]]
+        _lookup(self._keys, self._vals, nums, out)  # -1 (not numeric) is never a key
         return out
 
     def _slow(self, name: str, k: int) -> int:
@@ -200,11 +205,8 @@ class IntIndex:
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Codes of ``keys``, -1 where absent."""
         out = np.full(keys.size, -1, dtype=np.int64)
-        for k, v in ((self._keys, self._vals), (self._fkeys, self._fvals)):
-            if k.size and keys.size:
-                pos = np.minimum(np.searchsorted(k, keys), k.size - 1)
-                hit = k[pos] == keys
-                out[hit] = v[pos[hit]]
+        _lookup(self._keys, self._vals, keys, out)
+        _lookup(self._fkeys, self._fvals, keys, out)
         return out
 
     def add(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -349,8 +349,9 @@ class DrainStage:
     def finish(self) -> Iterable[Output]:
         acc, book = self.acc, self.book
         acc.add(self.reorder.flush())
-        yield DRAIN_DAILY, list(self._windows(acc.daily(), acc.days.local_label))
-        yield DRAIN_HOURLY, list(self._windows(acc.hourly(), lambda ms: ms))
+        days, hours = acc.daily(), acc.hourly()
+        yield DRAIN_DAILY, list(self._windows(days, acc.days.local_label))
+        yield DRAIN_HOURLY, list(self._windows(hours, lambda ms: ms))
         ns = acc.node_state_ms()
         yield (
             NODE_STATES,
@@ -437,12 +438,13 @@ class DrainStage:
                     for j in failure_to_launch(jobs, self.ftl_threshold)
                 ],
             )
-            yield from self._recovery(self.jobs.info)
+            yield from self._recovery(self.jobs.info, days, hours)
 
-    def _recovery(self, info: dict[str, JobTimes]) -> Iterator[Output]:
+    def _recovery(
+        self, info: dict[str, JobTimes], days: list[WindowRow], hours: list[WindowRow]
+    ) -> Iterator[Output]:
         """Back-fill efficiency per day and the backlog per hour (seed 000 §VI)."""
         acc = self.acc
-        days, hours = acc.daily(), acc.hourly()
         if acc.last_ms is None or not days:
             yield BACKFILL_DAILY, []
             yield BACKLOG_HOURLY, []
