@@ -26,9 +26,11 @@ day edges with vectorised bin counts (no per-job Python loop).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -248,3 +250,127 @@ def usage_from_events(
     """Per-day usage of the job runs found in ``events`` (see :func:`intervals_from_events`)."""
     iv = intervals_from_events(events)
     return usage_by_day(iv.start, iv.end, iv.nodes, iv.cpus, tz=tz, clip=clip)
+
+
+def add_exact(partials: list[float], x: float) -> None:
+    """Add ``x`` to ``partials`` without rounding: the partials stay non-overlapping floats
+    whose exact sum is the sum of everything added (Shewchuk's algorithm, the one behind
+    ``math.fsum``); ``math.fsum(partials)`` is that sum rounded once. Sums built this way do
+    not depend on the order of the additions."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo:
+            partials[i] = lo
+            i += 1
+        x = hi
+    partials[i:] = [x]
+
+
+class UsageAccumulator:
+    """Streaming :func:`usage_from_events`: the same rule and days, fed in event order.
+
+    A job counts when its end arrives (XDMoD counts ended jobs only); its wall, node and core
+    seconds are split at the zone's midnights and added to each day exactly
+    (:func:`add_exact`), so a day's figures are the same however the events were batched and
+    whenever they are read. Memory: the running jobs and one small record per day.
+    ``changed()`` returns the days whose row changed since the last call (and the empty days
+    that came into the range), for a live sink that re-writes them.
+    """
+
+    __slots__ = ("cal", "_open", "_days", "_first", "_last", "_changed", "_seen_last")
+
+    def __init__(self, tz: str = "UTC") -> None:
+        from models.jobs.capability import DayCalendar  # one calendar, one place
+
+        self.cal = DayCalendar(tz)
+        self._open: dict[str, tuple[float, Any, Any]] = {}  # job -> start, nodes, cores
+        # day -> [cpu partials, node partials, wall partials, started, ended]
+        self._days: dict[date, list[Any]] = {}
+        self._first: date | None = None
+        self._last: date | None = None
+        self._changed: set[date] = set()
+        self._seen_last: date | None = None  # range end at the last changed() call
+
+    def _day(self, d: date) -> list[Any]:
+        rec = self._days.get(d)
+        if rec is None:
+            rec = self._days[d] = [[], [], [], 0, 0]
+        self._changed.add(d)
+        return rec
+
+    def update(self, events: Iterable[JobEvent]) -> None:
+        span = self.cal.span
+        for ev in events:
+            if ev.type == "start":
+                self._open[ev.job] = (ev.ts, ev.nodes, ev.cores)
+            elif ev.type == "end":
+                sv = self._open.pop(ev.job, None)
+                if sv is None or not ev.ts >= sv[0]:
+                    continue
+                s, e = sv[0], ev.ts
+                nn = _nan0(sv[1] if sv[1] is not None else ev.nodes)
+                nc = _nan0(sv[2] if sv[2] is not None else ev.cores)
+                d0 = span(s)[0]
+                d1 = span(e)[0]
+                self._day(d0)[3] += 1
+                self._day(d1)[4] += 1
+                if self._first is None or d0 < self._first:
+                    self._first = d0
+                if self._last is None or d1 > self._last:
+                    self._last = d1
+                t = s
+                while t < e:
+                    d, _lo, hi = span(t)
+                    piece = (hi if hi < e else e) - t
+                    rec = self._day(d)
+                    add_exact(rec[0], nc * piece)
+                    add_exact(rec[1], nn * piece)
+                    add_exact(rec[2], piece)
+                    t = hi
+
+    def _row(self, d: date, resource: str) -> tuple[str, str, float, float, float, int, int]:
+        rec = self._days.get(d)
+        if rec is None:
+            return (d.isoformat(), resource, 0.0, 0.0, 0.0, 0, 0)
+        cpu, node, wall, started, ended = rec
+        f = math.fsum
+        return (d.isoformat(), resource, f(cpu) / 3600.0, f(node) / 3600.0, f(wall) / 3600.0,
+                started, ended)  # fmt: skip
+
+    def rows(self, resource: str = "") -> list[tuple[str, str, float, float, float, int, int]]:
+        """Every day from the first job start to the last job end (empty days as zeros)."""
+        if self._first is None or self._last is None:
+            return []
+        n = (self._last - self._first).days + 1
+        return [self._row(self._first + timedelta(days=i), resource) for i in range(n)]
+
+    def changed(self, resource: str = "") -> list[tuple[str, str, float, float, float, int, int]]:
+        """Rows of the days changed since the last call, the empty days new in the range too."""
+        days = set(self._changed)
+        if self._first is not None and self._last is not None:
+            lo = self._first if self._seen_last is None else self._seen_last
+            days.update(lo + timedelta(days=i) for i in range((self._last - lo).days + 1))
+            self._seen_last = self._last
+        self._changed.clear()
+        return [self._row(d, resource) for d in sorted(days)]
+
+    def totals(self) -> tuple[float, float, float, int, int]:
+        rows = self.rows()
+        return (
+            math.fsum(r[2] for r in rows),
+            math.fsum(r[3] for r in rows),
+            math.fsum(r[4] for r in rows),
+            sum(r[5] for r in rows),
+            sum(r[6] for r in rows),
+        )
+
+
+def _nan0(x: float | int | None) -> float:
+    if x is None:
+        return 0.0
+    x = float(x)
+    return 0.0 if x != x else x

@@ -42,7 +42,7 @@ from models.jobs.shortjobs import (
     lookup_table_json,
 )
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover
-from models.jobs.usage import usage_from_events
+from models.jobs.usage import UsageAccumulator
 from models.records.jobevent import JobEvent
 from streams.stages.base import Output
 from streams.tables import Table, cols
@@ -299,31 +299,39 @@ class _DailyStage:
 
 
 class UsageStage:
+    """``usage_daily.csv`` at the end of a replay; live, :meth:`changed` gives the re-written
+    days (a day's row changes whenever a job that ran on it ends)."""
+
     name = "usage"
 
     def __init__(self, tz: str, resource: str) -> None:
         self.tz = tz
         self.resource = resource
-        self.events: list[JobEvent] = []
+        self.m = UsageAccumulator(tz)
+        self.by_type: Counter[str] = Counter()
         self._totals: tuple[float, float, float, int, int] = (0.0, 0.0, 0.0, 0, 0)
 
     def tables(self) -> Sequence[Table]:
         return (USAGE_DAILY,)
 
     def step(self, batch: list[JobEvent]) -> Iterable[Output]:
-        self.events += batch
+        self.by_type.update(e.type for e in batch)
+        self.m.update(batch)
         return ()
 
+    def changed(self) -> Iterable[Output]:
+        rows = self.m.changed(self.resource)
+        return [(USAGE_DAILY, rows)] if rows else ()
+
     def finish(self) -> Iterable[Output]:
-        usage = usage_from_events(self.events, tz=self.tz)
-        self._totals = usage.totals()
-        yield USAGE_DAILY, list(usage.rows(self.resource))
+        self._totals = self.m.totals()
+        yield USAGE_DAILY, self.m.rows(self.resource)
 
     def summary(self) -> dict[str, Any]:
         cpu, node, wall, started, ended = self._totals
         return {
             "resource": self.resource,
-            "events_by_type": dict(sorted(Counter(e.type for e in self.events).items())),
+            "events_by_type": dict(sorted(self.by_type.items())),
             "cpu_hours": cpu,
             "node_hours": node,
             "wall_hours": wall,

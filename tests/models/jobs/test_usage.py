@@ -3,6 +3,7 @@ reference that follows XDMoD's statistic_ratio_case.sql literally."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 
 from models.formats.jobsource import iter_job_events, sort_events
 from models.jobs.usage import (
+    UsageAccumulator,
+    add_exact,
     day_edges,
     intervals_from_events,
     usage_by_day,
@@ -200,3 +203,74 @@ def test_numpy_split_equals_reference(jobs: list[tuple[int, int, int, int]], tz:
         assert u.jobs_ended[i] == r[4]
     # the split loses nothing: day shares add up to the wall time of every job
     assert u.wall_hours.sum() == pytest.approx(float((e - s).sum()) / 3600, rel=1e-12)
+
+
+# ---- the streaming accumulator (the live worker's and the replay's usage) ------------------
+
+
+def _events(jobs: list[tuple[int, int, int, int]]) -> list[JobEvent]:
+    ev: list[JobEvent] = []
+    for i, (s, e, n, c) in enumerate(jobs):
+        ev.append(JobEvent("start", float(s), f"j{i}", nodes=n, cores=c))
+        ev.append(JobEvent("end", float(e), f"j{i}", nodes=n, cores=c))
+    return sort_events(ev)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(_job, min_size=1, max_size=25),
+    st.sampled_from(["UTC", "Europe/Berlin", "America/New_York"]),
+    st.lists(st.integers(1, 7), min_size=1, max_size=8),
+)
+def test_accumulator_equals_reference_however_batched(
+    jobs: list[tuple[int, int, int, int]], tz: str, cuts: list[int]
+) -> None:
+    ev = _events(jobs)
+    whole = UsageAccumulator(tz)
+    whole.update(ev)
+    rows = whole.rows()
+    batched, i, k, seen = UsageAccumulator(tz), 0, 0, {}
+    while i < len(ev):  # any batching, with changed() read in between, gives the same rows
+        j = i + cuts[k % len(cuts)]
+        batched.update(ev[i:j])
+        seen.update({r[0]: r for r in batched.changed()})
+        i, k = j, k + 1
+    assert batched.rows() == rows
+    assert sorted(seen.values()) == rows  # the re-written days end as the final rows
+    first, last = date.fromisoformat(rows[0][0]), date.fromisoformat(rows[-1][0])
+    ref = reference_usage(jobs, tz, first, last)
+    for r in rows:
+        want = ref[date.fromisoformat(r[0])]
+        assert r[2:5] == pytest.approx(want[:3], rel=1e-12, abs=1e-9)
+        assert r[5:] == (want[3], want[4])
+    assert [r[0] for r in rows] == [d.isoformat() for d in usage_from_events(ev, tz=tz).days]
+
+
+def test_accumulator_sums_do_not_depend_on_order() -> None:
+    # (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1 in floats; the exact partials do not care
+    a: list[float] = []
+    b: list[float] = []
+    for x in (0.1, 0.2, 0.3, 1e16, -1e16):
+        add_exact(a, x)
+    for x in (-1e16, 0.3, 1e16, 0.2, 0.1):
+        add_exact(b, x)
+    assert (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1
+    assert math.fsum(a) == math.fsum(b) == math.fsum([0.1, 0.2, 0.3]) == 0.6
+
+
+@pytest.mark.data
+def test_accumulator_on_phillips_equals_the_batch_split() -> None:
+    if not PHILLIPS.exists():
+        pytest.skip("../shared/data/sacct/phillips.log is not present")
+    with PHILLIPS.open() as f:
+        ev = sort_events(iter_job_events("sacct", f, "phillips.log"))
+    acc = UsageAccumulator("UTC")
+    acc.update(ev)
+    rows = acc.rows()
+    ref = list(usage_from_events(ev, tz="UTC").rows())
+    assert [r[0] for r in rows] == [r[0] for r in ref]
+    for r, want in zip(rows, ref, strict=True):
+        assert r[2:5] == pytest.approx(want[2:5], rel=1e-12)
+        assert r[5:] == want[5:]
+    # Dec 23 had exactly one 12-core job running all day (job 163485)
+    assert rows[[r[0] for r in rows].index("2016-12-23")][2:5] == (288.0, 24.0, 24.0)
