@@ -21,10 +21,12 @@ make the repetition harmless.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import orjson
@@ -366,6 +368,20 @@ async def _sent(sends: list[Any]) -> None:
         await asyncio.gather(*futures)
 
 
+@contextlib.asynccontextmanager
+async def fatal_errors(app: Any, name: str) -> AsyncIterator[None]:
+    """An agent's unexpected error stops the worker (exit 1), so a supervisor restarts it from
+    its last saved state and committed offsets; left alone, Faust would restart the agent
+    without the events it had taken, and the worker would look healthy while losing them."""
+    try:
+        yield
+    except Exception as exc:
+        print(f"drainwatch worker: agent {name} failed: {exc!r}; stopping", file=sys.stderr,
+              flush=True)  # fmt: skip
+        await app.crash(exc)
+        raise
+
+
 def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeline:
     """Define the agents, timers, rebalance hooks and /metrics on ``app``."""
     pipe = DrainPipeline(app, settings, sink)
@@ -373,13 +389,15 @@ def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeli
 
     @app.agent(t.node_status, concurrency=AGENT_CONCURRENCY, name="drainwatch.node-status")
     async def node_status(stream: Any) -> None:
-        async for events in stream.noack_take(TAKE, within=0.5):
-            await pipe.on_node_status(events)
+        async with fatal_errors(app, "node-status"):
+            async for events in stream.noack_take(TAKE, within=0.5):
+                await pipe.on_node_status(events)
 
     @app.agent(t.drain_partials, concurrency=AGENT_CONCURRENCY, name="drainwatch.combiner")
     async def combiner(stream: Any) -> None:
-        async for events in stream.noack_take(TAKE, within=0.5):
-            await pipe.on_partials(events)
+        async with fatal_errors(app, "combiner"):
+            async for events in stream.noack_take(TAKE, within=0.5):
+                await pipe.on_partials(events)
 
     @app.timer(settings.checkpoint_interval)
     async def checkpoint() -> None:

@@ -43,6 +43,8 @@ class AppTopics:
     metrics_drain: faust.TopicT
     metrics_jobs: faust.TopicT
     metrics_shortjobs: faust.TopicT
+    metrics_capability: faust.TopicT
+    alerts: faust.TopicT
     dead_letter: faust.TopicT
     drain_partials: faust.TopicT
     jobs_partials: faust.TopicT

@@ -431,8 +431,68 @@ SPECS: tuple[Spec, ...] = (
         "live_jobs",
         "str",
         "off",
-        "job-events analytics in the worker: off, or shortjobs (seed 002 penalties; docs/state.md)",
-        choices=("off", "shortjobs"),
+        "job-events analytics in the worker: off, or on (every job analytic, its alerts; "
+        "docs/state.md)",
+        choices=("off", "on"),
+    ),
+    Spec(
+        "section_nodes",
+        "jobs",
+        "section_nodes",
+        "int",
+        None,
+        "capability section (nodes) for live CUP40 (seed 004); unset: accounting.nodes; "
+        "neither: no live capability",
+        minimum=1,
+        maximum=2**31 - 1,
+        optional=True,
+    ),
+    Spec(
+        "backfill_flags",
+        "jobs",
+        "backfill_flags",
+        "choice",
+        "no",
+        "yes when the job events carry backfill flags (sacct Flags, Moab): the modified CUP",
+        choices=("no", "yes"),
+    ),
+    Spec(
+        "adjust_out",
+        "jobs",
+        "adjust_out",
+        "path",
+        None,
+        "file for a scheduler's fair-share hook: holder -> short-job penalty (seed 002), "
+        "re-written atomically at each 3-minute tick",
+        optional=True,
+    ),
+    Spec(
+        "alert_shortjob_flood",
+        "alerts",
+        "shortjob_flood",
+        "float",
+        3600.0,
+        "short-job flood: A(t) of a user or group above this (slot-seconds; calibrate yours)",
+        minimum=0.0,
+    ),
+    Spec(
+        "alert_overrun_margin",
+        "alerts",
+        "overrun_margin",
+        "float",
+        60.0,
+        "overrun: a job still running this many seconds past its upper estimate (seed 001)",
+        minimum=0.0,
+    ),
+    Spec(
+        "alert_cup40_target",
+        "alerts",
+        "cup40_target",
+        "float",
+        0.80,
+        "capability: a day's CUP40 below this (seed 004's goal)",
+        minimum=0.0,
+        maximum=1.0,
     ),
     Spec(
         "mmap_threshold",
@@ -531,6 +591,12 @@ class Settings:
     flush_interval: float = 2.0
     mmap_threshold: int = 256
     live_jobs: str = "off"
+    section_nodes: int | None = None
+    backfill_flags: str = "no"
+    adjust_out: Path | None = None
+    alert_shortjob_flood: float = 3600.0
+    alert_overrun_margin: float = 60.0
+    alert_cup40_target: float = 0.80
     connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0

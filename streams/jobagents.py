@@ -1,4 +1,5 @@
-"""The live job-events path (docs/state.md, "Job events"): short-job penalties (seed 002) first.
+"""The live job-events path (docs/state.md, "Job events"): every job analytic of
+``drainwatch replay --format swf|sacct|...`` on the stream, and its alerts.
 
 * ``job-events`` agent (``concurrency=1``; the partitions this worker owns): decodes each
   message into a JobEvent (bad ones and implausible times go to the dead-letter topic with
@@ -7,66 +8,97 @@
   broker's acknowledgement, then acks the events. It holds no other state: the merger below
   recognises a re-sent event by (partition, offset).
 * ``jobs-partials`` agent: the :class:`~models.jobs.merge.JobEventMerger` releases events in
-  the replay's order once every partition is past them (event time), into the same
-  ``ShortJobsStage`` ``drainwatch replay`` runs. Every ``flush_interval`` the new tick rows go
-  to InfluxDB (``shortjobs``) and ``metrics.shortjobs``; then the merger and the model are
-  saved to ``worker-state`` and only then are the partials acked (the drain path's invariant).
+  the replay's order once every partition is past them (event time), cut at the zone's day
+  edges as the replay cuts them, into the replay's own stages (usage, short-job penalties,
+  turnover, run-time predictions, capability, fair share) and :class:`~models.alerts.JobAlerts`.
+  Every ``flush_interval`` the new rows go to InfluxDB and the metric topics, the alert changes
+  to ``alerts``; then the merger, the stages and the open alerts are saved to ``worker-state``
+  and only then are the partials acked (the drain path's invariant).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import pickle
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import orjson
 
+from models.alerts import Alert, AlertBook, JobAlerts
+from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
+from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.merge import JobEventMerger
-from models.jobs.shortjobs import ShortJobPenalty, ShortJobRow
+from models.jobs.runtime import RuntimePredictor
+from models.jobs.shortjobs import ShortJobPenalty
+from models.jobs.turnover import SlotTurnover
 from models.records.jobevent import JobEvent, JobEventError, jobevent_from_dict, parse_jobevent_line
 from models.records.reject import Reject
-from streams.agents import _sent
+from streams.agents import _sent, fatal_errors
 from streams.config import Settings
-from streams.format import instant
+from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.influx import InfluxSink
+from streams.sinks.jobpoints import (
+    alert_message,
+    alert_point,
+    row_message,
+    runtime_point,
+    table_points,
+)
 from streams.sinks.statestore import StateStore
-from streams.stages.jobs import ShortJobsStage
+from streams.stages.jobs import (
+    CAPABILITY_DAILY,
+    RUNTIME_PREDICTIONS,
+    SHORTJOBS,
+    CapabilityStage,
+    FairShareStage,
+    RuntimeStage,
+    ShortJobsStage,
+    TurnoverStage,
+    UsageStage,
+)
 from streams.topics import dead_letter_message
 
 PARTIAL_EVENTS = 2000  # events per jobs-partials message (~300 kB)
 STATE_KEY = "jobs"
-STATE_FORMAT = 1
+# 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
+# worker's own, written and read by the same release)
+STATE_FORMAT = 2
+_TS = attrgetter("ts")
 
 
-def shortjob_message(cluster: str, r: ShortJobRow) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "cluster": cluster,
-        "ts": instant(r.ts),
-        "ts_s": r.ts,
-        "holder_kind": r.holder_kind,
-        "holder": r.holder,
-        "n_short": r.n_short,
-        "penalty_seconds": r.penalty_s,
-        "adjust": r.adjust,
+def live_stages(settings: Settings) -> dict[str, Any]:
+    """The replay's job stages with the seeds' defaults and the settings' thresholds, by name;
+    capability only with a section size (``jobs.section_nodes``, else ``accounting.nodes``)."""
+    tz = settings.tz
+    stages: dict[str, Any] = {
+        "usage": UsageStage(tz, settings.cluster),
+        "shortjobs": ShortJobsStage(ShortJobPenalty()),
+        "turnover": TurnoverStage(SlotTurnover(), tz),
+        "runtime": RuntimeStage(
+            RuntimePredictor(overrun_margin=settings.alert_overrun_margin), keep=False
+        ),
+        "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
     }
+    section = settings.section_nodes or settings.nodes
+    if section:
+        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
+        stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
+    return stages
 
 
-def shortjob_point(cluster: str, r: ShortJobRow) -> Any:
-    """One ``shortjobs`` point; time = the tick, so a re-written row overwrites."""
-    from influxdb_client import Point, WritePrecision
-
-    return (
-        Point("shortjobs")
-        .tag("cluster", cluster)
-        .tag("kind", r.holder_kind)
-        .tag("holder", r.holder)
-        .field("n_short", r.n_short)
-        .field("penalty_seconds", float(r.penalty_s))
-        .field("adjust", float(r.adjust))
-        .time(round(r.ts * 1000), WritePrecision.MS)
-    )
+def day_batches(cal: DayCalendar, events: list[JobEvent]) -> Iterator[list[JobEvent]]:
+    """``events`` (sorted) cut at the zone's day edges, as the replay's source cuts them."""
+    i, n = 0, len(events)
+    while i < n:
+        hi = cal.span(events[i].ts)[2]
+        j = bisect.bisect_left(events, hi, lo=i, key=_TS)
+        yield events[i:j]
+        i = j
 
 
 class JobsPipeline:
@@ -85,10 +117,15 @@ class JobsPipeline:
         self.dead: list[Any] = []
         self.lock = asyncio.Lock()
         self.merger: JobEventMerger | None = None
-        self.stage: ShortJobsStage | None = None
+        self.stages: dict[str, Any] | None = None
+        self.alerts = JobAlerts()
+        self.cal = DayCalendar(settings.tz)
+        self.zone = ZoneInfo(settings.tz)
+        self.adjust = AdjustTableFile(settings.adjust_out) if settings.adjust_out else None
         self.offset = -1  # last jobs-partials offset in the merger's state
         self.comb_held: list[Any] = []
-        self.rows: list[ShortJobRow] = []
+        self.points: list[Any] = []  # InfluxDB points of the rows since the last flush
+        self.messages: list[tuple[Any, bytes, bytes]] = []  # (topic, key, value)
         self.comb_lock = asyncio.Lock()
         self.suspect = False  # jobs-partials was revoked since the state was last checked
         self.counts: Counter[str] = Counter()
@@ -165,24 +202,63 @@ class JobsPipeline:
                 self.suspect = True
 
     # ---- jobs-partials ----------------------------------------------------------------------
-    async def _state(self) -> tuple[JobEventMerger, ShortJobsStage]:
-        if self.merger is None or self.stage is None:
+    async def _state(self) -> tuple[JobEventMerger, dict[str, Any]]:
+        if self.merger is None or self.stages is None:
             data = await self.store.load(STATE_KEY)
-            lateness = self.settings.lateness
+            s = self.settings
+            book = AlertBook()
             if data is None:
-                self.merger = JobEventMerger(lateness, self.partitions)
-                model, last_ts, self.offset = None, None, -1
+                self.merger = JobEventMerger(s.lateness, self.partitions)
+                self.stages, self.offset = live_stages(s), -1
             else:
-                d = orjson.loads(data)
-                if d.get("format") != STATE_FORMAT:
-                    raise ValueError(f"job state format {d.get('format')!r}: not readable")
+                try:
+                    d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
+                except Exception:
+                    d = None
+                if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
+                    raise ValueError("job state: not format 2, not readable by this release")
                 self.merger = JobEventMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
-                model, last_ts = ShortJobPenalty.from_dict(d["shortjobs"]), d["last_ts"]
-                self.offset = int(d["offset"])
-            self.stage = ShortJobsStage(model or ShortJobPenalty())
-            self.stage.last_ts = last_ts
-        return self.merger, self.stage
+                self.stages, self.offset = d["stages"], int(d["offset"])
+                book = AlertBook.from_dict(d["alerts"])
+            self.stages["shortjobs"].on_tick = self.adjust
+            self.alerts = JobAlerts(book, s.alert_shortjob_flood, s.alert_cup40_target,
+                                    s.alert_overrun_margin, s.tz)  # fmt: skip
+        return self.merger, self.stages
+
+    def _alerts(self, alerts: list[Alert]) -> None:
+        cluster, topic = self.settings.cluster, self.topics.alerts
+        for a in alerts:
+            self.points.append(alert_point(cluster, a))
+            self.messages.append((topic, a.id.encode(), orjson.dumps(alert_message(cluster, a))))
+        self.counts["alert_changes"] += len(alerts)
+
+    def _step(self, stages: dict[str, Any], batch: list[JobEvent]) -> None:
+        """One day-bounded batch through every stage: rows to points and messages, alerts."""
+        cluster, zone, ja = self.settings.cluster, self.zone, self.alerts
+        alerts: list[Alert] = []
+        for stage in stages.values():
+            for table, rows in stage.step(batch):
+                self.counts["rows"] += len(rows)
+                if table is RUNTIME_PREDICTIONS:
+                    ends = {e.job: e.ts for e in batch if e.type == "end"}
+                    self.points += [runtime_point(cluster, r, ends[r[0]], zone) for r in rows]
+                    alerts += ja.overrun_ended(rows, ends)
+                    continue
+                self.points += table_points(cluster, table, rows, zone)
+                if table is SHORTJOBS:
+                    alerts += ja.shortjobs(rows)
+                    topic = self.topics.metrics_shortjobs
+                    for r in rows:
+                        msg = row_message(cluster, table, r)
+                        self.messages.append((topic, f"{r[1]}:{r[2]}".encode(), orjson.dumps(msg)))
+                elif table is CAPABILITY_DAILY:
+                    alerts += ja.capability(rows)
+                    topic = self.topics.metrics_capability
+                    for r in rows:
+                        msg = row_message(cluster, table, r)
+                        self.messages.append((topic, str(r[0]).encode(), orjson.dumps(msg)))
+        self._alerts(alerts)
 
     async def on_partials(self, events: Iterable[Any]) -> None:
         async with self.comb_lock:
@@ -191,10 +267,11 @@ class JobsPipeline:
                 if self.suspect and self.merger is not None and off > self.offset + 1:
                     # another worker took messages this state has not seen: start again from
                     # the last saved state (what this worker held unacked comes again)
-                    self.merger, self.stage, self.comb_held, self.rows = None, None, [], []
+                    self.merger, self.stages, self.comb_held = None, None, []
+                    self.points, self.messages = [], []
                     self.counts["state_reloads"] += 1
                 self.suspect = False
-                merger, stage = await self._state()
+                merger, stages = await self._state()
                 if off <= self.offset:
                     ev.ack()
                     continue
@@ -207,42 +284,43 @@ class JobsPipeline:
                         self._dead_letter(Reject("late", "job-events", 0, orjson.dumps(e).decode()),
                                           topic=self.topics.job_events.get_topic_name(),
                                           partition=p, offset=int(src_off))  # fmt: skip
-                for _, rows in stage.step(merger.release()):
-                    if not isinstance(rows, bytes):  # shortjobs rows (no document mid-stream)
-                        self.rows += [ShortJobRow(*r) for r in rows]
+                released = merger.release()
+                for batch in day_batches(self.cal, released):
+                    self._step(stages, batch)
+                if released:  # jobs running past their estimate at the new event time
+                    now = released[-1].ts
+                    running = stages["runtime"].m.running(now)
+                    self._alerts(self.alerts.overrun_started(running, now))
                 self.offset = off
                 self.comb_held.append(ev)
 
     async def flush(self) -> None:
-        """Write the new tick rows, save the state, then ack the partials it holds."""
+        """Write the new rows and alert changes, save the state, then ack the partials."""
         async with self.comb_lock:
-            if self.merger is None or self.stage is None or not self.comb_held:
+            if self.merger is None or self.stages is None or not self.comb_held:
                 return
-            rows, cluster = self.rows, self.settings.cluster
-            if self.sink is not None and rows:
-                await asyncio.to_thread(self.sink.write, [shortjob_point(cluster, r) for r in rows])
-            await _sent([
-                self.topics.metrics_shortjobs.send(
-                    key=f"{r.holder_kind}:{r.holder}".encode(),
-                    value=orjson.dumps(shortjob_message(cluster, r)),
-                )
-                for r in rows
-            ])  # fmt: skip
+            cluster, zone = self.settings.cluster, self.zone
+            for table, rows in self.stages["usage"].changed():  # days re-written as jobs end
+                self.points += table_points(cluster, table, rows, zone)
+            points, messages = self.points, self.messages
+            if self.sink is not None and points:
+                await asyncio.to_thread(self.sink.write, points)
+            await _sent([t.send(key=k, value=v) for t, k, v in messages])
             await _sent(self.dead)
             self.dead.clear()
             state = {
                 "format": STATE_FORMAT,
                 "merger": self.merger.to_dict(),
-                "shortjobs": self.stage.m.to_dict(),
-                "last_ts": self.stage.last_ts,
+                "stages": self.stages,
+                "alerts": self.alerts.book.to_dict(),
                 "offset": self.offset,
             }
-            await self.store.save(STATE_KEY, orjson.dumps(state))
+            await self.store.save(STATE_KEY, pickle.dumps(state, protocol=5))
             for ev in self.comb_held:
                 ev.ack()
             self.comb_held.clear()
-            self.counts["shortjob_rows_written"] += len(rows)
-            self.rows = []
+            self.counts["points_written"] += len(points)
+            self.points, self.messages = [], []
 
 
 def attach_jobs(
@@ -257,13 +335,15 @@ def attach_jobs(
 
     @app.agent(t.job_events, concurrency=AGENT_CONCURRENCY, name="drainwatch.job-events")
     async def job_events(stream: Any) -> None:
-        async for events in stream.noack_take(512, within=0.5):
-            await pipe.on_job_events(events)
+        async with fatal_errors(app, "job-events"):
+            async for events in stream.noack_take(512, within=0.5):
+                await pipe.on_job_events(events)
 
     @app.agent(t.jobs_partials, concurrency=AGENT_CONCURRENCY, name="drainwatch.jobs")
     async def jobs(stream: Any) -> None:
-        async for events in stream.noack_take(64, within=0.5):
-            await pipe.on_partials(events)
+        async with fatal_errors(app, "jobs"):
+            async for events in stream.noack_take(64, within=0.5):
+                await pipe.on_partials(events)
 
     @app.timer(settings.flush_interval)
     async def flush() -> None:

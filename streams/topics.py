@@ -349,6 +349,72 @@ METRICS_SHORTJOBS_SCHEMA: dict[str, Any] = {
     },
 }
 
+_NUM_OR_NULL = {"type": ["number", "null"]}
+METRICS_CAPABILITY_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "metrics.capability.v1.json",
+    "title": "Capability use of one closed day (seed 004; capability_daily.csv's columns)",
+    "type": "object",
+    "required": ["v", "cluster", "day", "large_node_hours", "small_node_hours", "cup40"],
+    "additionalProperties": False,
+    "properties": {
+        "v": {"const": 1},
+        "cluster": _STR,
+        "day": {**_STR, "description": "calendar day in the configured zone, YYYY-MM-DD"},
+        "large_node_hours": {**_NUM, "description": "jobs on >= 40 % of the section"},
+        "small_node_hours": {**_NUM, "description": "the other jobs"},
+        "backfill_node_hours": {**_NUM_OR_NULL, "description": "small backfilled jobs"},
+        "cup40": {**_NUM_OR_NULL, "description": "large / (large + small)"},
+        "cup40_modified": {**_NUM_OR_NULL, "description": "large / (large + small - backfill)"},
+        "red_node_hours": _NUM_OR_NULL,
+        "black_node_hours": _NUM_OR_NULL,
+        "red_share": _NUM_OR_NULL,
+        "p_cup_factor": {**_NUM_OR_NULL, "description": "0.80 - cup40 while below the goal"},
+    },
+}
+ALERTS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "alerts.v1.json",
+    "title": "One alert state change (models.alerts): firing when a condition starts, resolved "
+    "when it clears; the same id is not sent again while it fires",
+    "type": "object",
+    "required": [
+        "v",
+        "cluster",
+        "id",
+        "kind",
+        "subject",
+        "severity",
+        "state",
+        "value",
+        "threshold",
+        "window",
+        "since",
+        "at",
+        "details",
+        "since_iso",
+        "at_iso",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "v": {"const": 1},
+        "cluster": _STR,
+        "id": {**_STR, "description": "'<kind>:<subject>': one episode at a time per id"},
+        "kind": {"enum": ["shortjob_flood", "overrun", "capability"]},
+        "subject": {**_STR, "description": "job id, '<user|group>:<name>', 'cup40'"},
+        "severity": {"enum": ["info", "warning", "critical"]},
+        "state": {"enum": ["firing", "resolved"]},
+        "value": {**_NUM_OR_NULL, "description": "the measured value at this change"},
+        "threshold": _NUM_OR_NULL,
+        "window": {**_STR, "description": "what the value is measured over"},
+        "since": {**_NUM, "description": "event time the episode began, POSIX seconds"},
+        "at": {**_NUM, "description": "event time of this change, POSIX seconds"},
+        "since_iso": _STR,
+        "at_iso": _STR,
+        "details": {"type": "object", "description": "kind-specific context (user, day...)"},
+    },
+}
+
 
 @dataclass(frozen=True, slots=True)
 class TopicSpec:
@@ -397,6 +463,20 @@ TOPICS: tuple[TopicSpec, ...] = (
         METRICS_SHORTJOBS_SCHEMA,
         compacted=True,
     ),
+    TopicSpec(
+        "metrics.capability",
+        "day",
+        "capability use of one closed day (seed 004)",
+        METRICS_CAPABILITY_SCHEMA,
+        compacted=True,
+    ),
+    TopicSpec(
+        "alerts",
+        "alert id",
+        "one alert state change; a consumer keeping the latest record per id sees each "
+        "alert's current state",
+        ALERTS_SCHEMA,
+    ),
     TopicSpec("dead-letter", "source", "one rejected record with its reason", DEAD_LETTER_SCHEMA),
     TopicSpec(
         "drain-partials",
@@ -433,6 +513,8 @@ class TopicNames:
     metrics_drain: str
     metrics_jobs: str
     metrics_shortjobs: str
+    metrics_capability: str
+    alerts: str
     dead_letter: str
     drain_partials: str
     jobs_partials: str

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         pin_mmap_threshold(settings.mmap_threshold * 1024)
     app = create_app(settings, app_id=args.group or APP_ID)
     attach(app, settings, sink)
-    if settings.live_jobs == "shortjobs":
+    if settings.live_jobs == "on":
         attach_jobs(app, settings, sink, job_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)

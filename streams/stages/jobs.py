@@ -464,8 +464,11 @@ def _turnover_row(r: Any) -> tuple[Any, ...]:
 class RuntimeStage:
     name = "runtime"
 
-    def __init__(self, model: RuntimePredictor) -> None:
+    def __init__(self, model: RuntimePredictor, keep: bool = True) -> None:
+        """``keep``: hold every prediction for the summary's scores (a replay; the live
+        worker's rows go to its sinks and leave memory)."""
         self.m = model
+        self.keep = keep
         self.predictions: list[Any] = []
 
     def tables(self) -> Sequence[Table]:
@@ -474,7 +477,8 @@ class RuntimeStage:
     def step(self, batch: list[JobEvent]) -> Iterable[Output]:
         b = _ended(batch)
         rows = self.m.update(b) if b else []
-        self.predictions += rows
+        if self.keep:
+            self.predictions += rows
         if not rows:
             return ()
         return [

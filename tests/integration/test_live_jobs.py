@@ -1,10 +1,12 @@
-"""The live job-events path, short-job penalties first (seed 002): the KTH trace shipped
-through Kafka, with the worker killed with -9 in the middle and restarted, gives in InfluxDB
-and on metrics.shortjobs exactly the replay's tick rows (all ticks the watermark has closed),
-and bad events are dead-lettered."""
+"""The live job-events path: the KTH trace shipped through Kafka, with the worker killed with
+-9 in the middle and restarted, gives in InfluxDB and on the metric topics exactly the rows
+``drainwatch replay`` writes for the events the worker has released (usage, short-job
+penalties, run-time predictions, turnover, capability, fair share), and bad events are
+dead-lettered."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import signal
 import subprocess
@@ -18,8 +20,16 @@ import orjson
 import pytest
 
 from models.formats.jobsource import iter_job_events, sort_events
-from models.jobs.shortjobs import ShortJobPenalty
-from streams.stages.jobs import SHORTJOBS, ShortJobsStage
+from streams.sinks.jobpoints import MEASUREMENTS
+from streams.stages.jobs import (
+    CAPABILITY_DAILY,
+    FAIRSHARE_USAGE,
+    RUNTIME_PREDICTIONS,
+    SHORTJOBS,
+    TURNOVER,
+    USAGE_DAILY,
+)
+from streams.tables import Table
 from streams.topics import TOPICS
 from tests.golden.make_golden import DATA
 from tests.integration.kafka_read import read_topic
@@ -29,43 +39,62 @@ pytestmark = pytest.mark.integration
 KTH = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
-def _replay_rows(live: Live) -> list[tuple[float, str, str, int, float, float]]:
-    """The replay's rows over the events the live merger can have released: every event up
-    to its final watermark (the lowest over the partitions of their latest event time, minus
-    the lateness), read back from job-events to learn each event's partition."""
-    events = sort_events(iter_job_events("swf", gzip.open(KTH, "rb")))
+def _watermark(live: Live) -> float:
+    """The live merger's final watermark: the lowest over the partitions of their latest
+    event time, minus the lateness (read back from job-events: each event's partition)."""
     latest: dict[int, float] = {}
     for _, v, part in read_topic(live.stack.kafka_bootstrap, live.prefix + "job-events"):
         ts = orjson.loads(v)["ts"] if v.startswith(b"{") else None
         if isinstance(ts, float | int) and ts < 2e9:
             latest[part] = max(latest.get(part, ts), ts)
-    wm = min(latest.values()) - 600
-    st = ShortJobsStage(ShortJobPenalty())
-    out = list(st.step([e for e in events if e.ts <= wm]))
-    return [tuple(r) for t, rows in out if t == SHORTJOBS for r in rows]  # type: ignore[misc]
+    return min(latest.values()) - 600
 
 
-def _topic_rows(live: Live) -> dict[tuple[float, str, str], tuple[int, float, float]]:
-    """Rows on metrics.shortjobs by (tick, kind, holder): a re-sent row is the same row."""
-    out: dict[tuple[float, str, str], tuple[int, float, float]] = {}
-    for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "metrics.shortjobs"):
+def _replay(live: Live, wm: float) -> dict[str, list[list[str]]]:
+    """``drainwatch replay`` (the CLI) over the events the live merger can have released:
+    every event up to the watermark, as a job-events file; its CSV rows by file."""
+    events = sort_events(iter_job_events("swf", gzip.open(KTH, "rb")))
+    path = live.tmp / "released.jsonl"
+    path.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
+    out = live.tmp / "replay"
+    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "jobevents",
+                    "--out", str(out), "--section-nodes", "100", "--max-jump", "0",
+                    "--no-progress", str(path)], env=live.env, check=True,
+                   capture_output=True)  # fmt: skip
+    return {t.file: [r[:] for r in list(csv.reader((out / t.file).open()))[1:]]
+            for t in (SHORTJOBS, USAGE_DAILY, TURNOVER, RUNTIME_PREDICTIONS, CAPABILITY_DAILY,
+                      FAIRSHARE_USAGE)}  # fmt: skip
+
+
+def _topic_rows(live: Live, topic: str, key: Any) -> dict[Any, dict[str, Any]]:
+    """A metric topic's messages by ``key(message)``: a re-sent row is the same row."""
+    out: dict[Any, dict[str, Any]] = {}
+    for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + topic):
         d = orjson.loads(v)
-        key = (d["ts_s"], d["holder_kind"], d["holder"])
-        row = (d["n_short"], d["penalty_seconds"], d["adjust"])
-        assert out.setdefault(key, row) == row, key  # a re-sent row never differs
+        assert out.setdefault(key(d), d) == d, key(d)  # a re-sent row never differs
     return out
 
 
-def _wait_for(
-    live: Live, want: dict[tuple[float, str, str], tuple[int, float, float]], timeout: float = 240
-) -> dict[tuple[float, str, str], tuple[int, float, float]]:
-    """The topic's rows once they are ``want`` (or, at the timeout, whatever they are)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        rows = _topic_rows(live)
-        if rows == want or time.monotonic() > deadline:
-            return rows
-        time.sleep(3)
+def _short_key(d: dict[str, Any]) -> tuple[Any, ...]:
+    return (d["ts_s"], d["holder_kind"], d["holder"])
+
+
+def _influx_rows(live: Live, table: Table) -> list[list[str]]:
+    """A measurement's points back as the table's formatted rows (what the CSV would say)."""
+    m = MEASUREMENTS[table.file]
+    tags = dict(m.rename)
+    out = []
+    for p in live.influx.influxql(f'SELECT * FROM "{m.name}"'):
+        t = p["time"] / 1e9  # epoch=ns
+        row = []
+        for c in table.columns:
+            if c.name == m.time:
+                row.append(p["day"] if c.kind == "day" else t)
+            else:
+                v = p.get(tags.get(c.name, c.name))
+                row.append(None if v == "" else v)
+        out += table.format([row])
+    return sorted(out)
 
 
 def _ship_jobs(live: Live, *args: str) -> subprocess.Popen[bytes]:
@@ -83,8 +112,10 @@ def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
     run.stop()
 
 
-def test_live_short_job_penalties_equal_the_replay_through_a_kill(live: Live) -> None:
-    live.env["DRAINWATCH_LIVE_JOBS"] = "shortjobs"
+def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
+    live.env["DRAINWATCH_LIVE_JOBS"] = "on"
+    live.env["DRAINWATCH_SECTION_NODES"] = "100"  # KTH's MaxNodes, what the replay uses
+    live.env["DRAINWATCH_ADJUST_OUT"] = str(live.tmp / "hook" / "adjust.tsv")
     w = live.worker()
     garbage = [b"not json", b'{"type": "end", "ts": "soon", "job": "x"}',
                b'{"type": "end", "ts": 99999999999, "job": "far"}']  # fmt: skip
@@ -94,24 +125,62 @@ def test_live_short_job_penalties_equal_the_replay_through_a_kill(live: Live) ->
     w.send_signal(signal.SIGKILL)
     w.wait(10)
     assert ship.wait(180) == 0, (live.tmp / "ship-jobs.log").read_text()
-    live.worker()
-    expect = _replay_rows(live)
-    want = {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in expect}
-    assert len(want) > 20_000
-    got = _wait_for(live, want)
-    assert len(got) == len(want)
-    assert got == want
+    w = live.worker()
+    want = _replay(live, _watermark(live))
 
-    schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
-                                                  if t.name == "metrics.shortjobs"))  # fmt: skip
-    for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "metrics.shortjobs")[:500]:
-        schema.validate(orjson.loads(v))
-    points = live.influx.influxql(
-        "SELECT n_short, penalty_seconds, adjust, kind, holder FROM shortjobs"
-    )
-    assert len(points) == len(want)
-    adj = sum(p["adjust"] for p in points)
-    assert abs(adj - sum(a for _, _, a in want.values())) <= 1e-9 * max(adj, 1.0)
+    # short-job ticks: every tick the watermark closed (the replay's last, open tick is not)
+    short = {tuple(r[:3]) for r in want[SHORTJOBS.file]}
+    last_tick = max(r[0] for r in want[SHORTJOBS.file])
+    closed = sorted(r for r in want[SHORTJOBS.file] if r[0] != last_tick)
+    assert len(closed) > 20_000
+    deadline = time.monotonic() + 240
+    while True:
+        got_short = _topic_rows(live, "metrics.shortjobs", _short_key)
+        rows = sorted(SHORTJOBS.format([[d["ts_s"], d["holder_kind"], d["holder"], d["n_short"],
+                                         d["penalty_seconds"], d["adjust"]]
+                                        for d in got_short.values()]))  # fmt: skip
+        if rows[: len(closed)] == closed or time.monotonic() > deadline:
+            break
+        assert w.poll() is None, "the worker stopped"
+        time.sleep(3)
+    assert [r for r in rows if r[0] != last_tick] == closed
+    assert all(tuple(r[:3]) in short for r in rows)
+    assert _influx_rows(live, SHORTJOBS) == rows
+
+    # usage: every day, final (the jobs that ran on a day have all ended by the watermark's
+    # last release); the resource is the cluster live, the file stem in the replay
+    usage = _influx_rows(live, USAGE_DAILY)
+    assert [r[:1] + r[2:] for r in usage] == [r[:1] + r[2:] for r in want[USAGE_DAILY.file]]
+    assert len(usage) > 300
+    # run-time predictions: every ended job
+    runtime = _influx_rows(live, RUNTIME_PREDICTIONS)
+    assert runtime == sorted(want[RUNTIME_PREDICTIONS.file])
+    assert len(runtime) > 25_000
+    # turnover windows, capability and fair-share days: the replay's rows but the last few,
+    # which its end of input closed (days with jobs still running, the windows after the
+    # last event)
+    caps = _topic_rows(live, "metrics.capability", lambda d: d["day"])
+    cap_rows = sorted(CAPABILITY_DAILY.format([[d[c] for c in CAPABILITY_DAILY.names]
+                                               for d in caps.values()]))  # fmt: skip
+    assert _influx_rows(live, CAPABILITY_DAILY) == cap_rows
+    fair = _influx_rows(live, FAIRSHARE_USAGE)
+    turnover = _influx_rows(live, TURNOVER)
+    for got, table in ((cap_rows, CAPABILITY_DAILY), (fair, FAIRSHARE_USAGE), (turnover, TURNOVER)):
+        replayed = sorted(want[table.file])
+        assert got == replayed[: len(got)], table.file
+        left = {r[0] for r in replayed[len(got) :]}  # days, or window starts
+        assert len(left) <= 3, (table.file, sorted(left))
+    assert len(cap_rows) > 300 and len(fair) > 1000 and len(turnover) > 7000
+
+    # the scheduler hook's file: the lookup table at the last closed tick
+    hook = (live.tmp / "hook" / "adjust.tsv").read_text()
+    assert hook.count("\n") >= 1 and all(len(line.split("\t")) == 3 for line in hook.splitlines())
+
+    for topic in ("metrics.shortjobs", "metrics.capability"):
+        schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
+                                                      if t.name == topic))  # fmt: skip
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + topic)[:500]:
+            schema.validate(orjson.loads(v))
     dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
                                                       live.prefix + "dead-letter")]  # fmt: skip
     # the three bad messages are the first of partition 0; at least once, a dead letter can

@@ -32,6 +32,8 @@ def test_topic_names_from_prefix() -> None:
         "drainwatch.metrics.drain",
         "drainwatch.metrics.jobs",
         "drainwatch.metrics.shortjobs",
+        "drainwatch.metrics.capability",
+        "drainwatch.alerts",
         "drainwatch.dead-letter",
         "drainwatch.drain-partials",
         "drainwatch.jobs-partials",

@@ -1,0 +1,255 @@
+"""Alert state changes: one record when a condition starts to hold, one when it clears.
+
+An alert is identified by ``<kind>:<subject>`` (a job id, ``user:alice``, ``cup40``...): while
+it fires, the same condition found again sends nothing (deduplicated by id); when it clears, a
+``resolved`` record with the same id and ``since`` ends the episode. Times are event times
+carried by the data (no clock here), so a replay of the same input gives the same records, and
+a worker restarted from its saved :class:`AlertBook` re-sends only records identical to ones
+already sent (a consumer that keeps the latest record per id sees no difference).
+
+:class:`JobAlerts` turns the job stages' rows into alerts (issue 13's kinds from job events):
+
+* ``shortjob_flood``: A(t) of a user or group above the threshold (seed 002), from the tick rows;
+* ``overrun``: a job still running past its upper run-time estimate + the margin (seed 001's
+  red rows), raised while it runs and resolved when it ends;
+* ``capability``: a day's CUP40 below the target (seed 004), resolved by the next day at or
+  above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+FIRING = "firing"
+RESOLVED = "resolved"
+
+
+@dataclass(slots=True, frozen=True)
+class Alert:
+    id: str
+    kind: str
+    subject: str
+    severity: str
+    state: str  # FIRING | RESOLVED
+    value: float | None
+    threshold: float | None
+    window: str  # what the value is measured over ("3m tick", "1d", "run")
+    since: float  # event time the episode began (POSIX s)
+    at: float  # event time of this change
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "subject": self.subject,
+            "severity": self.severity,
+            "state": self.state,
+            "value": self.value,
+            "threshold": self.threshold,
+            "window": self.window,
+            "since": self.since,
+            "at": self.at,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Alert:
+        return cls(**d)
+
+
+class AlertBook:
+    """The open (firing) alerts by id."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: dict[str, Alert] = {}
+
+    def fire(
+        self,
+        kind: str,
+        subject: str,
+        at: float,
+        value: float | None,
+        threshold: float | None,
+        window: str,
+        severity: str = "warning",
+        details: Mapping[str, Any] | None = None,
+        since: float | None = None,
+    ) -> Alert | None:
+        """The firing record, or None while the alert is already firing."""
+        aid = f"{kind}:{subject}"
+        if aid in self.open:
+            return None
+        a = Alert(
+            aid,
+            kind,
+            subject,
+            severity,
+            FIRING,
+            value,
+            threshold,
+            window,
+            at if since is None else since,
+            at,
+            details or {},
+        )
+        self.open[aid] = a
+        return a
+
+    def resolve(
+        self, kind: str, subject: str, at: float, value: float | None = None
+    ) -> Alert | None:
+        """The resolved record, or None when the alert is not firing."""
+        a = self.open.pop(f"{kind}:{subject}", None)
+        if a is None:
+            return None
+        return replace(a, state=RESOLVED, at=at, value=a.value if value is None else value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"open": [a.to_dict() for a in self.open.values()]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AlertBook:
+        b = cls()
+        for x in d["open"]:
+            a = Alert.from_dict(x)
+            b.open[a.id] = a
+        return b
+
+
+def _day_end(day: date | str, tz: ZoneInfo) -> float:
+    d = (day if isinstance(day, date) else date.fromisoformat(day)) + timedelta(days=1)
+    return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
+
+
+class JobAlerts:
+    """Alerts from the job stages' rows, in the order the rows come (their event time)."""
+
+    __slots__ = ("book", "flood", "cup40_target", "margin", "tz")
+
+    def __init__(
+        self,
+        book: AlertBook | None = None,
+        flood: float = 3600.0,
+        cup40_target: float = 0.80,
+        overrun_margin: float = 60.0,
+        tz: str = "UTC",
+    ) -> None:
+        self.book = book or AlertBook()
+        self.flood = flood
+        self.cup40_target = cup40_target
+        self.margin = overrun_margin
+        self.tz = ZoneInfo(tz)
+
+    def shortjobs(self, rows: Iterable[Sequence[Any]]) -> list[Alert]:
+        """Tick rows ``(ts, kind, holder, n_short, penalty_s, adjust)``: fires when A(t) rises
+        above the threshold, resolves at the first tick at or below it (a holder that leaves
+        the table has a last row of 0.0)."""
+        out: list[Alert] = []
+        for ts, kind, holder, n_short, penalty, adjust in rows:
+            subject = f"{kind}:{holder}"
+            if adjust > self.flood:
+                a = self.book.fire(
+                    "shortjob_flood",
+                    subject,
+                    ts,
+                    adjust,
+                    self.flood,
+                    "3m tick",
+                    details={"n_short": n_short, "penalty_seconds": penalty},
+                )
+            else:
+                a = self.book.resolve("shortjob_flood", subject, ts, adjust)
+            if a is not None:
+                out.append(a)
+        return out
+
+    def capability(self, rows: Iterable[Sequence[Any]]) -> list[Alert]:
+        """Closed days ``(day, large, small, backfill, cup40, ...)``: a day below the target
+        fires (at the day's end), a day at or above it resolves; a day without usage (CUP40
+        unknown) changes nothing."""
+        out: list[Alert] = []
+        for r in rows:
+            day, large, small, cup40 = r[0], r[1], r[2], r[4]
+            if cup40 is None:
+                continue
+            at = _day_end(day, self.tz)
+            if cup40 < self.cup40_target:
+                a = self.book.fire(
+                    "capability",
+                    "cup40",
+                    at,
+                    cup40,
+                    self.cup40_target,
+                    "1d",
+                    severity="info",
+                    details={"day": str(day), "large_node_hours": large, "small_node_hours": small},
+                )
+            else:
+                a = self.book.resolve("capability", "cup40", at, cup40)
+            if a is not None:
+                out.append(a)
+        return out
+
+    def overrun_started(self, running: Iterable[Any], now: float) -> list[Alert]:
+        """Running jobs (``models.jobs.runtime.RunningJob``) with a known estimate that are
+        more than the margin past it at event time ``now``."""
+        out: list[Alert] = []
+        m = self.margin
+        for r in running:
+            if r.known and now > r.expected_end + m:
+                a = self.book.fire(
+                    "overrun",
+                    r.job,
+                    now,
+                    now - r.start,
+                    r.expected_end - r.start + m,
+                    "run",
+                    since=r.expected_end + m,
+                    details={
+                        "user": r.user,
+                        "name": r.name,
+                        "nodes": r.nodes,
+                        "start": r.start,
+                        "expected_end": r.expected_end,
+                    },
+                )
+                if a is not None:
+                    out.append(a)
+        return out
+
+    def overrun_ended(
+        self, rows: Iterable[Sequence[Any]], ends: Mapping[str, float]
+    ) -> list[Alert]:
+        """Ended jobs' prediction rows ``(job, user, name, runs, predicted, upper, actual,
+        overran, ...)`` with their end times: a job that overran is resolved (fired first
+        when it ended before a check saw it run past)."""
+        out: list[Alert] = []
+        for r in rows:
+            job, user, name, upper, actual, overran = r[0], r[1], r[2], r[5], r[6], r[7]
+            if not overran or upper is None:
+                continue
+            end = ends[job]
+            start = end - actual
+            fired = self.book.fire(
+                "overrun",
+                job,
+                end,
+                actual,
+                upper + self.margin,
+                "run",
+                since=start + upper + self.margin,
+                details={"user": user, "name": name, "start": start, "expected_end": start + upper},
+            )
+            if fired is not None:
+                out.append(fired)
+            a = self.book.resolve("overrun", job, end, actual)
+            if a is not None:
+                out.append(a)
+        return out

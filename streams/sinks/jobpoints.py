@@ -1,0 +1,157 @@
+"""The job stages' rows as InfluxDB points and metric-topic messages (docs/influxdb.md).
+
+One :class:`Measurement` per output table says which columns are tags and which one is the
+point's time; every other column is a field typed by its column kind (``int`` -> integer,
+``number`` -> float, ``text`` -> string; an empty value is left out, not written as 0). A
+point's series and time identify the row, so a row written again (a day re-written as jobs that
+ran on it end, at-least-once delivery after a restart) overwrites itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import orjson
+
+from models.alerts import Alert
+from streams.format import instant
+from streams.stages.jobs import (
+    CAPABILITY_DAILY,
+    FAIRSHARE_USAGE,
+    RUNTIME_PREDICTIONS,
+    SHORTJOBS,
+    TURNOVER,
+    USAGE_DAILY,
+)
+from streams.tables import Row, Table
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    name: str
+    table: Table
+    time: str  # the column that is the point's time (instant, or day: its local midnight)
+    tags: tuple[str, ...]  # columns written as tags (besides cluster)
+    rename: tuple[tuple[str, str], ...] = ()  # column -> tag name, where they differ
+
+    def _time_s(self, v: Any, tz: ZoneInfo) -> float:
+        kind = self.table.columns[self.table.names.index(self.time)].kind
+        if kind == "day":
+            d = v if isinstance(v, date) else date.fromisoformat(v)
+            return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
+        return float(v)
+
+    def point(self, cluster: str, row: Row, tz: ZoneInfo) -> Any:
+        from influxdb_client import Point, WritePrecision
+
+        p = Point(self.name).tag("cluster", cluster)
+        names = dict(self.rename)
+        t = 0.0
+        for c, v in zip(self.table.columns, row, strict=True):
+            if c.name == self.time:
+                t = self._time_s(v, tz)
+                if c.kind == "day":
+                    p = p.tag("day", str(v))
+                continue
+            if c.name in self.tags:
+                p = p.tag(names.get(c.name, c.name), "" if v is None else str(v))
+            elif v is None:
+                continue
+            elif c.kind == "int":
+                p = p.field(c.name, int(v))
+            elif c.kind == "text":
+                p = p.field(c.name, str(v))
+            else:
+                p = p.field(c.name, float(v))
+        return p.time(round(t * 1000), WritePrecision.MS)
+
+
+MEASUREMENTS: dict[str, Measurement] = {
+    m.table.file: m
+    for m in (
+        Measurement("usage", USAGE_DAILY, "day", ("resource",)),
+        Measurement(
+            "shortjobs", SHORTJOBS, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
+        ),  # fmt: skip
+        Measurement("turnover", TURNOVER, "window_start", ()),
+        # time: the job's end (the row is final then); tag job: two jobs of one user may end
+        # in the same millisecond
+        Measurement("runtime_prediction", RUNTIME_PREDICTIONS, "", ("job", "user")),
+        Measurement("capability", CAPABILITY_DAILY, "day", ()),
+        Measurement(
+            "fairshare",
+            FAIRSHARE_USAGE,
+            "ts",
+            ("holder_kind", "holder"),
+            (("holder_kind", "kind"),),
+        ),  # fmt: skip
+    )
+}
+
+
+def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:
+    """A ``runtime_prediction`` point: the row has no time column, the job's end is its time."""
+    from influxdb_client import WritePrecision
+
+    return (
+        MEASUREMENTS[RUNTIME_PREDICTIONS.file]
+        .point(cluster, row, tz)
+        .time(round(end * 1000), WritePrecision.MS)
+    )
+
+
+def row_message(cluster: str, table: Table, row: Row) -> dict[str, Any]:
+    """A metric-topic message of one row: its columns by name; an instant column as ISO 8601
+    UTC, with its POSIX seconds beside it as ``<name>_s`` (the drain messages' convention)."""
+    d: dict[str, Any] = {"v": 1, "cluster": cluster}
+    for c, v in zip(table.columns, row, strict=True):
+        if c.kind == "instant":
+            d[c.name] = None if v is None else instant(v)
+            d[c.name + "_s"] = v
+        else:
+            d[c.name] = v
+    return d
+
+
+def alert_message(cluster: str, a: Alert) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "cluster": cluster,
+        **a.to_dict(),
+        "since_iso": instant(a.since),
+        "at_iso": instant(a.at),
+    }
+
+
+def alert_point(cluster: str, a: Alert) -> Any:
+    """One ``alerts`` point at the change's event time; series = kind + subject + state, so a
+    re-sent change overwrites itself."""
+    from influxdb_client import Point, WritePrecision
+
+    p = (
+        Point("alerts")
+        .tag("cluster", cluster)
+        .tag("kind", a.kind)
+        .tag("subject", a.subject)
+        .tag("state", a.state)
+        .tag("severity", a.severity)
+        .field("id", a.id)
+        .field("since_s", float(a.since))
+        .field("firing", 1 if a.state == "firing" else 0)
+        .field("window", a.window)
+        .field("details", orjson.dumps(dict(a.details)).decode())
+    )
+    if a.value is not None:
+        p = p.field("value", float(a.value))
+    if a.threshold is not None:
+        p = p.field("threshold", float(a.threshold))
+    return p.time(round(a.at * 1000), WritePrecision.MS)
+
+
+def table_points(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[Any]:
+    m = MEASUREMENTS[table.file]
+    return [m.point(cluster, r, tz) for r in rows]
