@@ -131,7 +131,7 @@ def _day_end(day: date | str, tz: ZoneInfo) -> float:
 class JobAlerts:
     """Alerts from the job stages' rows, in the order the rows come (their event time)."""
 
-    __slots__ = ("book", "flood", "cup40_target", "margin", "tz")
+    __slots__ = ("book", "flood", "cup40_target", "margin", "tz", "lam", "interval", "_flood")
 
     def __init__(
         self,
@@ -140,35 +140,72 @@ class JobAlerts:
         cup40_target: float = 0.80,
         overrun_margin: float = 60.0,
         tz: str = "UTC",
+        lam: float = 0.9,
+        interval: float = 180.0,
     ) -> None:
         self.book = book or AlertBook()
         self.flood = flood
         self.cup40_target = cup40_target
         self.margin = overrun_margin
         self.tz = ZoneInfo(tz)
+        self.lam = lam  # the short-job model's decay and tick (seed 002: 0.9, 3 minutes)
+        self.interval = interval
+        self._flood: dict[str, tuple[float, float]] = {}  # firing subject -> (A, its tick)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"book": self.book.to_dict(), "flood": {k: list(v) for k, v in self._flood.items()}}
+
+    def restore(self, d: Mapping[str, Any]) -> None:
+        self.book = AlertBook.from_dict(d["book"])
+        self._flood = {k: (float(v[0]), float(v[1])) for k, v in d["flood"].items()}
+
+    def _decayed(self, subject: str, before: float) -> Alert | None:
+        """Resolve a firing flood whose A(t), decaying from its last row with no new short
+        jobs (the model writes no row then), falls to the threshold at a tick before
+        ``before``: the record is at that tick, with that A(t)."""
+        a, ts = self._flood[subject]
+        n, v = 1, a * self.lam
+        while v > self.flood:
+            n += 1
+            v = a * self.lam**n  # the model's own arithmetic (A * lam ** ticks)
+        at = ts + n * self.interval
+        if at >= before:
+            return None
+        del self._flood[subject]
+        return self.book.resolve("shortjob_flood", subject, at, v)
 
     def shortjobs(self, rows: Iterable[Sequence[Any]]) -> list[Alert]:
         """Tick rows ``(ts, kind, holder, n_short, penalty_s, adjust)``: fires when A(t) rises
-        above the threshold, resolves at the first tick at or below it (a holder that leaves
-        the table has a last row of 0.0)."""
+        above the threshold, resolves at the first tick at or below it (between the holder's
+        rows A(t) decays by lam a tick; see :meth:`advance`)."""
         out: list[Alert] = []
         for ts, kind, holder, n_short, penalty, adjust in rows:
             subject = f"{kind}:{holder}"
+            a: Alert | None = None
+            if subject in self._flood:
+                a = self._decayed(subject, ts)
+                if a is not None:
+                    out.append(a)
+                    a = None
             if adjust > self.flood:
+                details = {"n_short": n_short, "penalty_seconds": penalty}
                 a = self.book.fire(
-                    "shortjob_flood",
-                    subject,
-                    ts,
-                    adjust,
-                    self.flood,
-                    "3m tick",
-                    details={"n_short": n_short, "penalty_seconds": penalty},
+                    "shortjob_flood", subject, ts, adjust, self.flood, "3m tick", details=details
                 )
-            else:
+                self._flood[subject] = (adjust, ts)
+            elif subject in self._flood:
+                del self._flood[subject]
                 a = self.book.resolve("shortjob_flood", subject, ts, adjust)
             if a is not None:
                 out.append(a)
         return out
+
+    def advance(self, closed_tick: float | None) -> list[Alert]:
+        """Floods whose A(t) has decayed to the threshold by the last closed tick."""
+        if closed_tick is None:
+            return []
+        out = [self._decayed(s, closed_tick + self.interval) for s in sorted(self._flood)]
+        return [a for a in out if a is not None]
 
     def capability(self, rows: Iterable[Sequence[Any]]) -> list[Alert]:
         """Closed days ``(day, large, small, backfill, cup40, ...)``: a day below the target
@@ -198,28 +235,25 @@ class JobAlerts:
         return out
 
     def overrun_started(self, running: Iterable[Any], now: float) -> list[Alert]:
-        """Running jobs (``models.jobs.runtime.RunningJob``) with a known estimate that are
-        more than the margin past it at event time ``now``."""
+        """Running jobs (``models.jobs.runtime.RunningJob``) with a known estimate that event
+        time ``now`` has taken past their upper estimate + the margin. The record's time is that
+        deadline, not ``now``, so it is the same however late it is noticed (the value: the run
+        time then; the threshold: the upper estimate + the margin)."""
         out: list[Alert] = []
         m = self.margin
         for r in running:
-            if r.known and now > r.expected_end + m:
+            deadline = r.expected_end + m
+            if r.known and now > deadline:
                 a = self.book.fire(
                     "overrun",
                     r.job,
-                    now,
-                    now - r.start,
-                    r.expected_end - r.start + m,
+                    deadline,
+                    deadline - r.start,
+                    deadline - r.start,
                     "run",
-                    since=r.expected_end + m,
-                    details={
-                        "user": r.user,
-                        "name": r.name,
-                        "nodes": r.nodes,
-                        "start": r.start,
-                        "expected_end": r.expected_end,
-                    },
-                )
+                    details={"user": r.user, "name": r.name, "start": r.start,
+                             "expected_end": r.expected_end},
+                )  # fmt: skip
                 if a is not None:
                     out.append(a)
         return out
@@ -237,14 +271,14 @@ class JobAlerts:
                 continue
             end = ends[job]
             start = end - actual
+            deadline = start + upper + self.margin
             fired = self.book.fire(
                 "overrun",
                 job,
-                end,
-                actual,
+                deadline,
+                upper + self.margin,
                 upper + self.margin,
                 "run",
-                since=start + upper + self.margin,
                 details={"user": user, "name": name, "start": start, "expected_end": start + upper},
             )
             if fired is not None:

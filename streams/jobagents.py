@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
-from models.alerts import Alert, AlertBook, JobAlerts
+from models.alerts import Alert, JobAlerts
 from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.merge import JobEventMerger
@@ -206,7 +206,8 @@ class JobsPipeline:
         if self.merger is None or self.stages is None:
             data = await self.store.load(STATE_KEY)
             s = self.settings
-            book = AlertBook()
+            self.alerts = JobAlerts(None, s.alert_shortjob_flood, s.alert_cup40_target,
+                                    s.alert_overrun_margin, s.tz)  # fmt: skip
             if data is None:
                 self.merger = JobEventMerger(s.lateness, self.partitions)
                 self.stages, self.offset = live_stages(s), -1
@@ -220,10 +221,8 @@ class JobsPipeline:
                 self.merger = JobEventMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
                 self.stages, self.offset = d["stages"], int(d["offset"])
-                book = AlertBook.from_dict(d["alerts"])
+                self.alerts.restore(d["alerts"])
             self.stages["shortjobs"].on_tick = self.adjust
-            self.alerts = JobAlerts(book, s.alert_shortjob_flood, s.alert_cup40_target,
-                                    s.alert_overrun_margin, s.tz)  # fmt: skip
         return self.merger, self.stages
 
     def _alerts(self, alerts: list[Alert]) -> None:
@@ -287,10 +286,11 @@ class JobsPipeline:
                 released = merger.release()
                 for batch in day_batches(self.cal, released):
                     self._step(stages, batch)
-                if released:  # jobs running past their estimate at the new event time
+                if released:  # the new event time: jobs past their estimate, floods decayed
                     now = released[-1].ts
                     running = stages["runtime"].m.running(now)
                     self._alerts(self.alerts.overrun_started(running, now))
+                    self._alerts(self.alerts.advance(stages["shortjobs"].m.last_tick_ts))
                 self.offset = off
                 self.comb_held.append(ev)
 
@@ -312,7 +312,7 @@ class JobsPipeline:
                 "format": STATE_FORMAT,
                 "merger": self.merger.to_dict(),
                 "stages": self.stages,
-                "alerts": self.alerts.book.to_dict(),
+                "alerts": self.alerts.to_dict(),
                 "offset": self.offset,
             }
             await self.store.save(STATE_KEY, pickle.dumps(state, protocol=5))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -102,7 +103,7 @@ def test_overrun_fires_while_running_and_resolves_at_the_end() -> None:
     assert ja.overrun_started(p.running(10_150.0), 10_150.0) == []  # within the margin
     fired = ja.overrun_started(p.running(10_161.0), 10_161.0)
     assert [(a.id, a.state, a.since, a.at) for a in fired] == [
-        ("overrun:big", FIRING, 10_160.0, 10_161.0)
+        ("overrun:big", FIRING, 10_160.0, 10_160.0)  # at the deadline, however late seen
     ]
     assert ja.overrun_started(p.running(10_500.0), 10_500.0) == []  # deduplicated
     rows = p.update([JobEvent("end", 11_000.0, "big", user="u", name="sim", nodes=4)])
@@ -119,6 +120,47 @@ def test_overrun_fires_while_running_and_resolves_at_the_end() -> None:
     as_row = (row.job, row.user, row.name, row.history_runs, row.predicted_s, row.upper_s,
               row.actual_s, int(row.overran))  # fmt: skip
     both = ja.overrun_ended([as_row], {"quick": 20_400.0})
-    assert [(a.state, a.at) for a in both] == [(FIRING, 20_400.0), (RESOLVED, 20_400.0)]
-    assert both[0].since == 20_000.0 + row.upper_s + 60.0
+    deadline = 20_000.0 + row.upper_s + 60.0
+    assert [(a.state, a.at) for a in both] == [(FIRING, deadline), (RESOLVED, 20_400.0)]
+    assert both[0].since == deadline
+    # the firing record is the one a check during the run would have sent
+    p2, ja2 = RuntimePredictor(overrun_margin=60.0), JobAlerts(overrun_margin=60.0)
+    for i in range(6):
+        _run(p2, f"h{i}", 1000.0 * i, 1000.0 * i + 100.0)
+    _run(p2, "big", 10_000.0, 11_000.0)  # the same history as above
+    p2.update([JobEvent("start", 20_000.0, "quick", user="u", name="sim", nodes=4)])
+    seen = ja2.overrun_started(p2.running(20_300.0), 20_300.0)
+    assert seen == [both[0]]
     assert not ja.book.open
+
+
+def test_flood_resolves_at_the_tick_its_decay_crosses_the_threshold() -> None:
+    # seed 002's update on the model's own rows: ten 1-second 8-core jobs in one tick give
+    # T_s = 10 x 599 x 8 = 47,920 and A = 0.1 x 47,920 = 4,792; with no more short jobs the
+    # model writes no row until the holder leaves the table, while A decays x 0.9 a tick:
+    # 4,312.8, 3,881.52, 3,493.37 <= 3,600 at the third tick after
+    from models.jobs.shortjobs import ShortJobPenalty
+
+    m = ShortJobPenalty()
+    ev = [JobEvent(t, 1000.0 + d, f"j{i}", user="u", group="g", cores=8)
+          for i in range(10) for t, d in (("start", 0.0), ("end", 1.0))]  # fmt: skip
+    rows = m.update(sorted(ev, key=lambda e: e.ts)) + m.advance(1000.0 + 3600.0)
+    user_rows = [(r.ts, r.holder_kind, r.holder, r.n_short, r.penalty_s, r.adjust)
+                 for r in rows if r.holder_kind == "user"]  # fmt: skip
+    tick = user_rows[0][0]
+    assert user_rows[0][3:] == (10, 47_920.0, pytest.approx(4792.0))
+    ja = JobAlerts(flood=3600.0)
+    (on,) = ja.shortjobs(user_rows[:1])
+    assert ja.advance(tick + 2 * 180) == []  # 3,881.52: still above
+    (off,) = ja.advance(tick + 3 * 180)
+    assert (on.state, on.at, off.state, off.at) == (FIRING, tick, RESOLVED, tick + 540)
+    assert off.value == pytest.approx(4792.0 * 0.9**3)
+    # the holder's next row (its drop row, 0.0, hours later) changes nothing: it is over
+    later = [(tick + 80 * 180, "user", "u", 0, 0.0, 0.0)]
+    assert ja.shortjobs(later) == []
+    # the same from a restored state, and when the next row (not advance) shows the crossing
+    ja2 = JobAlerts(flood=3600.0)
+    ja2.shortjobs(user_rows[:1])
+    ja3 = JobAlerts(flood=3600.0)
+    ja3.restore(ja2.to_dict())
+    assert ja3.shortjobs(later) == [off]
