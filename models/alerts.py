@@ -287,3 +287,119 @@ class JobAlerts:
             if a is not None:
                 out.append(a)
         return out
+
+
+class DrainAlerts:
+    """Alerts from the live drain combiner's rows (seed 000's drain, seed 001's sliding jobs):
+
+    * ``sliding_job``: a job held queued (never seen running) whose drain reaches
+      ``sliding_node_hours``; resolved when it is seen running, or when no node has been held
+      for it for ``quiet_s`` of event time (cancelled, or the scheduler gave up its plan).
+      Totals arrive as the combiner sums them, so the firing record's ``at`` is the data time
+      of the total that crossed the threshold (its latest charge), which depends on how
+      partials were batched: a worker restarted mid-episode can send a firing record with a
+      later ``at`` under the same id; ``since`` (its first charge) does not change.
+    * ``data_quality``: a closed window whose basis is short of its length (seed 000
+      §III-B.3); per window length (``minute``/``hour``/``day``), resolved by the next closed
+      window of that length with a full basis.
+    """
+
+    __slots__ = ("book", "sliding_ms", "quiet_ms", "_held", "_done")
+
+    def __init__(
+        self, book: AlertBook | None = None, sliding_node_hours: float = 100.0,
+        quiet_s: float = 3600.0,
+    ) -> None:  # fmt: skip
+        self.book = book or AlertBook()
+        self.sliding_ms = sliding_node_hours * 3_600_000.0
+        self.quiet_ms = quiet_s * 1000.0
+        self._held: dict[str, int] = {}  # firing sliding job -> its last charge (ms)
+        self._done: dict[str, int] = {}  # resolved sliding job -> its last charge (ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"book": self.book.to_dict(), "held": dict(self._held), "done": dict(self._done)}
+
+    def restore(self, d: Mapping[str, Any]) -> None:
+        self.book = AlertBook.from_dict(d["book"])
+        self._held = {k: int(v) for k, v in d["held"].items()}
+        self._done = {k: int(v) for k, v in d["done"].items()}
+
+    def _fire(self, j: Any) -> Alert | None:
+        return self.book.fire(
+            "sliding_job",
+            j.job,
+            j.last_charged_ms / 1000,
+            j.drain_ms / 3_600_000,
+            self.sliding_ms / 3_600_000,
+            "job",
+            severity="critical",
+            details={"nodes_charged": j.nodes_charged},
+            since=j.first_charged_ms / 1000,
+        )
+
+    def jobs(self, rows: Iterable[Any]) -> list[Alert]:
+        """Changed job totals (``models.drain.live.LiveJob``). Drain is only charged while a
+        job waits, so a job first seen already running with drain past the threshold slid
+        before it started (a worker catching up): both records come at once, at its last
+        charge."""
+        out: list[Alert] = []
+        for j in rows:
+            if j.drain_ms < self.sliding_ms or j.job in self._done:
+                continue
+            if j.nodes_running > 0:
+                fired = self._fire(j)
+                if fired is not None:
+                    out.append(fired)
+                self._held.pop(j.job, None)
+                self._done[j.job] = j.last_charged_ms
+                a = self.book.resolve("sliding_job", j.job, j.last_charged_ms / 1000)
+                if a is not None:
+                    out.append(a)
+            else:
+                self._held[j.job] = j.last_charged_ms
+                a = self._fire(j)
+                if a is not None:
+                    out.append(a)
+        return out
+
+    def quiet(self, watermark_ms: int | None) -> list[Alert]:
+        """Sliding jobs no node has been held for since ``quiet_s`` before the watermark."""
+        if watermark_ms is None:
+            return []
+        out: list[Alert] = []
+        # a resolved episode is remembered as long as the combiner remembers the job (two
+        # days quiet), so a later total of it raises nothing
+        self._done = {k: v for k, v in self._done.items() if v + 2 * 86_400_000 >= watermark_ms}
+        for job in sorted(self._held):
+            last = self._held[job]
+            if last + self.quiet_ms < watermark_ms:
+                del self._held[job]
+                self._done[job] = last
+                a = self.book.resolve("sliding_job", job, (last + self.quiet_ms) / 1000)
+                if a is not None:
+                    out.append(a)
+        return out
+
+    def windows(self, rows: Iterable[Any]) -> list[Alert]:
+        """Window rows (``models.drain.live.LiveWindow``); only closed ones count."""
+        out: list[Alert] = []
+        for w in rows:
+            if w.provisional:
+                continue
+            end = (w.start_ms + w.length_ms) / 1000
+            if w.data_quality != "ok":
+                a = self.book.fire(
+                    "data_quality",
+                    w.unit,
+                    end,
+                    float(w.basis_seconds_per_node),
+                    w.length_ms / 1000,
+                    w.unit,
+                    details={"window_start": w.start_ms / 1000},
+                    since=w.start_ms / 1000,
+                )
+            else:
+                a = self.book.resolve("data_quality", w.unit, end, float(w.basis_seconds_per_node))
+            if a is not None:
+                out.append(a)
+        return out

@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from models.alerts import DrainAlerts
 from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
 from models.records.nodestatus import NodeStatusBatch
 from models.records.plausible import TimeBounds
@@ -39,6 +40,7 @@ from streams.app import AGENT_CONCURRENCY
 from streams.config import Settings
 from streams.format import instant_ms
 from streams.sinks.influx import InfluxSink
+from streams.sinks.jobpoints import alert_message, alert_point
 from streams.sinks.statestore import StateStore
 from streams.topics import dead_letter_message
 from streams.wire import Decoder, MessageError
@@ -126,6 +128,8 @@ class DrainPipeline:
         self.comb_offset = -1
         self.comb_held: list[Any] = []
         self.comb_lock = asyncio.Lock()
+        self.alerts = DrainAlerts(None, settings.alert_sliding_node_hours,
+                                  settings.alert_sliding_quiet)  # fmt: skip
         self.counts: Counter[str] = Counter()
         self.last_snapshot = time.time()
         self._last_pipeline = (time.time(), 0)
@@ -242,8 +246,12 @@ class DrainPipeline:
             comb = DrainCombiner(s.tz, s.nodes)
             data = await self.store.load("combiner")
             self.comb_offset = -1
+            self.alerts = DrainAlerts(None, s.alert_sliding_node_hours, s.alert_sliding_quiet)
             if data is not None:
-                self.comb_offset = int(comb.restore(data)["offset"])
+                extra = comb.restore(data)
+                self.comb_offset = int(extra["offset"])
+                if "alerts" in extra:
+                    self.alerts.restore(extra["alerts"])
             self.comb = comb
         return self.comb
 
@@ -283,8 +291,23 @@ class DrainPipeline:
                 )
                 for j in jobs
             ]
+            da = self.alerts
+            changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
+            changes += da.quiet(comb.watermark_ms)
+            if changes:
+                if self.sink is not None:
+                    points = [alert_point(cluster, a) for a in changes]
+                    await asyncio.to_thread(self.sink.write, points)
+                futs += [
+                    self.topics.alerts.send(
+                        key=a.id.encode(), value=orjson.dumps(alert_message(cluster, a))
+                    )
+                    for a in changes
+                ]
+                self.counts["alert_changes"] += len(changes)
             await _sent(futs)
-            await self.store.save("combiner", comb.dumps({"offset": self.comb_offset}))
+            state = {"offset": self.comb_offset, "alerts": da.to_dict()}
+            await self.store.save("combiner", comb.dumps(state))
             for ev in self.comb_held:
                 ev.ack()
             self.comb_held.clear()

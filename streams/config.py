@@ -485,6 +485,24 @@ SPECS: tuple[Spec, ...] = (
         minimum=0.0,
     ),
     Spec(
+        "alert_sliding_node_hours",
+        "alerts",
+        "sliding_node_hours",
+        "float",
+        100.0,
+        "sliding job: a job never seen running whose drain reaches this many node-hours",
+        minimum=0.0,
+    ),
+    Spec(
+        "alert_sliding_quiet",
+        "alerts",
+        "sliding_quiet",
+        "float",
+        3600.0,
+        "sliding job resolved when no node has been held for it this long (s, event time)",
+        minimum=0.0,
+    ),
+    Spec(
         "alert_cup40_target",
         "alerts",
         "cup40_target",
@@ -597,6 +615,8 @@ class Settings:
     alert_shortjob_flood: float = 3600.0
     alert_overrun_margin: float = 60.0
     alert_cup40_target: float = 0.80
+    alert_sliding_node_hours: float = 100.0
+    alert_sliding_quiet: float = 3600.0
     connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0

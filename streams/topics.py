@@ -400,8 +400,13 @@ ALERTS_SCHEMA: dict[str, Any] = {
         "v": {"const": 1},
         "cluster": _STR,
         "id": {**_STR, "description": "'<kind>:<subject>': one episode at a time per id"},
-        "kind": {"enum": ["shortjob_flood", "overrun", "capability"]},
-        "subject": {**_STR, "description": "job id, '<user|group>:<name>', 'cup40'"},
+        "kind": {
+            "enum": ["shortjob_flood", "overrun", "capability", "sliding_job", "data_quality"]
+        },
+        "subject": {
+            **_STR,
+            "description": "job id, '<user|group>:<name>', 'cup40', a window length (data_quality)",
+        },
         "severity": {"enum": ["info", "warning", "critical"]},
         "state": {"enum": ["firing", "resolved"]},
         "value": {**_NUM_OR_NULL, "description": "the measured value at this change"},

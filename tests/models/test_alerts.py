@@ -4,12 +4,13 @@ from the job stages' rows (short-job flood, capability) and the run-time predict
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.alerts import FIRING, RESOLVED, Alert, AlertBook, JobAlerts
+from models.alerts import FIRING, RESOLVED, Alert, AlertBook, DrainAlerts, JobAlerts
 from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 
@@ -164,3 +165,52 @@ def test_flood_resolves_at_the_tick_its_decay_crosses_the_threshold() -> None:
     ja3 = JobAlerts(flood=3600.0)
     ja3.restore(ja2.to_dict())
     assert ja3.shortjobs(later) == [off]
+
+
+def _lj(job: str, drain_h: float, running: int, first: float, last: float) -> Any:
+    from models.drain.live import LiveJob
+
+    return LiveJob(job, round(drain_h * 3_600_000), 20, round(first * 1000),
+                   round(last * 1000), running, round(first * 1000))  # fmt: skip
+
+
+def test_sliding_job_fires_while_queued_and_resolves_when_it_runs_or_is_let_go() -> None:
+    da = DrainAlerts(sliding_node_hours=100.0, quiet_s=3600.0)
+    assert da.jobs([_lj("A", 99.9, 0, 0.0, 18_000.0)]) == []  # below the threshold
+    (on,) = da.jobs([_lj("A", 100.0, 0, 0.0, 18_000.0)])
+    assert (on.state, on.since, on.at, on.value, on.severity) == (FIRING, 0.0, 18_000.0, 100.0,
+                                                                   "critical")  # fmt: skip
+    assert da.jobs([_lj("A", 110.0, 0, 0.0, 19_800.0)]) == []  # still queued: no record
+    saved = DrainAlerts()
+    saved.restore(da.to_dict())
+    (off,) = saved.jobs([_lj("A", 110.0, 20, 0.0, 19_800.0)])  # started
+    assert (off.state, off.since, off.at) == (RESOLVED, 0.0, 19_800.0)
+    assert saved.jobs([_lj("A", 110.0, 20, 0.0, 19_800.0)]) == []  # done: never again
+    # let go: nothing held for it for an hour of event time
+    (on,) = da.jobs([_lj("B", 120.0, 0, 0.0, 10_000.0)])
+    assert da.quiet(13_600_000) == []
+    (off,) = da.quiet(13_600_001)
+    assert (off.id, off.state, off.at) == ("sliding_job:B", RESOLVED, 13_600.0)
+    # first seen running (a worker catching up): both records at its last charge
+    both = da.jobs([_lj("C", 150.0, 8, 100.0, 9_000.0)])
+    assert [(a.state, a.since, a.at) for a in both] == [(FIRING, 100.0, 9_000.0),
+                                                         (RESOLVED, 100.0, 9_000.0)]  # fmt: skip
+
+
+def test_data_quality_follows_closed_windows_per_length() -> None:
+    from types import SimpleNamespace
+
+    def w(unit: str, start: float, per_node: float, quality: str, prov: bool = False) -> Any:
+        return SimpleNamespace(unit=unit, start_ms=round(start * 1000), length_ms=3_600_000,
+                               basis_seconds_per_node=per_node, data_quality=quality,
+                               provisional=prov)  # fmt: skip
+
+    da = DrainAlerts()
+    rows = [w("hour", 0, 3600, "ok"), w("hour", 3600, 1740, "short", prov=True),
+            w("hour", 3600, 1740, "short"), w("hour", 7200, 2000, "short"),
+            w("hour", 10_800, 3600, "ok")]  # fmt: skip
+    changes = da.windows(rows)
+    assert [(a.id, a.state, a.since, a.at, a.value) for a in changes] == [
+        ("data_quality:hour", FIRING, 3600.0, 7200.0, 1740.0),
+        ("data_quality:hour", RESOLVED, 3600.0, 14_400.0, 3600.0),
+    ]
