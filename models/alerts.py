@@ -403,3 +403,38 @@ class DrainAlerts:
             if a is not None:
                 out.append(a)
         return out
+
+
+class StallWatch:
+    """``stalled``: no input on a topic for ``after_s`` — the one alert driven by the worker's
+    clock, not the data's (a topic that stops cannot move event time). Times are what the
+    caller passes (the shell passes wall-clock seconds). A topic is watched from its first
+    input on, so a worker with none of a topic's partitions never raises it."""
+
+    __slots__ = ("book", "after", "last", "worker")
+
+    def __init__(self, after_s: float, worker: str, book: AlertBook | None = None) -> None:
+        self.book = book or AlertBook()
+        self.after = after_s
+        self.worker = worker  # subject: '<topic>@<worker>', each worker watches its own input
+        self.last: dict[str, float] = {}
+
+    def seen(self, topic: str, now: float) -> list[Alert]:
+        """Input arrived on ``topic``: resolves its stall if one fires."""
+        self.last[topic] = now
+        a = self.book.resolve("stalled", f"{topic}@{self.worker}", now, 0.0)
+        return [] if a is None else [a]
+
+    def check(self, now: float) -> list[Alert]:
+        out: list[Alert] = []
+        if self.after <= 0:
+            return out
+        for topic in sorted(self.last):
+            quiet = now - self.last[topic]
+            if quiet > self.after:
+                a = self.book.fire("stalled", f"{topic}@{self.worker}", now, quiet, self.after,
+                                   "wall clock", severity="critical", since=self.last[topic],
+                                   details={"topic": topic, "worker": self.worker})  # fmt: skip
+                if a is not None:
+                    out.append(a)
+        return out

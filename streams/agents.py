@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from models.alerts import DrainAlerts
+from models.alerts import Alert, AlertBook, DrainAlerts, StallWatch
 from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
 from models.records.nodestatus import NodeStatusBatch
 from models.records.plausible import TimeBounds
@@ -131,6 +131,10 @@ class DrainPipeline:
         self.alerts = DrainAlerts(None, settings.alert_sliding_node_hours,
                                   settings.alert_sliding_quiet)  # fmt: skip
         self.counts: Counter[str] = Counter()
+        self.worker = f"{socket.gethostname()}:{settings.web_port}"
+        self.stall = StallWatch(settings.alert_stalled_after, self.worker)
+        self.stall_changes: list[Alert] = []
+        self.stall_loaded = False
         self.last_snapshot = time.time()
         self._last_pipeline = (time.time(), 0)
         self.bounds = TimeBounds(settings.not_before, settings.not_after,
@@ -162,7 +166,33 @@ class DrainPipeline:
         value = orjson.dumps(dead_letter_message(r, **where))
         self.dead.append(self.topics.dead_letter.send(key=r.source.encode(), value=value))
 
+    def input_seen(self, topic: str) -> None:
+        """Input arrived on ``topic`` (the stalled-pipeline alert's clock)."""
+        self.stall_changes += self.stall.seen(topic, time.time())
+
+    async def check_stalls(self) -> None:
+        """Send the stalled-pipeline changes (worker clock); the firing ones are kept in the
+        state store, so a restarted worker resolves an episode its predecessor raised."""
+        key = f"stalled/{self.worker}"
+        if not self.stall_loaded:
+            data = await self.store.load(key)
+            if data is not None:
+                self.stall.book = AlertBook.from_dict(orjson.loads(data))
+            self.stall_loaded = True
+        changes, self.stall_changes = self.stall_changes + self.stall.check(time.time()), []
+        if not changes:
+            return
+        cluster = self.settings.cluster
+        if self.sink is not None:
+            await asyncio.to_thread(self.sink.write, [alert_point(cluster, a) for a in changes])
+        await _sent([self.topics.alerts.send(key=a.id.encode(),
+                                             value=orjson.dumps(alert_message(cluster, a)))
+                     for a in changes])  # fmt: skip
+        await self.store.save(key, orjson.dumps(self.stall.book.to_dict()))
+        self.counts["alert_changes"] += len(changes)
+
     async def on_node_status(self, events: Iterable[Any]) -> None:
+        self.input_seen(self.topics.node_status.get_topic_name())
         async with self.lock:
             for ev in events:
                 msg = ev.message
@@ -331,7 +361,7 @@ class DrainPipeline:
         p = (
             Point("pipeline")
             .tag("cluster", self.settings.cluster)
-            .tag("worker", f"{socket.gethostname()}:{self.settings.web_port}")
+            .tag("worker", self.worker)
             .field("records", records)
             .field("records_per_s", (records - self._last_pipeline[1]) / dt)
             .field("dead_letters", self.counts["dead_letters"])
@@ -442,6 +472,10 @@ def attach(app: Any, settings: Settings, sink: InfluxSink | None) -> DrainPipeli
     @app.page("/metrics")
     async def metrics(web: Any, request: Any) -> Any:
         return web.text(pipe.metrics_text(), content_type="text/plain; version=0.0.4")
+
+    @app.timer(max(1.0, min(PIPELINE_INTERVAL_S, settings.alert_stalled_after / 5)))
+    async def stalls() -> None:
+        await pipe.check_stalls()
 
     app.drainwatch_pipeline = pipe
     return pipe

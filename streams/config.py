@@ -503,6 +503,16 @@ SPECS: tuple[Spec, ...] = (
         minimum=0.0,
     ),
     Spec(
+        "alert_stalled_after",
+        "alerts",
+        "stalled_after",
+        "float",
+        300.0,
+        "stalled pipeline: no input on a topic for this many seconds of the worker's clock "
+        "(0: off)",
+        minimum=0.0,
+    ),
+    Spec(
         "alert_cup40_target",
         "alerts",
         "cup40_target",
@@ -617,6 +627,7 @@ class Settings:
     alert_cup40_target: float = 0.80
     alert_sliding_node_hours: float = 100.0
     alert_sliding_quiet: float = 3600.0
+    alert_stalled_after: float = 300.0
     connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0

@@ -147,6 +147,9 @@ class JobsPipeline:
         return e
 
     async def on_job_events(self, events: Iterable[Any]) -> None:
+        drain = getattr(self.app, "drainwatch_pipeline", None)
+        if drain is not None:  # the stalled-pipeline alert's clock
+            drain.input_seen(self.topics.job_events.get_topic_name())
         async with self.lock:
             for ev in events:
                 msg = ev.message

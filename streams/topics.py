@@ -401,11 +401,19 @@ ALERTS_SCHEMA: dict[str, Any] = {
         "cluster": _STR,
         "id": {**_STR, "description": "'<kind>:<subject>': one episode at a time per id"},
         "kind": {
-            "enum": ["shortjob_flood", "overrun", "capability", "sliding_job", "data_quality"]
+            "enum": [
+                "shortjob_flood",
+                "overrun",
+                "capability",
+                "sliding_job",
+                "data_quality",
+                "stalled",
+            ]
         },
         "subject": {
             **_STR,
-            "description": "job id, '<user|group>:<name>', 'cup40', a window length (data_quality)",
+            "description": "job id, '<user|group>:<name>', 'cup40', a window length "
+            "(data_quality), '<topic>@<host>:<web port>' (stalled)",
         },
         "severity": {"enum": ["info", "warning", "critical"]},
         "state": {"enum": ["firing", "resolved"]},

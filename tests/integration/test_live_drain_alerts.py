@@ -91,3 +91,36 @@ def test_sliding_jobs_and_data_quality_alerts(live: Live) -> None:
     assert sorted((p["id"], p["state"]) for p in points) == sorted(
         (aid, st) for aid in got for st in ("firing", "resolved")
     )
+
+
+def test_a_stalled_topic_fires_on_the_worker_clock_and_resolves_on_input(live: Live) -> None:
+    live.env["DRAINWATCH_ALERT_STALLED_AFTER"] = "3"
+    live.worker()
+    log = live.tmp / "one.log"
+    log.write_text(_line(T0, "n00", "Idle", "none", "none"))
+    live.ship(str(log), "--no-progress")
+    topic = live.prefix + "node-status"
+
+    def alerts() -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "alerts"):
+            d = orjson.loads(v)
+            if d not in out:
+                out.append(d)
+        return out
+
+    deadline = time.monotonic() + 60
+    while not alerts() and time.monotonic() < deadline:
+        time.sleep(1)
+    (on,) = alerts()
+    assert (on["kind"], on["state"], on["details"]["topic"]) == ("stalled", "firing", topic)
+    assert on["subject"].startswith(topic + "@") and on["severity"] == "critical"
+    assert on["value"] > 3.0 and on["threshold"] == 3.0 and on["at"] - on["since"] > 3.0
+    log.write_text(_line(T0 + timedelta(minutes=1), "n00", "Idle", "none", "none"))
+    live.ship(str(log), "--no-progress")  # input again: resolved
+    deadline = time.monotonic() + 60
+    while len(alerts()) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    on2, off = alerts()[:2]
+    assert on2 == on and (off["id"], off["state"], off["since"]) == (on["id"], "resolved",
+                                                                     on["since"])  # fmt: skip

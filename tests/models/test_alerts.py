@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.alerts import FIRING, RESOLVED, Alert, AlertBook, DrainAlerts, JobAlerts
+from models.alerts import (
+    FIRING,
+    RESOLVED,
+    Alert,
+    AlertBook,
+    DrainAlerts,
+    JobAlerts,
+    StallWatch,
+)
 from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 
@@ -214,3 +222,17 @@ def test_data_quality_follows_closed_windows_per_length() -> None:
         ("data_quality:hour", FIRING, 3600.0, 7200.0, 1740.0),
         ("data_quality:hour", RESOLVED, 3600.0, 14_400.0, 3600.0),
     ]
+
+
+def test_stall_watch_fires_after_the_quiet_time_and_resolves_on_input() -> None:
+    sw = StallWatch(300.0, "host:6066")
+    assert sw.check(1000.0) == []  # no topic seen yet: nothing to watch
+    assert sw.seen("p.node-status", 1000.0) == []
+    assert sw.check(1300.0) == []
+    (on,) = sw.check(1300.5)
+    assert (on.id, on.since, on.at, on.value) == ("stalled:p.node-status@host:6066", 1000.0,
+                                                   1300.5, 300.5)  # fmt: skip
+    assert sw.check(2000.0) == []  # still firing: no record
+    (off,) = sw.seen("p.node-status", 2100.0)
+    assert (off.state, off.since, off.at) == (RESOLVED, 1000.0, 2100.0)
+    assert StallWatch(0.0, "w").check(1e12) == []  # 0: off
