@@ -44,10 +44,12 @@ class AppTopics:
     metrics_jobs: faust.TopicT
     metrics_shortjobs: faust.TopicT
     metrics_capability: faust.TopicT
+    metrics_dfs: faust.TopicT
     alerts: faust.TopicT
     dead_letter: faust.TopicT
     drain_partials: faust.TopicT
     jobs_partials: faust.TopicT
+    samples_partials: faust.TopicT
     worker_state: faust.TopicT
 
 

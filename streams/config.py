@@ -436,6 +436,45 @@ SPECS: tuple[Spec, ...] = (
         choices=("off", "on"),
     ),
     Spec(
+        "live_samples",
+        "worker",
+        "live_samples",
+        "str",
+        "off",
+        "node-samples analytics in the worker: off, or on (DFS load per minute, hot zones and "
+        "their alert; docs/state.md)",
+        choices=("off", "on"),
+    ),
+    Spec(
+        "sample_period",
+        "samples",
+        "period",
+        "float",
+        60.0,
+        "seconds between a node's sweeps (a process younger than this counts all its I/O)",
+        minimum=0.001,
+        maximum=86400.0,
+    ),
+    Spec(
+        "alert_hot_zone",
+        "alerts",
+        "hot_zone",
+        "float",
+        93.0,
+        "hot zone: DFS write load above this (MB/s; seed 003's 98 - 5 MB/s IOR example)",
+        minimum=0.0,
+    ),
+    Spec(
+        "alert_hot_zone_minutes",
+        "alerts",
+        "hot_zone_minutes",
+        "int",
+        5,
+        "hot zone alert: after this many consecutive minutes above the threshold",
+        minimum=1,
+        maximum=100000,
+    ),
+    Spec(
         "section_nodes",
         "jobs",
         "section_nodes",
@@ -619,6 +658,10 @@ class Settings:
     flush_interval: float = 2.0
     mmap_threshold: int = 256
     live_jobs: str = "off"
+    live_samples: str = "off"
+    sample_period: float = 60.0
+    alert_hot_zone: float = 93.0
+    alert_hot_zone_minutes: int = 5
     section_nodes: int | None = None
     backfill_flags: str = "no"
     adjust_out: Path | None = None

@@ -139,31 +139,41 @@ class JobsPipeline:
         self.dead.append(self.topics.dead_letter.send(key=r.source.encode(), value=value))
 
     # ---- job-events -------------------------------------------------------------------------
-    def _event(self, value: bytes) -> JobEvent:
-        e = parse_jobevent_line(value)
-        s = self.settings  # the replay's absolute bounds (ms); no time-jump rule on a stream
-        if not s.not_before <= e.ts * 1000 < s.not_after:
-            raise JobEventError("implausible_time", repr(e.ts))
-        return e
+    SOURCE = "job-events"
+    STATE_KEY = STATE_KEY
 
-    async def on_job_events(self, events: Iterable[Any]) -> None:
+    def _input_topic(self) -> Any:
+        return self.topics.job_events
+
+    def _partials_topic(self) -> Any:
+        return self.topics.jobs_partials
+
+    def _records(self, value: bytes, where: dict[str, Any]) -> Any:
+        """One message's payload for the partials (None: nothing usable, dead-lettered)."""
+        try:
+            e = parse_jobevent_line(value)
+            s = self.settings  # the replay's absolute bounds (ms); no time-jump rule here
+            if not s.not_before <= e.ts * 1000 < s.not_after:
+                raise JobEventError("implausible_time", repr(e.ts))
+        except JobEventError as err:
+            text = value[:4096].decode("utf-8", "replace")
+            self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
+            return None
+        self.counts["job_events"] += 1
+        return e.to_dict()
+
+    async def on_input(self, events: Iterable[Any]) -> None:
         drain = getattr(self.app, "drainwatch_pipeline", None)
         if drain is not None:  # the stalled-pipeline alert's clock
-            drain.input_seen(self.topics.job_events.get_topic_name())
+            drain.input_seen(self._input_topic().get_topic_name())
         async with self.lock:
             for ev in events:
                 msg = ev.message
                 p, off = msg.tp.partition, msg.offset
                 value = ev.value if isinstance(ev.value, bytes) else bytes(ev.value or b"")
-                try:
-                    e = self._event(value)
-                except JobEventError as err:
-                    text = value[:4096].decode("utf-8", "replace")
-                    self._dead_letter(Reject(err.reason, "job-events", 0, text),
-                                      topic=msg.topic, partition=p, offset=off)  # fmt: skip
-                else:
-                    self.pending.setdefault(p, []).append([off, e.to_dict()])
-                    self.counts["job_events"] += 1
+                rec = self._records(value, {"topic": msg.topic, "partition": p, "offset": off})
+                if rec is not None:
+                    self.pending.setdefault(p, []).append([off, rec])
                 self.held.setdefault(p, []).append(ev)
 
     async def publish(self) -> None:
@@ -175,7 +185,7 @@ class JobsPipeline:
                 held = self.held.get(p, [])
                 evs = self.pending.pop(p, [])
                 futs = [
-                    self.topics.jobs_partials.send(
+                    self._partials_topic().send(
                         key=str(p).encode(),
                         value=orjson.dumps(
                             {"partition": p, "events": evs[i : i + PARTIAL_EVENTS]}
@@ -193,8 +203,8 @@ class JobsPipeline:
         new owner forwarding them too is harmless: the merger keeps one copy per (partition,
         offset)), and the merger's state stays until its next message shows whether it is
         still current (see :meth:`on_partials`)."""
-        je = self.topics.job_events.get_topic_name()
-        jp = self.topics.jobs_partials.get_topic_name()
+        je = self._input_topic().get_topic_name()
+        jp = self._partials_topic().get_topic_name()
         tps = list(tps)
         async with self.lock:
             for tp in tps:
@@ -207,7 +217,7 @@ class JobsPipeline:
     # ---- jobs-partials ----------------------------------------------------------------------
     async def _state(self) -> tuple[JobEventMerger, dict[str, Any]]:
         if self.merger is None or self.stages is None:
-            data = await self.store.load(STATE_KEY)
+            data = await self.store.load(self.STATE_KEY)
             s = self.settings
             self.alerts = JobAlerts(None, s.alert_shortjob_flood, s.alert_cup40_target,
                                     s.alert_overrun_margin, s.tz)  # fmt: skip
@@ -262,6 +272,18 @@ class JobsPipeline:
                         self.messages.append((topic, str(r[0]).encode(), orjson.dumps(msg)))
         self._alerts(alerts)
 
+    def _take(self, merger: Any, p: int, off: int, rec: Any) -> str | None:
+        return merger.add(p, off, jobevent_from_dict(rec))  # type: ignore[no-any-return]
+
+    def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
+        for batch in day_batches(self.cal, released):
+            self._step(stages, batch)
+        if released:  # the new event time: jobs past their estimate, floods decayed
+            now = released[-1].ts
+            running = stages["runtime"].m.running(now)
+            self._alerts(self.alerts.overrun_started(running, now))
+            self._alerts(self.alerts.advance(stages["shortjobs"].m.last_tick_ts))
+
     async def on_partials(self, events: Iterable[Any]) -> None:
         async with self.comb_lock:
             for ev in events:
@@ -279,46 +301,47 @@ class JobsPipeline:
                     continue
                 d = orjson.loads(ev.value)
                 p = int(d["partition"])
-                for src_off, e in d["events"]:
-                    event = jobevent_from_dict(e)
-                    why = merger.add(p, int(src_off), event)
-                    if why == "late":
-                        self._dead_letter(Reject("late", "job-events", 0, orjson.dumps(e).decode()),
-                                          topic=self.topics.job_events.get_topic_name(),
+                for src_off, rec in d["events"]:
+                    if self._take(merger, p, int(src_off), rec) == "late":
+                        text = orjson.dumps(rec).decode()
+                        self._dead_letter(Reject("late", self.SOURCE, 0, text),
+                                          topic=self._input_topic().get_topic_name(),
                                           partition=p, offset=int(src_off))  # fmt: skip
-                released = merger.release()
-                for batch in day_batches(self.cal, released):
-                    self._step(stages, batch)
-                if released:  # the new event time: jobs past their estimate, floods decayed
-                    now = released[-1].ts
-                    running = stages["runtime"].m.running(now)
-                    self._alerts(self.alerts.overrun_started(running, now))
-                    self._alerts(self.alerts.advance(stages["shortjobs"].m.last_tick_ts))
+                self._released(stages, merger.release())
                 self.offset = off
                 self.comb_held.append(ev)
+
+    def _flush_rows(self) -> None:
+        """Rows made at a flush rather than a step: the usage days jobs ending changed."""
+        assert self.stages is not None
+        cluster, zone = self.settings.cluster, self.zone
+        for table, rows in self.stages["usage"].changed():
+            self.points += table_points(cluster, table, rows, zone)
+
+    def _saved(self) -> bytes:
+        assert self.merger is not None
+        state = {
+            "format": STATE_FORMAT,
+            "merger": self.merger.to_dict(),
+            "stages": self.stages,
+            "alerts": self.alerts.to_dict(),
+            "offset": self.offset,
+        }
+        return pickle.dumps(state, protocol=5)
 
     async def flush(self) -> None:
         """Write the new rows and alert changes, save the state, then ack the partials."""
         async with self.comb_lock:
             if self.merger is None or self.stages is None or not self.comb_held:
                 return
-            cluster, zone = self.settings.cluster, self.zone
-            for table, rows in self.stages["usage"].changed():  # days re-written as jobs end
-                self.points += table_points(cluster, table, rows, zone)
+            self._flush_rows()
             points, messages = self.points, self.messages
             if self.sink is not None and points:
                 await asyncio.to_thread(self.sink.write, points)
             await _sent([t.send(key=k, value=v) for t, k, v in messages])
             await _sent(self.dead)
             self.dead.clear()
-            state = {
-                "format": STATE_FORMAT,
-                "merger": self.merger.to_dict(),
-                "stages": self.stages,
-                "alerts": self.alerts.to_dict(),
-                "offset": self.offset,
-            }
-            await self.store.save(STATE_KEY, pickle.dumps(state, protocol=5))
+            await self.store.save(self.STATE_KEY, self._saved())
             for ev in self.comb_held:
                 ev.ack()
             self.comb_held.clear()
@@ -326,29 +349,24 @@ class JobsPipeline:
             self.points, self.messages = [], []
 
 
-def attach_jobs(
-    app: Any, settings: Settings, sink: InfluxSink | None, partitions: int | None = None
-) -> JobsPipeline:
-    """The job-events and jobs-partials agents and their flush timer on ``app``;
-    ``partitions``: of job-events (the merger waits until every one has reported)."""
+def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials: Any,
+         name: str) -> None:  # fmt: skip
+    """A pipeline's two agents (``concurrency=1``), flush timer and revoke hook on ``app``."""
     from streams.app import AGENT_CONCURRENCY
 
-    pipe = JobsPipeline(app, settings, sink, partitions)
-    t = app.drainwatch_topics
-
-    @app.agent(t.job_events, concurrency=AGENT_CONCURRENCY, name="drainwatch.job-events")
-    async def job_events(stream: Any) -> None:
-        async with fatal_errors(app, "job-events"):
+    @app.agent(source, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{pipe.SOURCE}")
+    async def forward(stream: Any) -> None:
+        async with fatal_errors(app, pipe.SOURCE):
             async for events in stream.noack_take(512, within=0.5):
-                await pipe.on_job_events(events)
+                await pipe.on_input(events)
 
-    @app.agent(t.jobs_partials, concurrency=AGENT_CONCURRENCY, name="drainwatch.jobs")
-    async def jobs(stream: Any) -> None:
-        async with fatal_errors(app, "jobs"):
+    @app.agent(partials, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{name}")
+    async def combine(stream: Any) -> None:
+        async with fatal_errors(app, name):
             async for events in stream.noack_take(64, within=0.5):
                 await pipe.on_partials(events)
 
-    @app.timer(settings.flush_interval)
+    @app.timer(settings.flush_interval, name=f"drainwatch.{name}.flush")
     async def flush() -> None:
         await pipe.publish()
         await pipe.flush()
@@ -357,5 +375,14 @@ def attach_jobs(
     async def on_revoked(sender: Any, revoked: Any, **kw: Any) -> None:
         await pipe.revoked(revoked)
 
+
+def attach_jobs(
+    app: Any, settings: Settings, sink: InfluxSink | None, partitions: int | None = None
+) -> JobsPipeline:
+    """The job-events and jobs-partials agents and their flush timer on ``app``;
+    ``partitions``: of job-events (the merger waits until every one has reported)."""
+    pipe = JobsPipeline(app, settings, sink, partitions)
+    t = app.drainwatch_topics
+    wire(app, settings, pipe, t.job_events, t.jobs_partials, "jobs")
     app.drainwatch_jobs = pipe
     return pipe

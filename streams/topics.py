@@ -372,6 +372,45 @@ METRICS_CAPABILITY_SCHEMA: dict[str, Any] = {
         "p_cup_factor": {**_NUM_OR_NULL, "description": "0.80 - cup40 while below the goal"},
     },
 }
+METRICS_DFS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "metrics.dfs.v1.json",
+    "title": "DFS load of one final minute (seed 003 §5; dfs_minutely.csv's columns)",
+    "type": "object",
+    "required": ["v", "cluster", "minute", "minute_ms", "write_mb_s", "read_mb_s", "jobs_writing"],
+    "additionalProperties": False,
+    "properties": {
+        "v": {"const": 1},
+        "cluster": _STR,
+        "minute": {**_STR, "description": "start of the minute, ISO 8601 UTC"},
+        "minute_ms": {**_INT, "description": "start of the minute, POSIX milliseconds"},
+        "write_mb_s": {**_NUM, "description": "write speed summed over jobs, MB/s"},
+        "read_mb_s": {**_NUM, "description": "read speed summed over jobs, MB/s"},
+        "jobs_writing": {**_INT, "description": "jobs that wrote in the minute"},
+    },
+}
+SAMPLES_PARTIALS_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "$id": "samples-partials.v1.json",
+    "title": "Internal: node samples of one node-samples partition, with their offsets "
+    "(models.samples.merge)",
+    "type": "object",
+    "required": ["partition", "events"],
+    "additionalProperties": False,
+    "properties": {
+        "partition": _INT,
+        "events": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [_INT, {"type": "array", "items": NODE_SAMPLE_SCHEMA}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            "description": "[source offset, [NodeSample...]] in offset order",
+        },
+    },
+}
 ALERTS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "alerts.v1.json",
@@ -453,7 +492,13 @@ TOPICS: tuple[TopicSpec, ...] = (
         NODE_STATUS_SCHEMA,
     ),
     TopicSpec("job-events", "job id", "one JobEvent", JOB_EVENT_SCHEMA),
-    TopicSpec("node-samples", "node name", "one NodeSample", NODE_SAMPLE_SCHEMA),
+    TopicSpec(
+        "node-samples",
+        "node name",
+        "one node's sweep: one NodeSample JSON line per process, newline-separated (each "
+        "line follows the schema)",
+        NODE_SAMPLE_SCHEMA,
+    ),
     TopicSpec(
         "metrics.drain",
         "'<window>:<start_ms>'",
@@ -484,6 +529,13 @@ TOPICS: tuple[TopicSpec, ...] = (
         compacted=True,
     ),
     TopicSpec(
+        "metrics.dfs",
+        "minute start (POSIX ms)",
+        "DFS write and read load of one final minute (seed 003)",
+        METRICS_DFS_SCHEMA,
+        compacted=True,
+    ),
+    TopicSpec(
         "alerts",
         "alert id",
         "one alert state change; a consumer keeping the latest record per id sees each "
@@ -503,6 +555,13 @@ TOPICS: tuple[TopicSpec, ...] = (
         "partition number",
         "internal: job events of one job-events partition with their offsets",
         JOBS_PARTIALS_SCHEMA,
+        single_partition=True,
+    ),
+    TopicSpec(
+        "samples-partials",
+        "partition number",
+        "internal: node samples of one node-samples partition with their offsets",
+        SAMPLES_PARTIALS_SCHEMA,
         single_partition=True,
     ),
     TopicSpec(
@@ -527,10 +586,12 @@ class TopicNames:
     metrics_jobs: str
     metrics_shortjobs: str
     metrics_capability: str
+    metrics_dfs: str
     alerts: str
     dead_letter: str
     drain_partials: str
     jobs_partials: str
+    samples_partials: str
     worker_state: str
 
     def all(self) -> tuple[str, ...]:

@@ -18,10 +18,25 @@ from __future__ import annotations
 from typing import Any
 
 from models.formats.jobsource import event_sort_key
-from models.records.jobevent import JobEvent, jobevent_from_dict
+from models.records.jobevent import jobevent_from_dict
 
 
 class JobEventMerger:
+    """Subclasses merge other records: ``sort_key``, ``encode`` and ``decode`` (durable
+    state) are the record's."""
+
+    @staticmethod
+    def sort_key(e: Any) -> Any:
+        return event_sort_key(e)
+
+    @staticmethod
+    def encode(e: Any) -> Any:
+        return e.to_dict()
+
+    @staticmethod
+    def decode(d: Any) -> Any:
+        return jobevent_from_dict(d)
+
     def __init__(self, lateness_s: float = 600.0, partitions: int | None = None) -> None:
         if lateness_s < 0:
             raise ValueError("lateness must be >= 0")
@@ -29,7 +44,7 @@ class JobEventMerger:
         self.partitions = partitions
         self.latest: dict[int, float] = {}  # partition -> latest event time
         self.offsets: dict[int, int] = {}  # partition -> highest offset taken
-        self.held: list[JobEvent] = []
+        self.held: list[Any] = []
         self.released_to: float | None = None  # every event at or before it was released
         self.duplicates = 0
         self.late = 0
@@ -40,7 +55,7 @@ class JobEventMerger:
             return None
         return min(self.latest.values()) - self.lateness_s
 
-    def add(self, partition: int, offset: int, event: JobEvent) -> str | None:
+    def add(self, partition: int, offset: int, event: Any) -> str | None:
         """Take one event; returns None, ``"duplicate"`` (already taken: ignored) or ``"late"``
         (behind what was released: not taken, dead-letter it)."""
         if offset <= self.offsets.get(partition, -1):
@@ -56,20 +71,39 @@ class JobEventMerger:
         self.held.append(event)
         return None
 
-    def release(self) -> list[JobEvent]:
+    def add_many(self, partition: int, offset: int, records: list[Any]) -> str | None:
+        """Take the records of one message (one offset): None, ``"duplicate"`` or ``"late"``
+        (the records at or behind what was released; the others are taken)."""
+        if offset <= self.offsets.get(partition, -1):
+            self.duplicates += len(records)
+            return "duplicate"
+        self.offsets[partition] = offset
+        late = False
+        for r in records:
+            ts = r.ts
+            if ts > self.latest.get(partition, float("-inf")):
+                self.latest[partition] = ts
+            if self.released_to is not None and ts <= self.released_to:
+                self.late += 1
+                late = True
+            else:
+                self.held.append(r)
+        return "late" if late else None
+
+    def release(self) -> list[Any]:
         """The held events at or before the watermark, in the replay's order."""
         wm = self.watermark
         if wm is None or not self.held or (self.released_to is not None and wm <= self.released_to):
             return []
-        out = sorted((e for e in self.held if e.ts <= wm), key=event_sort_key)
+        out = sorted((e for e in self.held if e.ts <= wm), key=self.sort_key)
         if out:
             self.held = [e for e in self.held if e.ts > wm]
         self.released_to = wm
         return out
 
-    def flush(self) -> list[JobEvent]:
+    def flush(self) -> list[Any]:
         """End of a finite input: every held event, in order."""
-        out = sorted(self.held, key=event_sort_key)
+        out = sorted(self.held, key=self.sort_key)
         self.held = []
         if out:
             self.released_to = max(out[-1].ts, self.released_to or out[-1].ts)
@@ -82,7 +116,7 @@ class JobEventMerger:
             "partitions": self.partitions,
             "latest": sorted(self.latest.items()),
             "offsets": sorted(self.offsets.items()),
-            "held": [e.to_dict() for e in self.held],
+            "held": [self.encode(e) for e in self.held],
             "released_to": self.released_to,
             "duplicates": self.duplicates,
             "late": self.late,
@@ -93,7 +127,7 @@ class JobEventMerger:
         self = cls(float(d["lateness_s"]), d["partitions"])
         self.latest = {int(p): float(t) for p, t in d["latest"]}
         self.offsets = {int(p): int(o) for p, o in d["offsets"]}
-        self.held = [jobevent_from_dict(e) for e in d["held"]]
+        self.held = [cls.decode(e) for e in d["held"]]
         self.released_to = d["released_to"]
         self.duplicates = int(d["duplicates"])
         self.late = int(d["late"])

@@ -16,6 +16,7 @@ with MiB/s as if it were 93 MiB/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,10 +67,9 @@ def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) 
     whole counter; one already running when first seen is the baseline (no delta)."""
     proc = group_codes(arr.node, arr.pid, arr.start)
     new = (arr.start > 0) & (arr.start > arr.ts - period)
-    d = (
-        counter_deltas(proc, arr.ts, np.stack([arr.write_bytes, arr.read_bytes], axis=1), new)
-        / unit
-    )
+    # byte deltas are whole numbers: their sums are exact in float64 (below 2**53 bytes) and
+    # do not depend on the order of the rows, so the live worker's sums equal these
+    d = counter_deltas(proc, arr.ts, np.stack([arr.write_bytes, arr.read_bytes], axis=1), new)
     dw, dr = d[:, 0], d[:, 1]
     minute = np.floor(arr.ts / MINUTE).astype(np.int64)
     job, node, mnt, w, r = _per_job_node_minute(arr.job, arr.node, minute, [dw, dr], "sum")
@@ -77,10 +77,10 @@ def io_from_samples(arr: SampleArrays, period: float = 60.0, unit: float = 1e6) 
         job=job,
         node=node,
         minute=mnt,
-        write=w / MINUTE,
-        read=r / MINUTE,
-        write_amount=w,
-        read_amount=r,
+        write=w / unit / MINUTE,
+        read=r / unit / MINUTE,
+        write_amount=w / unit,
+        read_amount=r / unit,
         jobs=arr.jobs,
         nodes=arr.nodes,
     )
@@ -124,14 +124,30 @@ class DfsMinutely:
     jobs_writing: np.ndarray
 
 
+def exact_bin_sums(k: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per bin the sum of its values rounded once (``math.fsum``): the same whatever the order
+    of the rows, so a minute summed live from its rows as they arrive equals the replay's."""
+    out = np.zeros(n)
+    if k.size == 0:
+        return out
+    order = np.argsort(k, kind="stable")
+    ks, vs = k[order], values[order].tolist()
+    cuts = np.flatnonzero(np.diff(ks)) + 1
+    lo = 0
+    for hi in [*cuts.tolist(), ks.size]:
+        out[ks[lo]] = math.fsum(vs[lo:hi])
+        lo = hi
+    return out
+
+
 def dfs_minutely(io: IoRates, minutes: np.ndarray | None = None) -> DfsMinutely:
     """Aggregate DFS load per minute over all jobs. ``minutes`` = the minutes to report (e.g.
     every minute some job was sampled, so idle minutes show 0); default: minutes in ``io``."""
     allm = io.minute if minutes is None else np.union1d(minutes, io.minute)
     um = np.unique(allm)
     k = np.searchsorted(um, io.minute)
-    w = np.bincount(k, io.write, um.shape[0])
-    r = np.bincount(k, io.read, um.shape[0])
+    w = exact_bin_sums(k, io.write, um.shape[0])
+    r = exact_bin_sums(k, io.read, um.shape[0])
     jm = group_codes(io.job, io.minute)
     writing = io.write > 0
     # one count per (job, minute) with any node writing

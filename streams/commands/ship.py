@@ -158,6 +158,43 @@ def _ship_jobs(args: argparse.Namespace) -> int:
         return 1
 
 
+def _ship_sample_files(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from models.records.plausible import TimeBounds
+    from streams.config import load_settings
+    from streams.errors import check_inputs
+    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.sampleship import ship_sample_files
+
+    settings = load_settings(getattr(args, "config", None))
+    check_inputs(args.paths)
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+
+    async def main() -> int:
+        from aiokafka import AIOKafkaProducer
+
+        await wait_for_kafka(settings, "drainwatch ship sample-files")
+        await ensure_topics(settings)
+        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+        await producer.start()
+        try:
+            s = await ship_sample_files(producer, settings.topic_prefix + "node-samples",
+                                        settings.topic_prefix + "dead-letter", args.paths,
+                                        bounds, settings.max_line_bytes)  # fmt: skip
+        finally:
+            await producer.stop()
+        print(f"ship sample-files: {s.samples:,} samples in {s.messages:,} sweeps from "
+              f"{s.files} file(s), {s.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship sample-files: {e}", file=sys.stderr)
+        return 1
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ship", help="ship scheduler logs to Kafka, or run a node collector")
     ssub = p.add_subparsers(dest="what", required=True)
@@ -187,6 +224,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument("--format", required=True, choices=JOB_FORMATS, help="input format")
     j.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     j.set_defaults(func=_ship_jobs)
+    f = ssub.add_parser(
+        "sample-files",
+        help="publish node-sample traces to <prefix>node-samples",
+        description="Read node-sample traces (JSON lines) as `replay --format samples` reads "
+        "them and publish one message per sweep (a node's samples at one time), keyed by node, "
+        "in time order; rejected lines go to <prefix>dead-letter.",
+    )
+    f.add_argument("paths", nargs="+", metavar="FILE", help="sample traces (any compression)")
+    f.set_defaults(func=_ship_sample_files)
     s = ssub.add_parser(
         "samples",
         help="sample /proc for every job process on this node (seed 003 monitor)",

@@ -86,13 +86,14 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
 
-    async def prepare() -> int | None:
+    async def prepare() -> tuple[int | None, int | None]:
         await wait_for_kafka(settings, "drainwatch worker")
         parts = await ensure_topics(settings)
-        return parts.get(topic_names(settings.topic_prefix).job_events)
+        names = topic_names(settings.topic_prefix)
+        return parts.get(names.job_events), parts.get(names.node_samples)
 
     try:
-        job_partitions = asyncio.run(prepare())
+        job_partitions, sample_partitions = asyncio.run(prepare())
         sink = None if args.no_influx else influx_sink(settings, "drainwatch worker")
     except Unreachable as e:
         print(f"drainwatch worker: {e}", file=sys.stderr)
@@ -103,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
     attach(app, settings, sink)
     if settings.live_jobs == "on":
         attach_jobs(app, settings, sink, job_partitions)
+    if settings.live_samples == "on":
+        from streams.sampleagents import attach_samples
+
+        attach_samples(app, settings, sink, sample_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     try:

@@ -27,6 +27,7 @@ from streams.stages.jobs import (
     TURNOVER,
     USAGE_DAILY,
 )
+from streams.stages.samples import DFS_MINUTELY, HOT_ZONES
 from streams.tables import Row, Table
 
 
@@ -43,7 +44,7 @@ class Measurement:
         if kind == "day":
             d = v if isinstance(v, date) else date.fromisoformat(v)
             return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
-        return float(v)
+        return float(v) / 1000 if kind == "instant_ms" else float(v)
 
     def point(self, cluster: str, row: Row, tz: ZoneInfo) -> Any:
         from influxdb_client import Point, WritePrecision
@@ -63,6 +64,8 @@ class Measurement:
                 continue
             elif c.kind == "int":
                 p = p.field(c.name, int(v))
+            elif c.kind in ("instant", "instant_ms"):  # another time: POSIX seconds
+                p = p.field(c.name + "_s", float(v) / (1000 if c.kind == "instant_ms" else 1))
             elif c.kind == "text":
                 p = p.field(c.name, str(v))
             else:
@@ -89,6 +92,8 @@ MEASUREMENTS: dict[str, Measurement] = {
             ("holder_kind", "holder"),
             (("holder_kind", "kind"),),
         ),  # fmt: skip
+        Measurement("dfs", DFS_MINUTELY, "minute", ()),
+        Measurement("hot_zone", HOT_ZONES, "start", ()),
     )
 }
 
@@ -106,12 +111,14 @@ def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:
 
 def row_message(cluster: str, table: Table, row: Row) -> dict[str, Any]:
     """A metric-topic message of one row: its columns by name; an instant column as ISO 8601
-    UTC, with its POSIX seconds beside it as ``<name>_s`` (the drain messages' convention)."""
+    UTC, with its POSIX time beside it as ``<name>_s`` (seconds), or ``<name>_ms`` for a
+    millisecond column."""
     d: dict[str, Any] = {"v": 1, "cluster": cluster}
     for c, v in zip(table.columns, row, strict=True):
-        if c.kind == "instant":
-            d[c.name] = None if v is None else instant(v)
-            d[c.name + "_s"] = v
+        if c.kind in ("instant", "instant_ms"):
+            ts = v if v is None or c.kind == "instant" else v / 1000
+            d[c.name] = None if ts is None else instant(ts)
+            d[c.name + ("_s" if c.kind == "instant" else "_ms")] = v
         else:
             d[c.name] = v
     return d

@@ -33,10 +33,12 @@ def test_topic_names_from_prefix() -> None:
         "drainwatch.metrics.jobs",
         "drainwatch.metrics.shortjobs",
         "drainwatch.metrics.capability",
+        "drainwatch.metrics.dfs",
         "drainwatch.alerts",
         "drainwatch.dead-letter",
         "drainwatch.drain-partials",
         "drainwatch.jobs-partials",
+        "drainwatch.samples-partials",
         "drainwatch.worker-state",
     )
     assert topic_names("site-a.").dead_letter == "site-a.dead-letter"

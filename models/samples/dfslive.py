@@ -1,0 +1,195 @@
+"""DFS write load per minute and hot-zone episodes from samples as they come (seed 003 §5.2).
+
+The streaming form of :func:`models.samples.dfs.io_from_samples`, :func:`dfs_minutely` and
+:func:`hot_zones`, with the same rules and the same numbers: samples in time order, the byte
+deltas of each process (node, pid, start) from its previous sample (the first one counts its
+whole counter when the process started within a sampling period of it, else it is the
+baseline; a counter that goes down restarted from zero), summed per (job, node, minute) as
+whole bytes (exact), then per minute in unit/s (``math.fsum`` over the minute's rows, the
+replay's order-free sum). :meth:`DfsStream.close` makes the minutes before a given one final:
+their rows, and the hot-zone episodes no later hot minute can join any more (hot minutes at
+most ``max_gap`` minutes apart are one episode; its top jobs by share of the data written in
+its hot minutes).
+
+Alert (issue 13): ``hot_zone`` fires when an episode has ``alert_minutes`` consecutive hot
+minutes (at the end of the last of them, naming the top jobs so far) and resolves when the
+episode is final (at the end of its last hot minute). Memory: the open minutes, the open
+episode, and per process its last counters (forgotten ``forget_s`` after its last sample).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.alerts import Alert, AlertBook
+from models.records.nodesample import NodeSample
+from models.samples.dfs import MINUTE
+
+
+@dataclass(slots=True)
+class MinuteRow:
+    minute: int  # epoch minute
+    write: float  # unit/s over all jobs and nodes
+    read: float
+    jobs_writing: int
+
+
+@dataclass(slots=True)
+class ZoneRow:
+    start: int  # first hot minute
+    end: int  # last hot minute (inclusive)
+    peak: float
+    minutes: int
+    top_jobs: list[tuple[str, float]]
+
+
+@dataclass(slots=True)
+class _Episode:
+    start: int
+    last: int
+    peak: float
+    minutes: int
+    run_start: int  # first minute of the current run of consecutive hot minutes
+    per_job: dict[str, float] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)  # first seen: ties keep it
+
+
+class DfsStream:
+    __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
+                 "book", "_procs", "_minutes", "_closed", "_ep", "_seen", "_forget_at")  # fmt: skip
+
+    def __init__(
+        self,
+        period: float = 60.0,
+        unit: float = 1e6,
+        threshold: float = 93.0,
+        top: int = 3,
+        max_gap: int = 0,
+        alert_minutes: int = 5,
+        forget_s: float = 6 * 3600.0,
+    ) -> None:
+        self.period = period
+        self.unit = unit
+        self.threshold = threshold
+        self.top = top
+        self.max_gap = max_gap
+        self.alert_minutes = alert_minutes
+        self.forget_s = forget_s
+        self.book = AlertBook()
+        # (node, pid, start) -> [last ts, write bytes, read bytes]
+        self._procs: dict[tuple[str, int, float], list[float]] = {}
+        # minute -> {(job, node): [write bytes, read bytes]}
+        self._minutes: dict[int, dict[tuple[str, str], list[float]]] = {}
+        self._closed: int | None = None  # every minute before it is final
+        self._ep: _Episode | None = None
+        self._seen = 0  # jobs numbered in order of first write in an episode
+        self._forget_at: float | None = None
+
+    def update(self, samples: Iterable[NodeSample]) -> None:
+        """Samples in time order (a process's samples in its own order)."""
+        procs, minutes, period = self._procs, self._minutes, self.period
+        for s in samples:
+            key = (s.node, s.pid, s.start)
+            w, r = float(s.write_bytes), float(s.read_bytes)
+            prev = procs.get(key)
+            if prev is None:
+                new = s.start > 0 and s.start > s.ts - period
+                dw, dr = (w, r) if new else (0.0, 0.0)
+                procs[key] = [s.ts, w, r]
+            else:
+                dw = w - prev[1] if w >= prev[1] else w
+                dr = r - prev[2] if r >= prev[2] else r
+                prev[0], prev[1], prev[2] = s.ts, w, r
+            m = math.floor(s.ts / MINUTE)
+            rows = minutes.get(m)
+            if rows is None:
+                rows = minutes[m] = {}
+            acc = rows.get((s.job, s.node))
+            if acc is None:
+                rows[(s.job, s.node)] = [dw, dr]
+            else:
+                acc[0] += dw
+                acc[1] += dr
+
+    def close(self, until_minute: int) -> tuple[list[MinuteRow], list[ZoneRow], list[Alert]]:
+        """Minutes before ``until_minute`` are final: their rows, the episodes that ended, and
+        the hot-zone alert changes."""
+        out: list[MinuteRow] = []
+        zones: list[ZoneRow] = []
+        alerts: list[Alert] = []
+        unit = self.unit
+        for m in sorted(k for k in self._minutes if k < until_minute):
+            rows = self._minutes.pop(m)
+            # the replay's arithmetic: bytes / unit / 60
+            rates = {jn: (a[0] / unit / MINUTE, a[1] / unit / MINUTE) for jn, a in rows.items()}
+            write = math.fsum(w for w, _ in rates.values())
+            read = math.fsum(r for _, r in rates.values())
+            writers = {j for (j, _n), (w, _r) in rates.items() if w > 0}
+            out.append(MinuteRow(m, write, read, len(writers)))
+            if write > self.threshold:
+                self._hot(m, write, rates, zones, alerts)
+        self._end_episode(until_minute, zones, alerts)
+        if self._closed is None or until_minute > self._closed:
+            self._closed = until_minute
+        self._forget(until_minute * MINUTE)
+        return out, zones, alerts
+
+    def _hot(self, m: int, write: float, rates: dict[tuple[str, str], tuple[float, float]],
+             zones: list[ZoneRow], alerts: list[Alert]) -> None:  # fmt: skip
+        ep = self._ep
+        if ep is not None and m - ep.last > self.max_gap + 1:
+            self._final(zones, alerts)
+            ep = None
+        if ep is None:
+            ep = self._ep = _Episode(m, m, write, 0, m)
+        elif m != ep.last + 1:
+            ep.run_start = m
+        ep.last, ep.minutes, ep.peak = m, ep.minutes + 1, max(ep.peak, write)
+        for (job, _node), (w, _r) in rates.items():
+            ep.per_job[job] = ep.per_job.get(job, 0.0) + w
+            if job not in ep.order:
+                ep.order[job] = len(ep.order)
+        if m - ep.run_start + 1 == self.alert_minutes:
+            details = {"top_jobs": self._top(ep)}
+            a = self.book.fire("hot_zone", "dfs", (m + 1) * MINUTE, ep.peak, self.threshold,
+                               f"{self.alert_minutes} min", severity="critical",
+                               details=details, since=ep.start * MINUTE)  # fmt: skip
+            if a is not None:
+                alerts.append(a)
+
+    def _top(self, ep: _Episode) -> list[list[Any]]:
+        total = sum(ep.per_job.values())
+        if total <= 0:
+            return []
+        ranked = sorted(ep.per_job, key=lambda j: (-ep.per_job[j], ep.order[j]))[: self.top]
+        return [[j, ep.per_job[j] / total] for j in ranked if ep.per_job[j] > 0]
+
+    def _end_episode(self, until_minute: int, zones: list[ZoneRow], alerts: list[Alert]) -> None:
+        ep = self._ep
+        if ep is not None and until_minute > ep.last + self.max_gap + 1:
+            self._final(zones, alerts)
+
+    def _final(self, zones: list[ZoneRow], alerts: list[Alert]) -> None:
+        ep = self._ep
+        assert ep is not None
+        top = [(j, s) for j, s in self._top(ep)]
+        zones.append(ZoneRow(ep.start, ep.last, ep.peak, ep.minutes, top))
+        a = self.book.resolve("hot_zone", "dfs", (ep.last + 1) * MINUTE, ep.peak)
+        if a is not None:
+            alerts.append(a)
+        self._ep = None
+
+    def finish(self) -> tuple[list[MinuteRow], list[ZoneRow], list[Alert]]:
+        """End of a finite input: every minute is final."""
+        last = max(self._minutes, default=self._closed or 0)
+        return self.close(last + self.max_gap + 2)
+
+    def _forget(self, now_s: float) -> None:
+        if self._forget_at is not None and now_s < self._forget_at:
+            return
+        self._forget_at = now_s + self.forget_s / 8
+        cut = now_s - self.forget_s
+        self._procs = {k: v for k, v in self._procs.items() if v[0] >= cut}

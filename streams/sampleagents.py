@@ -1,0 +1,130 @@
+"""The live node-samples path (docs/state.md, "Node samples"): DFS write load per minute and
+hot-zone episodes (seed 003 §5.2), the same numbers as ``drainwatch replay --format samples``.
+
+The job-events path's machinery with samples as the records (:class:`JobsPipeline`): the
+``node-samples`` agent checks each message (one node's sweep: trace lines, one per process),
+dead-letters bad lines with their reason and forwards the good samples with their offset to
+``samples-partials``; the combiner's :class:`~models.samples.merge.SampleMerger` releases them
+in time order once every partition is past them, into :class:`~models.samples.dfslive.DfsStream`,
+which makes the minutes before the released time final. Every ``flush_interval`` the final
+minutes go to InfluxDB (``dfs``) and ``metrics.dfs``, the ended episodes to ``hot_zone``, the
+hot-zone alert changes to ``alerts``; then the merger and the model are saved and only then
+are the partials acked.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from typing import Any
+
+import orjson
+
+from models.formats.sampletrace import SampleTraceError, parse_sample, sample_to_dict
+from models.records.reject import Reject
+from models.samples.dfslive import DfsStream
+from models.samples.merge import SampleMerger
+from streams.config import Settings
+from streams.jobagents import JobsPipeline
+from streams.sinks.influx import InfluxSink
+from streams.sinks.jobpoints import row_message, table_points
+from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, _zone_row
+
+STATE_KEY = "samples"
+STATE_FORMAT = 1
+
+
+class SamplesPipeline(JobsPipeline):
+    SOURCE = "node-samples"
+
+    def __init__(
+        self, app: Any, settings: Settings, sink: InfluxSink | None, partitions: int | None
+    ) -> None:
+        super().__init__(app, settings, sink, partitions)
+
+    def _input_topic(self) -> Any:
+        return self.topics.node_samples
+
+    def _partials_topic(self) -> Any:
+        return self.topics.samples_partials
+
+    def _records(self, value: bytes, where: dict[str, Any]) -> Any:
+        """A sweep: one sample per line; each bad line is dead-lettered on its own."""
+        s = self.settings
+        out = []
+        for line in value.splitlines():
+            if not line.strip():
+                continue
+            try:
+                smp = parse_sample(line)
+                if not s.not_before <= smp.ts * 1000 < s.not_after:
+                    raise SampleTraceError("implausible_time", repr(smp.ts))
+            except SampleTraceError as err:
+                text = line[:4096].decode("utf-8", "replace")
+                self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
+                continue
+            out.append(sample_to_dict(smp))
+        self.counts["samples"] += len(out)
+        return out or None
+
+    def _take(self, merger: Any, p: int, off: int, rec: Any) -> str | None:
+        return merger.add_many(p, off, [SampleMerger.decode(d) for d in rec])  # type: ignore[no-any-return]
+
+    async def _state(self) -> tuple[Any, dict[str, Any]]:
+        if self.merger is None or self.stages is None:
+            data = await self.store.load(STATE_KEY)
+            s = self.settings
+            if data is None:
+                self.merger = SampleMerger(s.lateness, self.partitions)
+                dfs = DfsStream(s.sample_period, 1e6, s.alert_hot_zone, 3, 0,
+                                s.alert_hot_zone_minutes)  # fmt: skip
+                self.stages, self.offset = {"dfs": dfs}, -1
+            else:
+                d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
+                if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
+                    raise ValueError("samples state: not readable by this release")
+                self.merger = SampleMerger.from_dict(d["merger"])
+                self.merger.partitions = self.partitions
+                self.stages, self.offset = {"dfs": d["dfs"]}, int(d["offset"])
+        return self.merger, self.stages
+
+    def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
+        if not released:
+            return
+        dfs: DfsStream = stages["dfs"]
+        dfs.update(released)
+        # every sample at or before the released time is in: the minutes before its are final
+        assert self.merger is not None and self.merger.released_to is not None
+        minutes, zones, alerts = dfs.close(math.floor(self.merger.released_to / 60))
+        cluster, zone = self.settings.cluster, self.zone
+        rows = [(m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
+        self.points += table_points(cluster, DFS_MINUTELY, rows, zone)
+        topic = self.topics.metrics_dfs
+        for r in rows:
+            msg = orjson.dumps(row_message(cluster, DFS_MINUTELY, r))
+            self.messages.append((topic, str(r[0]).encode(), msg))
+        self.points += table_points(cluster, HOT_ZONES, [_zone_row(z) for z in zones], zone)
+        self.counts["rows"] += len(rows) + len(zones)
+        self._alerts(alerts)
+
+    def _saved(self) -> bytes:
+        assert self.merger is not None and self.stages is not None
+        state = {"format": STATE_FORMAT, "merger": self.merger.to_dict(),
+                 "dfs": self.stages["dfs"], "offset": self.offset}  # fmt: skip
+        return pickle.dumps(state, protocol=5)
+
+    def _flush_rows(self) -> None:
+        pass  # every row is final when it is made
+
+
+def attach_samples(
+    app: Any, settings: Settings, sink: InfluxSink | None, partitions: int | None = None
+) -> SamplesPipeline:
+    """The node-samples and samples-partials agents and their flush timer on ``app``."""
+    from streams.jobagents import wire
+
+    pipe = SamplesPipeline(app, settings, sink, partitions)
+    t = app.drainwatch_topics
+    wire(app, settings, pipe, t.node_samples, t.samples_partials, "samples")
+    app.drainwatch_samples = pipe
+    return pipe

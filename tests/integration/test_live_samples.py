@@ -1,0 +1,113 @@
+"""The live node-samples path: a generated samples trace (64 nodes, 8 jobs, two write bursts)
+shipped through Kafka gives in InfluxDB and on metrics.dfs exactly the DFS minutes and the
+hot-zone episodes ``drainwatch replay --format samples`` writes, the hot-zone alert fires and
+resolves once for the long burst and not for the short one, and bad lines are dead-lettered
+with the good samples around them kept."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from models.formats.sampletrace import dumps
+from models.records.nodesample import NodeSample
+from streams.stages.samples import DFS_MINUTELY, HOT_ZONES
+from tests.integration.kafka_read import read_topic
+from tests.integration.test_live_drain import Live
+from tests.integration.test_live_jobs import _influx_rows
+
+pytestmark = pytest.mark.integration
+T0 = 1_700_000_040.0  # a minute boundary
+MB = 1_000_000
+
+
+def _trace(path: Path) -> Path:
+    """64 nodes, job J<k> on nodes 8k..8k+7, one process each, a sample a minute for two
+    hours. Every node writes 0.5 MB/s (32 MB/s in all); J1 writes 15 MB/s a node in minutes
+    30-39 (152.5 MB/s: a 10-minute hot zone), J2 and J3 in minutes 70-72 (a 3-minute one)."""
+    lines = []
+    for n in range(64):
+        job = f"J{n // 8}"
+        written = 0
+        for m in range(120):
+            rate = 0.5
+            if job == "J1" and 30 <= m < 40 or job in ("J2", "J3") and 70 <= m < 73:
+                rate = 15.0 if job == "J1" else 7.0
+            written += round(rate * MB * 60)
+            s = NodeSample(T0 + 60 * m + (n % 7) * 0.5, job, 1000 + n, f"n{n:03d}", "app",
+                           1, 1, 1000, 0, 0, 0, 0, written, 50.0, 0, 0,
+                           start=T0 - 3600.0, cores=4)  # fmt: skip
+            lines.append(dumps(s))
+    lines.insert(500, b'{"ts": "later", "job": "J0"}')  # one bad line among the good ones
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.fixture
+def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
+    run = Live(stack, influx, tmp_path)
+    yield run
+    run.stop()
+
+
+def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
+    live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120"})
+    trace = _trace(live.tmp / "samples.jsonl")
+    out = live.tmp / "replay"
+    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "samples",
+                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--no-progress"],
+                   env=live.env, check=True, capture_output=True)  # fmt: skip
+    want_minutes = list(csv.reader((out / DFS_MINUTELY.file).open()))[1:]
+    want_zones = list(csv.reader((out / HOT_ZONES.file).open()))[1:]
+    assert len(want_minutes) == 120 and len(want_zones) == 2
+
+    w = live.worker()
+    live.produce("node-samples", [b"garbage, not a sample"], partition=0)
+    p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "sample-files", str(trace)],
+                       env=live.env, capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "7,680 samples" in p.stderr and "1 dead letters" in p.stderr
+    # final: every minute before the watermark (the last samples minus 2 minutes of lateness)
+    deadline = time.monotonic() + 90
+    while True:
+        got = _influx_rows(live, DFS_MINUTELY)
+        if len(got) >= 117 or time.monotonic() > deadline:
+            break
+        assert w.poll() is None, "the worker stopped"
+        time.sleep(2)
+    assert 117 <= len(got) < 120
+    assert got == sorted(want_minutes)[: len(got)]  # exactly the replay's numbers
+    assert _influx_rows(live, HOT_ZONES) == sorted(want_zones)
+    topic = {}
+    for key, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "metrics.dfs"):
+        d = orjson.loads(v)
+        assert key == str(d["minute_ms"]).encode()
+        topic[d["minute_ms"]] = d
+    assert sorted(DFS_MINUTELY.format([[d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s",
+                                                       "jobs_writing")]
+                                       for d in topic.values()])) == got  # fmt: skip
+
+    alerts = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
+                                                        live.prefix + "alerts")]  # fmt: skip
+    states = [(a["id"], a["state"], a["since"], a["at"]) for a in alerts]
+    start = T0 + 30 * 60
+    assert sorted(set(states)) == [
+        ("hot_zone:dfs", "firing", start, start + 5 * 60),
+        ("hot_zone:dfs", "resolved", start, start + 10 * 60),
+    ]
+    firing = next(a for a in alerts if a["state"] == "firing")
+    assert firing["details"]["top_jobs"][0][0] == "J1" and firing["threshold"] == 93.0
+    dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
+                                                      live.prefix + "dead-letter")]  # fmt: skip
+    # the shipper's reject, and the worker's own: a garbage line in a sweep
+    assert {(d["source"], d["reason"]) for d in dead} == {
+        ("node-samples", "bad_json"),
+        (str(trace), "missing_field"),
+    }

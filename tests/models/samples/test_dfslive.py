@@ -1,0 +1,100 @@
+"""The streaming DFS load and hot zones equal the batch ones (seed 003 §5.2) however the
+samples are batched and the minutes closed, on the golden samples trace and on generated
+traces (counter resets, reused pids, processes that start inside the window)."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.formats.sampletrace import parse_trace
+from models.records.nodesample import NodeSample, to_arrays
+from models.samples.dfs import dfs_minutely, hot_zones, io_from_samples
+from models.samples.dfslive import DfsStream
+from tests.golden.make_golden import INPUTS
+
+
+def _batch(samples: list[NodeSample], thr: float, gap: int) -> tuple[list, list]:
+    arr = to_arrays(samples)
+    io = io_from_samples(arr, 60.0)
+    minutes = np.unique(np.floor(arr.ts / 60).astype(np.int64))
+    dm = dfs_minutely(io, minutes)
+    rows = [(int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]), int(dm.jobs_writing[k]))
+            for k in range(dm.minute.shape[0])]  # fmt: skip
+    zones = hot_zones(dm, io, thr, top=3, max_gap=gap)
+    return rows, [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones]
+
+
+def _stream(samples: list[NodeSample], thr: float, gap: int, cuts: list[int]) -> tuple:
+    s = DfsStream(threshold=thr, max_gap=gap, alert_minutes=3)
+    ordered = sorted(samples, key=lambda x: x.ts)
+    rows, zones, alerts = [], [], []
+    i, k = 0, 0
+    while i < len(ordered):
+        j = min(len(ordered), i + cuts[k % len(cuts)])
+        s.update(ordered[i:j])
+        if j < len(ordered):  # the minute of the next sample may still grow
+            r, z, a = s.close(math.floor(ordered[j].ts / 60))
+        else:
+            r, z, a = s.finish()
+        rows += r
+        zones += z
+        alerts += a
+        i, k = j, k + 1
+    return ([(r.minute, r.write, r.read, r.jobs_writing) for r in rows],
+            [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones], alerts)  # fmt: skip
+
+
+def _same_zones(got: list, want: list) -> None:
+    assert [z[:4] for z in got] == [z[:4] for z in want]
+    for g, w in zip(got, want, strict=True):
+        assert [j for j, _ in g[4]] == [j for j, _ in w[4]]
+        assert [s for _, s in g[4]] == pytest.approx([s for _, s in w[4]], rel=1e-12)
+
+
+@pytest.mark.parametrize("cuts", [[1], [7, 50, 3], [100_000]])
+def test_golden_trace_streamed_equals_the_batch(cuts: list[int]) -> None:
+    with gzip.open(INPUTS / "samples.jsonl.gz", "rb") as f:
+        samples = list(parse_trace(f.read().splitlines(), rejects=[]))
+    rows, zones = _batch(samples, 40.0, 1)
+    got_rows, got_zones, alerts = _stream(samples, 40.0, 1, cuts)
+    assert got_rows == rows  # exact: whole bytes summed, minutes by fsum
+    assert len(zones) >= 2
+    _same_zones(got_zones, zones)
+    # one firing and one resolved record per episode with 3 consecutive hot minutes
+    long = [z for z in zones if z[3] >= 3]
+    assert [a.state for a in alerts] == ["firing", "resolved"] * len(long)
+
+
+_proc = st.tuples(
+    st.integers(0, 2),  # node
+    st.integers(0, 1),  # job
+    st.booleans(),  # started inside the window
+    st.lists(st.integers(0, 3 * 10**8), min_size=1, max_size=12),  # write increments
+    st.integers(0, 20),  # first minute
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_proc, min_size=1, max_size=6), st.lists(st.integers(1, 9), min_size=1,
+       max_size=5), st.integers(0, 2))  # fmt: skip
+def test_generated_traces_streamed_equal_the_batch(procs: list, cuts: list[int], gap: int) -> None:
+    t0 = 1_700_000_000.0
+    samples = []
+    for pid, (node, job, inside, incs, first) in enumerate(procs):
+        total = 0
+        for m, inc in enumerate(incs):
+            total = inc if inc % 7 == 0 else total + inc  # some counters restart
+            ts = t0 + 60 * (first + m) + pid
+            start = t0 + 60 * first - (10 if inside else 1000)
+            samples.append(NodeSample(ts, f"J{job}", pid, f"n{node}", "a", 1, 1, 1, 0, 0, 0,
+                                      0, total, 1.0, 0, 0, start=start))  # fmt: skip
+    rows, zones = _batch(samples, 5.0, gap)
+    got_rows, got_zones, _ = _stream(samples, 5.0, gap, cuts)
+    assert got_rows == rows
+    _same_zones(got_zones, zones)
