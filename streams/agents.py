@@ -321,6 +321,16 @@ class DrainPipeline:
                 )
                 for j in jobs
             ]
+            if jobs and self.settings.live_jobs == "on":  # the job-events side joins them
+                futs += [
+                    self.topics.jobs_partials.send(
+                        key=b"drain",
+                        value=orjson.dumps({"partition": -1, "drain": [
+                            [j.job, j.drain_ms, j.nodes_charged, j.first_charged_ms,
+                             j.last_charged_ms, j.nodes_running] for j in jobs[i : i + 2000]]}),
+                    )
+                    for i in range(0, len(jobs), 2000)
+                ]  # fmt: skip
             da = self.alerts
             changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
             changes += da.quiet(comb.watermark_ms)

@@ -552,6 +552,15 @@ SPECS: tuple[Spec, ...] = (
         minimum=0.0,
     ),
     Spec(
+        "alert_ftl_node_hours",
+        "alerts",
+        "ftl_node_hours",
+        "float",
+        10.0,
+        "failure to launch: a job drained for at least this many node-hours, then ran < 30 s",
+        minimum=0.0,
+    ),
+    Spec(
         "alert_cup40_target",
         "alerts",
         "cup40_target",
@@ -671,6 +680,7 @@ class Settings:
     alert_sliding_node_hours: float = 100.0
     alert_sliding_quiet: float = 3600.0
     alert_stalled_after: float = 300.0
+    alert_ftl_node_hours: float = 10.0
     connect_timeout: float = 120.0
     broker_session_timeout: float = 60.0
     broker_heartbeat_interval: float = 3.0

@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from models.alerts import Alert, JobAlerts
+from models.drain.jobjoin import DrainJobJoin
 from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.merge import JobEventMerger
@@ -50,6 +51,7 @@ from streams.sinks.jobpoints import (
     table_points,
 )
 from streams.sinks.statestore import StateStore
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     RUNTIME_PREDICTIONS,
@@ -118,6 +120,7 @@ class JobsPipeline:
         self.lock = asyncio.Lock()
         self.merger: JobEventMerger | None = None
         self.stages: dict[str, Any] | None = None
+        self.join: DrainJobJoin | None = None  # the jobs path only
         self.alerts = JobAlerts()
         self.cal = DayCalendar(settings.tz)
         self.zone = ZoneInfo(settings.tz)
@@ -221,6 +224,7 @@ class JobsPipeline:
             s = self.settings
             self.alerts = JobAlerts(None, s.alert_shortjob_flood, s.alert_cup40_target,
                                     s.alert_overrun_margin, s.tz)  # fmt: skip
+            self.join = DrainJobJoin(s.alert_ftl_node_hours)
             if data is None:
                 self.merger = JobEventMerger(s.lateness, self.partitions)
                 self.stages, self.offset = live_stages(s), -1
@@ -235,6 +239,7 @@ class JobsPipeline:
                 self.merger.partitions = self.partitions
                 self.stages, self.offset = d["stages"], int(d["offset"])
                 self.alerts.restore(d["alerts"])
+                self.join = d["join"]
             self.stages["shortjobs"].on_tick = self.adjust
         return self.merger, self.stages
 
@@ -278,6 +283,8 @@ class JobsPipeline:
     def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
         for batch in day_batches(self.cal, released):
             self._step(stages, batch)
+        if self.join is not None:
+            self.join.events(released)
         if released:  # the new event time: jobs past their estimate, floods decayed
             now = released[-1].ts
             running = stages["runtime"].m.running(now)
@@ -301,6 +308,12 @@ class JobsPipeline:
                     continue
                 d = orjson.loads(ev.value)
                 p = int(d["partition"])
+                if "drain" in d:  # the drain combiner's job totals, to join
+                    if self.join is not None:
+                        self.join.drain(d["drain"])
+                    self.offset = off
+                    self.comb_held.append(ev)
+                    continue
                 for src_off, rec in d["events"]:
                     if self._take(merger, p, int(src_off), rec) == "late":
                         text = orjson.dumps(rec).decode()
@@ -312,11 +325,16 @@ class JobsPipeline:
                 self.comb_held.append(ev)
 
     def _flush_rows(self) -> None:
-        """Rows made at a flush rather than a step: the usage days jobs ending changed."""
+        """Rows made at a flush rather than a step: the usage days jobs ending changed, and
+        the jobs whose drain or events changed (the join with the drain stream)."""
         assert self.stages is not None
         cluster, zone = self.settings.cluster, self.zone
         for table, rows in self.stages["usage"].changed():
             self.points += table_points(cluster, table, rows, zone)
+        if self.join is not None:
+            rows, alerts = self.join.take()
+            self.points += table_points(cluster, DRAIN_JOBS_WITH_EVENTS, rows, zone)
+            self._alerts(alerts)
 
     def _saved(self) -> bytes:
         assert self.merger is not None
@@ -325,6 +343,7 @@ class JobsPipeline:
             "merger": self.merger.to_dict(),
             "stages": self.stages,
             "alerts": self.alerts.to_dict(),
+            "join": self.join,
             "offset": self.offset,
         }
         return pickle.dumps(state, protocol=5)

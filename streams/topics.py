@@ -301,12 +301,24 @@ JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "jobs-partials.v1.json",
     "title": "Internal: job events of one job-events partition, with their offsets "
-    "(models.jobs.merge)",
+    "(models.jobs.merge); or (partition -1) the drain combiner's job totals to join",
     "type": "object",
-    "required": ["partition", "events"],
+    "required": ["partition"],
+    "oneOf": [{"required": ["events"]}, {"required": ["drain"]}],
     "additionalProperties": False,
     "properties": {
         "partition": _INT,
+        "drain": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [_STR, _INT, _INT, _INT, _INT, _INT],
+                "minItems": 6,
+                "maxItems": 6,
+            },
+            "description": "[job, drain ms, nodes charged, first charged ms, last charged ms, "
+            "nodes running] per job whose totals changed",
+        },
         "events": {
             "type": "array",
             "items": {
@@ -447,6 +459,8 @@ ALERTS_SCHEMA: dict[str, Any] = {
                 "sliding_job",
                 "data_quality",
                 "stalled",
+                "hot_zone",
+                "failure_to_launch",
             ]
         },
         "subject": {

@@ -19,6 +19,7 @@ import orjson
 
 from models.alerts import Alert
 from streams.format import instant
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
@@ -64,6 +65,8 @@ class Measurement:
                 continue
             elif c.kind == "int":
                 p = p.field(c.name, int(v))
+            elif c.kind == "seconds_ms":
+                p = p.field(c.name, int(v) / 1000)
             elif c.kind in ("instant", "instant_ms"):  # another time: POSIX seconds
                 p = p.field(c.name + "_s", float(v) / (1000 if c.kind == "instant_ms" else 1))
             elif c.kind == "text":
@@ -93,6 +96,8 @@ MEASUREMENTS: dict[str, Measurement] = {
             (("holder_kind", "kind"),),
         ),  # fmt: skip
         Measurement("dfs", DFS_MINUTELY, "minute", ()),
+        # time: the first charge, fixed for the job: every later row overwrites the point
+        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", ("job",)),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
     )
 }

@@ -91,6 +91,9 @@ def _influx_rows(live: Live, table: Table) -> list[list[str]]:
             if c.name == m.time:
                 row.append(p["day"] if c.kind == "day" else
                            round(t * 1000) if c.kind == "instant_ms" else t)  # fmt: skip
+            elif c.kind == "seconds_ms":
+                v = p.get(c.name)
+                row.append(None if v is None else round(v * 1000))
             elif c.kind in ("instant", "instant_ms"):  # another time: a seconds field
                 v = p.get(c.name + "_s")
                 row.append(v if v is None or c.kind == "instant" else round(v * 1000))
