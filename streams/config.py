@@ -456,6 +456,27 @@ SPECS: tuple[Spec, ...] = (
         maximum=86400.0,
     ),
     Spec(
+        "mem_per_core",
+        "samples",
+        "mem_per_core",
+        "float",
+        None,
+        "theoretical memory per core, GiB (node memory / cores; seed 003: 6); unset: no "
+        "memory ratios",
+        minimum=0.001,
+        optional=True,
+    ),
+    Spec(
+        "cores_per_node",
+        "samples",
+        "cores_per_node",
+        "float",
+        None,
+        "cores allocated per node when samples do not say",
+        minimum=1.0,
+        optional=True,
+    ),
+    Spec(
         "alert_hot_zone",
         "alerts",
         "hot_zone",
@@ -669,6 +690,8 @@ class Settings:
     live_jobs: str = "off"
     live_samples: str = "off"
     sample_period: float = 60.0
+    mem_per_core: float | None = None
+    cores_per_node: float | None = None
     alert_hot_zone: float = 93.0
     alert_hot_zone_minutes: int = 5
     section_nodes: int | None = None

@@ -24,11 +24,12 @@ from models.formats.sampletrace import SampleTraceError, parse_sample, sample_to
 from models.records.reject import Reject
 from models.samples.dfslive import DfsStream
 from models.samples.merge import SampleMerger
+from models.samples.utillive import JobUtilStream
 from streams.config import Settings
 from streams.jobagents import JobsPipeline
 from streams.sinks.influx import InfluxSink
-from streams.sinks.jobpoints import row_message, table_points
-from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, _zone_row
+from streams.sinks.jobpoints import row_message, table_points, timed_point
+from streams.stages.samples import DFS_MINUTELY, GIB_KB, HOT_ZONES, JOB_UTILIZATION, _zone_row
 
 STATE_KEY = "samples"
 STATE_FORMAT = 1
@@ -78,14 +79,17 @@ class SamplesPipeline(JobsPipeline):
                 self.merger = SampleMerger(s.lateness, self.partitions)
                 dfs = DfsStream(s.sample_period, 1e6, s.alert_hot_zone, 3, 0,
                                 s.alert_hot_zone_minutes)  # fmt: skip
-                self.stages, self.offset = {"dfs": dfs}, -1
+                mpc = None if s.mem_per_core is None else s.mem_per_core * GIB_KB
+                util = JobUtilStream(s.sample_period, mpc, s.cores_per_node, s.lateness)
+                self.stages, self.offset = {"dfs": dfs, "util": util}, -1
             else:
                 d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
                 if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                     raise ValueError("samples state: not readable by this release")
                 self.merger = SampleMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
-                self.stages, self.offset = {"dfs": d["dfs"]}, int(d["offset"])
+                self.stages = {"dfs": d["dfs"], "util": d["util"]}
+                self.offset = int(d["offset"])
         return self.merger, self.stages
 
     def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
@@ -106,11 +110,23 @@ class SamplesPipeline(JobsPipeline):
         self.points += table_points(cluster, HOT_ZONES, [_zone_row(z) for z in zones], zone)
         self.counts["rows"] += len(rows) + len(zones)
         self._alerts(alerts)
+        # per-job utilisation: the jobs with new measures, provisional until quiet
+        util: JobUtilStream = stages["util"]
+        util.update(released)
+        changed, final = util.close(self.merger.released_to)
+        done = set(final)
+        for job in sorted(set(changed) | done):
+            row = util.row(job, dfs.io_of(job))
+            p = timed_point(JOB_UTILIZATION, cluster, row, util.first_ts(job), zone)
+            self.points.append(p.field("final", int(job in done)))
+        util.forget(final)
+        dfs.forget_jobs(final)
 
     def _saved(self) -> bytes:
         assert self.merger is not None and self.stages is not None
         state = {"format": STATE_FORMAT, "merger": self.merger.to_dict(),
-                 "dfs": self.stages["dfs"], "offset": self.offset}  # fmt: skip
+                 "dfs": self.stages["dfs"], "util": self.stages["util"],
+                 "offset": self.offset}  # fmt: skip
         return pickle.dumps(state, protocol=5)
 
     def _flush_rows(self) -> None:

@@ -16,13 +16,12 @@ with MiB/s as if it were 93 MiB/s.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from models.formats.procfs import counter_deltas
-from models.records.nodesample import SampleArrays, group_codes
+from models.records.nodesample import SampleArrays, exact_bin_sums, group_codes
 
 MINUTE = 60
 _NO_EPISODE = -1  # hot_zones: episode number of an I/O row outside every hot minute
@@ -122,22 +121,6 @@ class DfsMinutely:
     write: np.ndarray  # unit/s over all jobs and nodes
     read: np.ndarray
     jobs_writing: np.ndarray
-
-
-def exact_bin_sums(k: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per bin the sum of its values rounded once (``math.fsum``): the same whatever the order
-    of the rows, so a minute summed live from its rows as they arrive equals the replay's."""
-    out = np.zeros(n)
-    if k.size == 0:
-        return out
-    order = np.argsort(k, kind="stable")
-    ks, vs = k[order], values[order].tolist()
-    cuts = np.flatnonzero(np.diff(ks)) + 1
-    lo = 0
-    for hi in [*cuts.tolist(), ks.size]:
-        out[ks[lo]] = math.fsum(vs[lo:hi])
-        lo = hi
-    return out
 
 
 def dfs_minutely(io: IoRates, minutes: np.ndarray | None = None) -> DfsMinutely:
@@ -313,4 +296,4 @@ def job_write_stats(io: IoRates) -> tuple[np.ndarray, np.ndarray]:
     nj = len(io.jobs)
     mx = np.zeros(nj)
     np.maximum.at(mx, io.job, io.write)
-    return mx, np.bincount(io.job, io.write_amount, nj)
+    return mx, exact_bin_sums(io.job, io.write_amount, nj)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.alerts import Alert, AlertBook
+from models.jobs.usage import add_exact
 from models.records.nodesample import NodeSample
 from models.samples.dfs import MINUTE
 
@@ -59,7 +60,8 @@ class _Episode:
 
 class DfsStream:
     __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
-                 "book", "_procs", "_minutes", "_closed", "_ep", "_seen", "_forget_at")  # fmt: skip
+                 "book", "_procs", "_minutes", "_closed", "_ep", "_seen", "_forget_at",
+                 "job_io")  # fmt: skip
 
     def __init__(
         self,
@@ -87,6 +89,8 @@ class DfsStream:
         self._ep: _Episode | None = None
         self._seen = 0  # jobs numbered in order of first write in an episode
         self._forget_at: float | None = None
+        # job -> [fastest write of one node in one minute, exact partials of data written]
+        self.job_io: dict[str, list[Any]] = {}
 
     def update(self, samples: Iterable[NodeSample]) -> None:
         """Samples in time order (a process's samples in its own order)."""
@@ -125,6 +129,12 @@ class DfsStream:
             rows = self._minutes.pop(m)
             # the replay's arithmetic: bytes / unit / 60
             rates = {jn: (a[0] / unit / MINUTE, a[1] / unit / MINUTE) for jn, a in rows.items()}
+            for (job, _node), a in rows.items():
+                io = self.job_io.get(job)
+                if io is None:
+                    io = self.job_io[job] = [0.0, []]
+                io[0] = max(io[0], a[0] / unit / MINUTE)
+                add_exact(io[1], a[0] / unit)
             write = math.fsum(w for w, _ in rates.values())
             read = math.fsum(r for _, r in rates.values())
             writers = {j for (j, _n), (w, _r) in rates.items() if w > 0}
@@ -181,6 +191,16 @@ class DfsStream:
         if a is not None:
             alerts.append(a)
         self._ep = None
+
+    def forget_jobs(self, jobs: Iterable[str]) -> None:
+        """Jobs that ended leave memory (their I/O totals)."""
+        for job in jobs:
+            self.job_io.pop(job, None)
+
+    def io_of(self, job: str) -> tuple[float, float]:
+        """(fastest write of one node in one minute, data written) of a job, unit/s and unit."""
+        io = self.job_io.get(job)
+        return (0.0, 0.0) if io is None else (io[0], math.fsum(io[1]))
 
     def finish(self) -> tuple[list[MinuteRow], list[ZoneRow], list[Alert]]:
         """End of a finite input: every minute is final."""

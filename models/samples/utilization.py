@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.records.nodesample import SampleArrays, group_codes, sort_order
+from models.records.nodesample import SampleArrays, exact_bin_sums, group_codes, sort_order
 
 
 @dataclass(slots=True)
@@ -75,9 +75,10 @@ def measures_from_samples(arr: SampleArrays, period: float = 60.0) -> NodeMeasur
     first = np.full(ng, 0, dtype=np.int64)
     first[gid[::-1]] = idx[::-1]  # any row of the group: job/node/bucket are constant in it
     job, node, b = arr.job[first], arr.node[first], bucket[first]
-    core_used = np.bincount(gid, arr.core[idx] / 100.0, ng)
-    mem = np.bincount(gid, arr.vm_rss_kb[idx], ng)
-    swap = np.bincount(gid, arr.vm_swap_kb[idx], ng)
+    # exact sums (order-free): the live worker sums the same values as they come
+    core_used = exact_bin_sums(gid, arr.core[idx] / 100.0, ng)
+    mem = exact_bin_sums(gid, arr.vm_rss_kb[idx], ng)
+    swap = exact_bin_sums(gid, arr.vm_swap_kb[idx], ng)
     cores = np.zeros(ng)
     np.maximum.at(cores, gid, arr.cores[idx])
     ts = np.zeros(ng)
@@ -148,20 +149,20 @@ def job_utilization(
     jm_job[jm_inv] = m.job
     n = np.bincount(jm_job, minlength=nj).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        core_sum = np.bincount(m.job, m.core_used, nj)
+        core_sum = exact_bin_sums(m.job, m.core_used, nj)
         core_util = core_sum / (cores * n)
         if mem_per_core_kb is None:
             mem_mean = np.full(nj, np.nan)
             mem_max = np.full(nj, np.nan)
         else:
-            mem_sum = np.bincount(m.job, m.mem_kb, nj)
+            mem_sum = exact_bin_sums(m.job, m.mem_kb, nj)
             mem_mean = mem_sum / n / (mem_per_core_kb * cores)
             per_core = m.mem_kb / jn_cores[inv]
             mem_max = np.full(nj, -np.inf)
             np.maximum.at(mem_max, m.job, per_core)
             mem_max = mem_max / mem_per_core_kb
             mem_max[n == 0] = np.nan
-        swap_jm = np.bincount(jm_inv, m.swap_kb, ujm.shape[0])
+        swap_jm = exact_bin_sums(jm_inv, m.swap_kb, ujm.shape[0])
         swap_max = np.full(nj, -np.inf)
         np.maximum.at(swap_max, jm_job, swap_jm)
         swap_max[n == 0] = np.nan

@@ -28,7 +28,7 @@ from streams.stages.jobs import (
     TURNOVER,
     USAGE_DAILY,
 )
-from streams.stages.samples import DFS_MINUTELY, HOT_ZONES
+from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, JOB_UTILIZATION
 from streams.tables import Row, Table
 
 
@@ -96,6 +96,8 @@ MEASUREMENTS: dict[str, Measurement] = {
             (("holder_kind", "kind"),),
         ),  # fmt: skip
         Measurement("dfs", DFS_MINUTELY, "minute", ()),
+        # time: the job's first measure (set by the caller); tag job
+        Measurement("job_util", JOB_UTILIZATION, "", ("job",)),
         # time: the first charge, fixed for the job: every later row overwrites the point
         Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", ("job",)),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
@@ -103,15 +105,17 @@ MEASUREMENTS: dict[str, Measurement] = {
 }
 
 
-def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:
-    """A ``runtime_prediction`` point: the row has no time column, the job's end is its time."""
+def timed_point(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo) -> Any:
+    """A point of a table without a time column (``runtime_prediction``: the job's end;
+    ``job_util``: its first measure) at ``ts``."""
     from influxdb_client import WritePrecision
 
-    return (
-        MEASUREMENTS[RUNTIME_PREDICTIONS.file]
-        .point(cluster, row, tz)
-        .time(round(end * 1000), WritePrecision.MS)
-    )
+    m = MEASUREMENTS[table.file]
+    return m.point(cluster, row, tz).time(round(ts * 1000), WritePrecision.MS)
+
+
+def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:
+    return timed_point(RUNTIME_PREDICTIONS, cluster, row, end, tz)
 
 
 def row_message(cluster: str, table: Table, row: Row) -> dict[str, Any]:

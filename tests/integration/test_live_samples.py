@@ -18,7 +18,7 @@ import pytest
 
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
-from streams.stages.samples import DFS_MINUTELY, HOT_ZONES
+from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, JOB_UTILIZATION
 from tests.integration.kafka_read import read_topic
 from tests.integration.test_live_drain import Live
 from tests.integration.test_live_jobs import _influx_rows
@@ -30,20 +30,21 @@ MB = 1_000_000
 
 def _trace(path: Path) -> Path:
     """64 nodes, job J<k> on nodes 8k..8k+7, one process each, a sample a minute for two
-    hours. Every node writes 0.5 MB/s (32 MB/s in all); J1 writes 15 MB/s a node in minutes
-    30-39 (152.5 MB/s: a 10-minute hot zone), J2 and J3 in minutes 70-72 (a 3-minute one)."""
+    hours (J0-J3: one hour). Every node writes 0.5 MB/s (32 MB/s in all); J1 writes 15 MB/s a
+    node in minutes 30-39 (152.5 MB/s: a 10-minute hot zone), J5 and J6 7 MB/s in minutes
+    70-72 (a 3-minute one)."""
     lines = []
     for n in range(64):
         job = f"J{n // 8}"
         written = 0
-        for m in range(120):
+        for m in range(120 if n >= 32 else 60):  # J0-J3 end after an hour
             rate = 0.5
-            if job == "J1" and 30 <= m < 40 or job in ("J2", "J3") and 70 <= m < 73:
+            if job == "J1" and 30 <= m < 40 or job in ("J5", "J6") and 70 <= m < 73:
                 rate = 15.0 if job == "J1" else 7.0
             written += round(rate * MB * 60)
             s = NodeSample(T0 + 60 * m + (n % 7) * 0.5, job, 1000 + n, f"n{n:03d}", "app",
-                           1, 1, 1000, 0, 0, 0, 0, written, 50.0, 0, 0,
-                           start=T0 - 3600.0, cores=4)  # fmt: skip
+                           1, 1, 1_000_000 + 1000 * n + m, 0, 0, 0, 0, written,
+                           25.0 + n + (m % 5) * 10, 0, 0, start=T0 - 3600.0, cores=4)  # fmt: skip
             lines.append(dumps(s))
     lines.insert(500, b'{"ts": "later", "job": "J0"}')  # one bad line among the good ones
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -58,11 +59,13 @@ def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
 
 
 def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
-    live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120"})
+    live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120",
+                     "DRAINWATCH_MEM_PER_CORE": "6"})  # fmt: skip
     trace = _trace(live.tmp / "samples.jsonl")
     out = live.tmp / "replay"
     subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "samples",
-                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--no-progress"],
+                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--mem-per-core", "6",
+                    "--no-progress"],
                    env=live.env, check=True, capture_output=True)  # fmt: skip
     want_minutes = list(csv.reader((out / DFS_MINUTELY.file).open()))[1:]
     want_zones = list(csv.reader((out / HOT_ZONES.file).open()))[1:]
@@ -73,7 +76,7 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "sample-files", str(trace)],
                        env=live.env, capture_output=True, text=True)  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert "7,680 samples" in p.stderr and "1 dead letters" in p.stderr
+    assert "5,760 samples" in p.stderr and "1 dead letters" in p.stderr
     # final: every minute before the watermark (the last samples minus 2 minutes of lateness)
     deadline = time.monotonic() + 90
     while True:
@@ -85,6 +88,15 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     assert 117 <= len(got) < 120
     assert got == sorted(want_minutes)[: len(got)]  # exactly the replay's numbers
     assert _influx_rows(live, HOT_ZONES) == sorted(want_zones)
+    # per-job utilisation: the jobs that ended an hour in are final and the replay's rows;
+    # the others are there, provisional
+    util = {r[0]: r for r in _influx_rows(live, JOB_UTILIZATION)}
+    want_util = {r[0]: r for r in csv.reader((out / JOB_UTILIZATION.file).open()) if r[0] != "job"}
+    assert sorted(util) == sorted(want_util) == [f"J{k}" for k in range(8)]
+    for job in ("J0", "J1", "J2", "J3"):
+        assert util[job] == want_util[job], job
+    finals = live.influx.influxql('SELECT last("final") FROM "job_util" GROUP BY "job"')
+    assert {p["job"]: p["last"] for p in finals} == {f"J{k}": int(k < 4) for k in range(8)}
     topic = {}
     for key, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "metrics.dfs"):
         d = orjson.loads(v)

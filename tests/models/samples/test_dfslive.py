@@ -98,3 +98,40 @@ def test_generated_traces_streamed_equal_the_batch(procs: list, cuts: list[int],
     got_rows, got_zones, _ = _stream(samples, 5.0, gap, cuts)
     assert got_rows == rows
     _same_zones(got_zones, zones)
+
+
+@pytest.mark.parametrize("cuts", [[1], [7, 50, 3], [100_000]])
+def test_golden_trace_job_utilisation_streamed_equals_the_batch(cuts: list[int]) -> None:
+    from models.samples.dfs import job_write_stats
+    from models.samples.utilization import job_utilization, measures_from_samples
+    from models.samples.utillive import JobUtilStream
+
+    with gzip.open(INPUTS / "samples.jsonl.gz", "rb") as f:
+        samples = list(parse_trace(f.read().splitlines(), rejects=[]))
+    arr = to_arrays(samples)
+    mpc = 6 * 1024 * 1024.0  # --mem-per-core 6 (GiB), as the golden replay
+    u = job_utilization(measures_from_samples(arr, 60.0), mpc, None)
+    wmax, wtot = job_write_stats(io_from_samples(arr, 60.0))
+    want = {name: (name, int(u.nodes[j]), u.cores[j], int(u.measures[j]), u.core_util_mean[j],
+                   u.mem_mean_ratio[j], u.mem_max_core_ratio[j], u.swap_kb_max[j],
+                   u.sa_core_seconds[j], wmax[j], wtot[j])
+            for j, name in enumerate(u.jobs) if u.measures[j]}  # fmt: skip
+    dfs, util = DfsStream(threshold=40.0), JobUtilStream(60.0, mpc, None, quiet_s=300.0)
+    ordered = sorted(samples, key=lambda x: x.ts)
+    got: dict[str, tuple] = {}
+    final: dict[str, tuple] = {}
+    i, k = 0, 0
+    while i < len(ordered):
+        j = min(len(ordered), i + cuts[k % len(cuts)])
+        dfs.update(ordered[i:j])
+        util.update(ordered[i:j])
+        until = ordered[j].ts if j < len(ordered) else math.inf
+        dfs.close(math.floor(until / 60) if j < len(ordered) else 10**12)
+        changed, done = util.close(until)
+        got.update({job: util.row(job, dfs.io_of(job)) for job in changed})
+        final.update({job: util.row(job, dfs.io_of(job)) for job in done})
+        util.forget(done)
+        i, k = j, k + 1
+    assert got == want  # the latest row of every job is the replay's, exactly
+    # jobs quiet for 5 minutes before the last sample were final (and left memory) earlier
+    assert final and all(final[job] == want[job] for job in final)
