@@ -16,6 +16,7 @@ with MiB/s as if it were 93 MiB/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -247,12 +248,14 @@ def hot_zones(
     ep_of[ok] = ep_idx
     out: list[HotZone] = []
     nj = len(io.jobs)
+    name_rank = np.empty(nj, dtype=np.int64)
+    name_rank[np.argsort(np.array(io.jobs, dtype=object), kind="stable")] = np.arange(nj)
     for e, (a, b) in enumerate(zip(starts, ends, strict=True)):
         mins = hot[a : b + 1]
         rows = ep_of == e
-        per_job = np.bincount(io.job[rows], io.write[rows], nj)
-        total = per_job.sum()
-        order = np.argsort(-per_job, kind="stable")[:top]
+        per_job = exact_bin_sums(io.job[rows], io.write[rows], nj)
+        total = math.fsum(per_job.tolist())
+        order = np.lexsort((name_rank, -per_job))[:top]  # ties: by job id
         tops = [
             (io.jobs[j], float(per_job[j] / total)) for j in order if total > 0 and per_job[j] > 0
         ]

@@ -54,13 +54,12 @@ class _Episode:
     peak: float
     minutes: int
     run_start: int  # first minute of the current run of consecutive hot minutes
-    per_job: dict[str, float] = field(default_factory=dict)
-    order: dict[str, int] = field(default_factory=dict)  # first seen: ties keep it
+    per_job: dict[str, list[float]] = field(default_factory=dict)  # exact partials
 
 
 class DfsStream:
     __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
-                 "book", "_procs", "_minutes", "_closed", "_ep", "_seen", "_forget_at",
+                 "book", "_procs", "_minutes", "_closed", "_ep", "_forget_at",
                  "job_io")  # fmt: skip
 
     def __init__(
@@ -87,7 +86,6 @@ class DfsStream:
         self._minutes: dict[int, dict[tuple[str, str], list[float]]] = {}
         self._closed: int | None = None  # every minute before it is final
         self._ep: _Episode | None = None
-        self._seen = 0  # jobs numbered in order of first write in an episode
         self._forget_at: float | None = None
         # job -> [fastest write of one node in one minute, exact partials of data written]
         self.job_io: dict[str, list[Any]] = {}
@@ -159,9 +157,7 @@ class DfsStream:
             ep.run_start = m
         ep.last, ep.minutes, ep.peak = m, ep.minutes + 1, max(ep.peak, write)
         for (job, _node), (w, _r) in rates.items():
-            ep.per_job[job] = ep.per_job.get(job, 0.0) + w
-            if job not in ep.order:
-                ep.order[job] = len(ep.order)
+            add_exact(ep.per_job.setdefault(job, []), w)
         if m - ep.run_start + 1 == self.alert_minutes:
             details = {"top_jobs": self._top(ep)}
             a = self.book.fire("hot_zone", "dfs", (m + 1) * MINUTE, ep.peak, self.threshold,
@@ -171,11 +167,14 @@ class DfsStream:
                 alerts.append(a)
 
     def _top(self, ep: _Episode) -> list[list[Any]]:
-        total = sum(ep.per_job.values())
+        """The top jobs by share of the episode's writes (exact sums; ties by job id), as the
+        replay's :func:`~models.samples.dfs.hot_zones` ranks them."""
+        sums = {j: math.fsum(p) for j, p in ep.per_job.items()}
+        total = math.fsum(sums.values())
         if total <= 0:
             return []
-        ranked = sorted(ep.per_job, key=lambda j: (-ep.per_job[j], ep.order[j]))[: self.top]
-        return [[j, ep.per_job[j] / total] for j in ranked if ep.per_job[j] > 0]
+        ranked = sorted(sums, key=lambda j: (-sums[j], j))[: self.top]
+        return [[j, sums[j] / total] for j in ranked if sums[j] > 0]
 
     def _end_episode(self, until_minute: int, zones: list[ZoneRow], alerts: list[Alert]) -> None:
         ep = self._ep
