@@ -172,24 +172,37 @@ class DrainPipeline:
 
     async def check_stalls(self) -> None:
         """Send the stalled-pipeline changes (worker clock); the firing ones are kept in the
-        state store, so a restarted worker resolves an episode its predecessor raised."""
+        state store, so a restarted worker resolves an episode its predecessor raised. Best
+        effort: while Kafka or InfluxDB cannot take them (a broker restarting), the changes
+        wait for the next tick; this timer never stops the worker."""
+        pending = self.stall_changes + self.stall.check(time.time())
+        self.stall_changes = []
         key = f"stalled/{self.worker}"
-        if not self.stall_loaded:
-            data = await self.store.load(key)
-            if data is not None:
-                self.stall.book = AlertBook.from_dict(orjson.loads(data))
-            self.stall_loaded = True
-        changes, self.stall_changes = self.stall_changes + self.stall.check(time.time()), []
-        if not changes:
+        try:
+            if not self.stall_loaded:
+                data = await self.store.load(key)
+                if data is not None:  # episodes a predecessor raised, still open
+                    saved = AlertBook.from_dict(orjson.loads(data))
+                    for aid, a in saved.open.items():
+                        self.stall.book.open.setdefault(aid, a)
+                self.stall_loaded = True
+            if not pending:
+                return
+            cluster = self.settings.cluster
+            if self.sink is not None:
+                points = [alert_point(cluster, a) for a in pending]
+                await asyncio.to_thread(self.sink.write, points)
+            await _sent([self.topics.alerts.send(key=a.id.encode(),
+                                                 value=orjson.dumps(alert_message(cluster, a)))
+                         for a in pending])  # fmt: skip
+            await self.store.save(key, orjson.dumps(self.stall.book.to_dict()))
+        except Exception as e:  # noqa: BLE001 (retried at the next tick)
+            self.stall_changes = pending + self.stall_changes
+            self.counts["stall_check_errors"] += 1
+            print(f"drainwatch worker: stalled-pipeline alerts wait: {e!r}", file=sys.stderr,
+                  flush=True)  # fmt: skip
             return
-        cluster = self.settings.cluster
-        if self.sink is not None:
-            await asyncio.to_thread(self.sink.write, [alert_point(cluster, a) for a in changes])
-        await _sent([self.topics.alerts.send(key=a.id.encode(),
-                                             value=orjson.dumps(alert_message(cluster, a)))
-                     for a in changes])  # fmt: skip
-        await self.store.save(key, orjson.dumps(self.stall.book.to_dict()))
-        self.counts["alert_changes"] += len(changes)
+        self.counts["alert_changes"] += len(pending)
 
     async def on_node_status(self, events: Iterable[Any]) -> None:
         self.input_seen(self.topics.node_status.get_topic_name())
