@@ -37,7 +37,12 @@ from models.jobs.merge import JobEventMerger
 from models.jobs.runtime import RuntimePredictor
 from models.jobs.shortjobs import ShortJobPenalty
 from models.jobs.turnover import SlotTurnover
-from models.records.jobevent import JobEvent, JobEventError, jobevent_from_dict, parse_jobevent_line
+from models.records.jobevent import (
+    JobEvent,
+    JobEventError,
+    jobevent_from_own_dict,
+    parse_jobevent_line,
+)
 from models.records.reject import Reject
 from streams.agents import _sent, fatal_errors
 from streams.config import Settings
@@ -65,12 +70,27 @@ from streams.stages.jobs import (
 )
 from streams.topics import dead_letter_message
 
-PARTIAL_EVENTS = 2000  # events per jobs-partials message (~300 kB)
+PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
 STATE_KEY = "jobs"
 # 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
 # worker's own, written and read by the same release)
 STATE_FORMAT = 2
 _TS = attrgetter("ts")
+
+
+def _chunks(entries: list[list[Any]]) -> Iterator[list[list[Any]]]:
+    """[offset, records] entries in runs of about ``PARTIAL_EVENTS`` records (a message's
+    records stay together: they share its offset)."""
+    run: list[list[Any]] = []
+    n = 0
+    for e in entries:
+        run.append(e)
+        n += len(e[1])
+        if n >= PARTIAL_EVENTS:
+            yield run
+            run, n = [], 0
+    if run:
+        yield run
 
 
 def live_stages(settings: Settings) -> dict[str, Any]:
@@ -152,18 +172,25 @@ class JobsPipeline:
         return self.topics.jobs_partials
 
     def _records(self, value: bytes, where: dict[str, Any]) -> Any:
-        """One message's payload for the partials (None: nothing usable, dead-lettered)."""
-        try:
-            e = parse_jobevent_line(value)
-            s = self.settings  # the replay's absolute bounds (ms); no time-jump rule here
-            if not s.not_before <= e.ts * 1000 < s.not_after:
-                raise JobEventError("implausible_time", repr(e.ts))
-        except JobEventError as err:
-            text = value[:4096].decode("utf-8", "replace")
-            self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
-            return None
-        self.counts["job_events"] += 1
-        return e.to_dict()
+        """One message's events for the partials (a message holds one event, or several as
+        JSON lines: ``drainwatch ship jobs`` sends a partition's events in batches); each bad
+        line is dead-lettered with its reason. None: nothing usable."""
+        s = self.settings  # the replay's absolute bounds (ms); no time-jump rule here
+        out = []
+        for line in value.splitlines() if b"\n" in value else (value,):
+            if not line.strip():
+                continue
+            try:
+                e = parse_jobevent_line(line)
+                if not s.not_before <= e.ts * 1000 < s.not_after:
+                    raise JobEventError("implausible_time", repr(e.ts))
+            except JobEventError as err:
+                text = line[:4096].decode("utf-8", "replace")
+                self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
+                continue
+            out.append(e.to_dict())
+        self.counts["job_events"] += len(out)
+        return out or None
 
     async def on_input(self, events: Iterable[Any]) -> None:
         drain = getattr(self.app, "drainwatch_pipeline", None)
@@ -186,15 +213,12 @@ class JobsPipeline:
             self.dead.clear()
             for p in sorted(set(self.held) | set(self.pending)):
                 held = self.held.get(p, [])
-                evs = self.pending.pop(p, [])
                 futs = [
                     self._partials_topic().send(
                         key=str(p).encode(),
-                        value=orjson.dumps(
-                            {"partition": p, "events": evs[i : i + PARTIAL_EVENTS]}
-                        ),  # fmt: skip
+                        value=orjson.dumps({"partition": p, "events": chunk}),
                     )
-                    for i in range(0, len(evs), PARTIAL_EVENTS)
+                    for chunk in _chunks(self.pending.pop(p, []))
                 ]
                 await _sent(futs)
                 for ev in held:  # ascending offsets, no holes
@@ -277,8 +301,10 @@ class JobsPipeline:
                         self.messages.append((topic, str(r[0]).encode(), orjson.dumps(msg)))
         self._alerts(alerts)
 
-    def _take(self, merger: Any, p: int, off: int, rec: Any) -> str | None:
-        return merger.add(p, off, jobevent_from_dict(rec))  # type: ignore[no-any-return]
+    def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
+        """The message's records into the merger; returns the late ones."""
+        events = [jobevent_from_own_dict(d) for d in rec]  # checked by the forwarding agent
+        return merger.add_many(p, off, events)  # type: ignore[no-any-return]
 
     def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
         for batch in day_batches(self.cal, released):
@@ -315,8 +341,8 @@ class JobsPipeline:
                     self.comb_held.append(ev)
                     continue
                 for src_off, rec in d["events"]:
-                    if self._take(merger, p, int(src_off), rec) == "late":
-                        text = orjson.dumps(rec).decode()
+                    for r in self._take(merger, p, int(src_off), rec):  # late: not taken
+                        text = orjson.dumps(merger.encode(r)).decode()
                         self._dead_letter(Reject("late", self.SOURCE, 0, text),
                                           topic=self._input_topic().get_topic_name(),
                                           partition=p, offset=int(src_off))  # fmt: skip

@@ -68,7 +68,7 @@ class SamplesPipeline(JobsPipeline):
         self.counts["samples"] += len(out)
         return out or None
 
-    def _take(self, merger: Any, p: int, off: int, rec: Any) -> str | None:
+    def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
         return merger.add_many(p, off, [SampleMerger.decode(d) for d in rec])  # type: ignore[no-any-return]
 
     async def _state(self) -> tuple[Any, dict[str, Any]]:

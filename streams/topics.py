@@ -323,11 +323,12 @@ JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "array",
-                "prefixItems": [_INT, JOB_EVENT_SCHEMA],
+                "prefixItems": [_INT, {"type": "array", "items": JOB_EVENT_SCHEMA}],
                 "minItems": 2,
                 "maxItems": 2,
             },
-            "description": "[source offset, JobEvent] in offset order",
+            "description": "[source offset, [JobEvent...]] in offset order (the events of "
+            "one job-events message)",
         },
     },
 }
@@ -505,7 +506,14 @@ TOPICS: tuple[TopicSpec, ...] = (
         "8,192 records)",
         NODE_STATUS_SCHEMA,
     ),
-    TopicSpec("job-events", "job id", "one JobEvent", JOB_EVENT_SCHEMA),
+    TopicSpec(
+        "job-events",
+        "job id, or 'p<partition>' for a batch",
+        "one JobEvent, or several as JSON lines (each line follows the schema): `drainwatch "
+        "ship jobs` sends each partition's events in batches of up to 500, a job's events on "
+        "the partition of crc32(job id)",
+        JOB_EVENT_SCHEMA,
+    ),
     TopicSpec(
         "node-samples",
         "node name",

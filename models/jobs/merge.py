@@ -71,24 +71,25 @@ class JobEventMerger:
         self.held.append(event)
         return None
 
-    def add_many(self, partition: int, offset: int, records: list[Any]) -> str | None:
-        """Take the records of one message (one offset): None, ``"duplicate"`` or ``"late"``
-        (the records at or behind what was released; the others are taken)."""
+    def add_many(self, partition: int, offset: int, records: list[Any]) -> list[Any]:
+        """Take the records of one message (one offset); returns the late ones (at or behind
+        what was released: not taken, dead-letter them). A message already taken is ignored
+        (counted as duplicates)."""
         if offset <= self.offsets.get(partition, -1):
             self.duplicates += len(records)
-            return "duplicate"
+            return []
         self.offsets[partition] = offset
-        late = False
+        late = []
         for r in records:
             ts = r.ts
             if ts > self.latest.get(partition, float("-inf")):
                 self.latest[partition] = ts
             if self.released_to is not None and ts <= self.released_to:
                 self.late += 1
-                late = True
+                late.append(r)
             else:
                 self.held.append(r)
-        return "late" if late else None
+        return late
 
     def release(self) -> list[Any]:
         """The held events at or before the watermark, in the replay's order."""

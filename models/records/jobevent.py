@@ -184,6 +184,15 @@ def jobevent_from_dict(d: Any) -> JobEvent:
     )
 
 
+def jobevent_from_own_dict(d: dict[str, Any]) -> JobEvent:
+    """A JobEvent from :meth:`JobEvent.to_dict`'s output (already validated: no checks), for
+    the worker's own internal topics."""
+    nl = d.get("node_list")
+    if nl:
+        d = {**d, "node_list": tuple(nl)}
+    return JobEvent(**d)
+
+
 def parse_jobevent_line(line: bytes | str) -> JobEvent:
     """One JSON-lines record -> JobEvent; JobEventError('bad_json') for undecodable text."""
     try:

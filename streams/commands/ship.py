@@ -130,7 +130,7 @@ def _ship_jobs(args: argparse.Namespace) -> int:
         from aiokafka import AIOKafkaProducer
 
         await wait_for_kafka(settings, "drainwatch ship jobs")
-        await ensure_topics(settings)
+        parts = await ensure_topics(settings)
         producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
         await producer.start()
         try:
@@ -144,10 +144,11 @@ def _ship_jobs(args: argparse.Namespace) -> int:
                 settings.max_line_bytes,
                 settings.max_hosts,
                 progress=not args.no_progress,
+                partitions=parts.get(settings.topic_prefix + "job-events") or 1,
             )
         finally:
             await producer.stop()
-        print(f"ship jobs: {s.events:,} events from {s.files} file(s), "
+        print(f"ship jobs: {s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
               f"{s.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
         return 0
 
@@ -216,9 +217,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j = ssub.add_parser(
         "jobs",
         help="publish job events to <prefix>job-events",
-        description="Read job event files as `replay --format F` reads them and publish one "
-        "event per message, keyed by job id, in time order; rejected lines and events go to "
-        "<prefix>dead-letter.",
+        description="Read job event files as `replay --format F` reads them and publish them in "
+        "time order, a job's events on one partition (crc32 of its id), up to 500 events of a "
+        "partition per message (JSON lines); rejected lines and events go to <prefix>dead-letter.",
     )
     j.add_argument("paths", nargs="+", metavar="FILE", help="job event files (any compression)")
     j.add_argument("--format", required=True, choices=JOB_FORMATS, help="input format")

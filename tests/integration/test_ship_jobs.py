@@ -1,6 +1,7 @@
 """`drainwatch ship jobs` on the real local Kafka: every event the replay would read arrives,
-keyed by job, a job's events in order, each valid under the job-events schema; bad lines are
-dead-lettered with their reasons."""
+in batches of JSON lines per partition, a job's events on one partition (crc32 of its id) in
+order, each valid under the job-events schema; bad lines are dead-lettered with their
+reasons."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import jsonschema
@@ -49,15 +51,19 @@ def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> Non
     got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
     schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
                                                   if t.name == "job-events"))  # fmt: skip
-    docs = [orjson.loads(v) for _, v, _ in got]
+    lines = [(line, part) for k, v, part in got for line in v.split(b"\n")]
+    assert all(k == f"p{part}".encode() for k, _, part in got)
+    assert max(v.count(b"\n") + 1 for _, v, _ in got) <= 500
+    assert len(got) < len(lines) / 10  # batches, not one message per event
+    docs = [orjson.loads(line) for line, _ in lines]
     for d in docs:
         schema.validate(d)
     assert sorted(orjson.dumps(d) for d in docs) == sorted(e.to_json() for e in expect)
-    assert all(k == orjson.loads(v)["job"].encode() for k, v, _ in got)
     order = {"submit": 0, "start": 1, "end": 2}
     by_job: dict[str, list[tuple[int, float, int]]] = {}
-    for _, v, part in got:
-        d = orjson.loads(v)
+    for line, part in lines:
+        d = orjson.loads(line)
+        assert part == zlib.crc32(d["job"].encode()) % 8
         by_job.setdefault(d["job"], []).append((part, d["ts"], order[d["type"]]))
     for evs in by_job.values():
         assert len({p for p, _, _ in evs}) == 1  # one job, one partition
