@@ -23,7 +23,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from models.alerts import Alert, AlertBook
-from models.drain.jobs import FAILURE_TO_LAUNCH_S, JobDrain, JobTimes
+from models.drain.jobs import (
+    FAILURE_TO_LAUNCH_S,
+    JobDrain,
+    JobTimes,
+    drain_jobs_row,
+    fold_event,
+)
 from models.records.jobevent import JobEvent
 
 
@@ -67,16 +73,7 @@ class DrainJobJoin:
             jt = times.get(e.job)
             if jt is None:
                 jt = times[e.job] = JobTimes()
-            if e.nodes is not None and e.nodes > 0:
-                jt.nodes = e.nodes
-            if e.backfill is not None:
-                jt.backfill = e.backfill
-            if e.type == "submit":
-                jt.submit = e.ts
-            elif e.type == "start":
-                jt.start = e.ts
-            else:
-                jt.end = e.ts
+            fold_event(jt, e)
             if e.job in drains:
                 dirty.add(e.job)
             if self.now is None or e.ts > self.now:
@@ -112,19 +109,7 @@ class DrainJobJoin:
         for job in sorted(self.dirty):
             j = self.record(job)
             d_ms = self.drains[job][0]
-            rows.append(
-                (
-                    j.job,
-                    d_ms,
-                    j.nodes_charged,
-                    j.first_charged_ms,
-                    j.last_charged_ms,
-                    j.size,
-                    j.runtime_s,
-                    j.drain_per_node,
-                    j.drain_runtime_ratio,
-                )
-            )
+            rows.append(drain_jobs_row(j, d_ms))
             jt = self.times.get(job)
             if (
                 j.runtime_s is not None

@@ -110,6 +110,20 @@ class JobTimes:
         return max(0.0, self.end - self.start)
 
 
+def fold_event(jt: JobTimes, e: JobEvent) -> None:
+    """One submit/start/end event into its job's record (the latest value of each wins)."""
+    if e.nodes is not None and e.nodes > 0:
+        jt.nodes = e.nodes
+    if e.backfill is not None:
+        jt.backfill = e.backfill
+    if e.type == "submit":
+        jt.submit = e.ts
+    elif e.type == "start":
+        jt.start = e.ts
+    else:
+        jt.end = e.ts
+
+
 def job_times(events: Iterable[JobEvent]) -> dict[str, JobTimes]:
     """Fold submit/start/end events into one record per job (the latest value of each wins)."""
     out: dict[str, JobTimes] = {}
@@ -117,16 +131,7 @@ def job_times(events: Iterable[JobEvent]) -> dict[str, JobTimes]:
         jt = out.get(e.job)
         if jt is None:
             jt = out[e.job] = JobTimes()
-        if e.nodes is not None and e.nodes > 0:
-            jt.nodes = e.nodes
-        if e.backfill is not None:
-            jt.backfill = e.backfill
-        if e.type == "submit":
-            jt.submit = e.ts
-        elif e.type == "start":
-            jt.start = e.ts
-        else:
-            jt.end = e.ts
+        fold_event(jt, e)
     return out
 
 
@@ -155,6 +160,12 @@ class JobDrain:
             return None
         run = self.runtime_s * self.size
         return float("inf") if run == 0 else self.drain_s / run
+
+
+def drain_jobs_row(j: JobDrain, drain_ms: int) -> tuple[object, ...]:
+    """``drain_jobs.csv``'s row with job events (drain in exact node-milliseconds)."""
+    return (j.job, drain_ms, j.nodes_charged, j.first_charged_ms, j.last_charged_ms, j.size,
+            j.runtime_s, j.drain_per_node, j.drain_runtime_ratio)  # fmt: skip
 
 
 def sliding_jobs(jobs: Iterable[JobDrain]) -> list[JobDrain]:

@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from models.formats.jobsource import FORMATS as JOB_FORMATS
 from models.formats.procfs import RESOLVERS
@@ -113,14 +113,16 @@ def _ship_moab(args: argparse.Namespace) -> int:
         return 1
 
 
-def _ship_jobs(args: argparse.Namespace) -> int:
+def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
+    """The file shippers' frame: settings, inputs checked, Kafka waited for and the topics
+    made, one producer (all acks) for ``publish(producer, settings, bounds, partitions)``,
+    whose summary line goes to stderr."""
     import asyncio
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
     from streams.errors import check_inputs
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
-    from streams.sources.jobship import ship_job_files
 
     settings = load_settings(getattr(args, "config", None))
     check_inputs(args.paths)
@@ -129,71 +131,50 @@ def _ship_jobs(args: argparse.Namespace) -> int:
     async def main() -> int:
         from aiokafka import AIOKafkaProducer
 
-        await wait_for_kafka(settings, "drainwatch ship jobs")
+        await wait_for_kafka(settings, f"drainwatch ship {what}")
         parts = await ensure_topics(settings)
         producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
         await producer.start()
         try:
-            s = await ship_job_files(
-                producer,
-                settings.topic_prefix + "job-events",
-                settings.topic_prefix + "dead-letter",
-                args.format,
-                args.paths,
-                bounds,
-                settings.max_line_bytes,
-                settings.max_hosts,
-                progress=not args.no_progress,
-                partitions=parts.get(settings.topic_prefix + "job-events") or 1,
-            )
+            line = await publish(producer, settings, bounds, parts)
         finally:
             await producer.stop()
-        print(f"ship jobs: {s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
-              f"{s.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
+        print(f"ship {what}: {line}", file=sys.stderr)
         return 0
 
     try:
         return asyncio.run(main())
     except Unreachable as e:
-        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
+        print(f"drainwatch ship {what}: {e}", file=sys.stderr)
         return 1
+
+
+def _ship_jobs(args: argparse.Namespace) -> int:
+    from streams.sources.jobship import ship_job_files
+
+    async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
+        topic = settings.topic_prefix + "job-events"
+        s = await ship_job_files(producer, topic, settings.topic_prefix + "dead-letter",
+                                 args.format, args.paths, bounds, settings.max_line_bytes,
+                                 settings.max_hosts, progress=not args.no_progress,
+                                 partitions=parts.get(topic) or 1)  # fmt: skip
+        return (f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
+                f"{s.dead_letters:,} dead letters")  # fmt: skip
+
+    return _ship_files(args, "jobs", publish)
 
 
 def _ship_sample_files(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from models.records.plausible import TimeBounds
-    from streams.config import load_settings
-    from streams.errors import check_inputs
-    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
     from streams.sources.sampleship import ship_sample_files
 
-    settings = load_settings(getattr(args, "config", None))
-    check_inputs(args.paths)
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
+        s = await ship_sample_files(producer, settings.topic_prefix + "node-samples",
+                                    settings.topic_prefix + "dead-letter", args.paths, bounds,
+                                    settings.max_line_bytes)  # fmt: skip
+        return (f"{s.samples:,} samples in {s.messages:,} sweeps from {s.files} file(s), "
+                f"{s.dead_letters:,} dead letters")  # fmt: skip
 
-    async def main() -> int:
-        from aiokafka import AIOKafkaProducer
-
-        await wait_for_kafka(settings, "drainwatch ship sample-files")
-        await ensure_topics(settings)
-        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
-        await producer.start()
-        try:
-            s = await ship_sample_files(producer, settings.topic_prefix + "node-samples",
-                                        settings.topic_prefix + "dead-letter", args.paths,
-                                        bounds, settings.max_line_bytes)  # fmt: skip
-        finally:
-            await producer.stop()
-        print(f"ship sample-files: {s.samples:,} samples in {s.messages:,} sweeps from "
-              f"{s.files} file(s), {s.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
-        return 0
-
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship sample-files: {e}", file=sys.stderr)
-        return 1
+    return _ship_files(args, "sample-files", publish)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

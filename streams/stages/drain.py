@@ -19,6 +19,7 @@ from models.drain.jobs import (
     JobTimes,
     SizeGroups,
     by_size_group,
+    drain_jobs_row,
     failure_to_launch,
     job_times,
     size_groups,
@@ -371,20 +372,7 @@ class DrainStage:
         if self.jobs:
             yield (
                 DRAIN_JOBS_WITH_EVENTS,
-                [
-                    (
-                        j.job,
-                        j_ms[j.job],
-                        j.nodes_charged,
-                        j.first_charged_ms,
-                        j.last_charged_ms,
-                        j.size,
-                        j.runtime_s,
-                        j.drain_per_node,
-                        j.drain_runtime_ratio,
-                    )
-                    for j in ranked
-                ],
+                [drain_jobs_row(j, j_ms[j.job]) for j in ranked],
             )
         else:
             yield (
