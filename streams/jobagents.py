@@ -149,6 +149,7 @@ class JobsPipeline:
         self.comb_held: list[Any] = []
         self.points: list[Any] = []  # InfluxDB points of the rows since the last flush
         self.messages: list[tuple[Any, bytes, bytes]] = []  # (topic, key, value)
+        self.alert_messages: list[tuple[bytes, bytes]] = []  # sent after each message
         self.comb_lock = asyncio.Lock()
         self.suspect = False  # jobs-partials was revoked since the state was last checked
         self.counts: Counter[str] = Counter()
@@ -268,11 +269,19 @@ class JobsPipeline:
         return self.merger, self.stages
 
     def _alerts(self, alerts: list[Alert]) -> None:
-        cluster, topic = self.settings.cluster, self.topics.alerts
+        """Alert changes: their records go out as soon as the message that made them is
+        processed (:meth:`send_alerts`), their points with the next flush. A worker restarted
+        before its state was saved sends the same records again (same id, state and times)."""
+        cluster = self.settings.cluster
         for a in alerts:
             self.points.append(alert_point(cluster, a))
-            self.messages.append((topic, a.id.encode(), orjson.dumps(alert_message(cluster, a))))
+            self.alert_messages.append((a.id.encode(), orjson.dumps(alert_message(cluster, a))))
         self.counts["alert_changes"] += len(alerts)
+
+    async def send_alerts(self) -> None:
+        if self.alert_messages:
+            msgs, self.alert_messages = self.alert_messages, []
+            await _sent([self.topics.alerts.send(key=k, value=v) for k, v in msgs])
 
     def _step(self, stages: dict[str, Any], batch: list[JobEvent]) -> None:
         """One day-bounded batch through every stage: rows to points and messages, alerts."""
@@ -325,7 +334,7 @@ class JobsPipeline:
                     # another worker took messages this state has not seen: start again from
                     # the last saved state (what this worker held unacked comes again)
                     self.merger, self.stages, self.comb_held = None, None, []
-                    self.points, self.messages = [], []
+                    self.points, self.messages, self.alert_messages = [], [], []
                     self.counts["state_reloads"] += 1
                 self.suspect = False
                 merger, stages = await self._state()
@@ -349,6 +358,7 @@ class JobsPipeline:
                 self._released(stages, merger.release())
                 self.offset = off
                 self.comb_held.append(ev)
+            await self.send_alerts()
 
     def _flush_rows(self) -> None:
         """Rows made at a flush rather than a step: the usage days jobs ending changed, and
@@ -384,6 +394,7 @@ class JobsPipeline:
             if self.sink is not None and points:
                 await asyncio.to_thread(self.sink.write, points)
             await _sent([t.send(key=k, value=v) for t, k, v in messages])
+            await self.send_alerts()  # the join's, made at this flush
             await _sent(self.dead)
             self.dead.clear()
             await self.store.save(self.STATE_KEY, self._saved())
@@ -404,6 +415,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
         async with fatal_errors(app, pipe.SOURCE):
             async for events in stream.noack_take(512, within=0.5):
                 await pipe.on_input(events)
+                await pipe.publish()  # forwarded at once: the combiner waits for no timer
 
     @app.agent(partials, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{name}")
     async def combine(stream: Any) -> None:

@@ -9,6 +9,7 @@ ran on it end, at-least-once delivery after a restart) overwrites itself.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -39,6 +40,11 @@ class Measurement:
     time: str  # the column that is the point's time (instant, or day: its local midnight)
     tags: tuple[str, ...]  # columns written as tags (besides cluster)
     rename: tuple[tuple[str, str], ...] = ()  # column -> tag name, where they differ
+    # a per-job row: the job id is a field, not a tag (InfluxDB 1.x refuses a tag's 100,001st
+    # value, and a series per job is costly in any version), and the nanoseconds below the
+    # point's millisecond carry crc32(job id) % 10**6, so two jobs at one millisecond are two
+    # points while a job's re-written row still overwrites its own
+    per_job: bool = False
 
     def _time_s(self, v: Any, tz: ZoneInfo) -> float:
         kind = self.table.columns[self.table.names.index(self.time)].kind
@@ -73,7 +79,13 @@ class Measurement:
                 p = p.field(c.name, str(v))
             else:
                 p = p.field(c.name, float(v))
-        return p.time(round(t * 1000), WritePrecision.MS)
+        return p.time(self.time_ns(t, row), WritePrecision.NS)
+
+    def time_ns(self, t: float, row: Row) -> int:
+        ns = round(t * 1000) * 1_000_000
+        if self.per_job:
+            ns += zlib.crc32(str(row[0]).encode()) % 1_000_000
+        return ns
 
 
 MEASUREMENTS: dict[str, Measurement] = {
@@ -84,9 +96,8 @@ MEASUREMENTS: dict[str, Measurement] = {
             "shortjobs", SHORTJOBS, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
         ),  # fmt: skip
         Measurement("turnover", TURNOVER, "window_start", ()),
-        # time: the job's end (the row is final then); tag job: two jobs of one user may end
-        # in the same millisecond
-        Measurement("runtime_prediction", RUNTIME_PREDICTIONS, "", ("job", "user")),
+        # time: the job's end (the row is final then)
+        Measurement("runtime_prediction", RUNTIME_PREDICTIONS, "", ("user",), per_job=True),
         Measurement("capability", CAPABILITY_DAILY, "day", ()),
         Measurement(
             "fairshare",
@@ -96,10 +107,10 @@ MEASUREMENTS: dict[str, Measurement] = {
             (("holder_kind", "kind"),),
         ),  # fmt: skip
         Measurement("dfs", DFS_MINUTELY, "minute", ()),
-        # time: the job's first measure (set by the caller); tag job
-        Measurement("job_util", JOB_UTILIZATION, "", ("job",)),
+        # time: the job's first measure (set by the caller)
+        Measurement("job_util", JOB_UTILIZATION, "", (), per_job=True),
         # time: the first charge, fixed for the job: every later row overwrites the point
-        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", ("job",)),
+        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", (), per_job=True),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
     )
 }
@@ -111,7 +122,7 @@ def timed_point(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo) -
     from influxdb_client import WritePrecision
 
     m = MEASUREMENTS[table.file]
-    return m.point(cluster, row, tz).time(round(ts * 1000), WritePrecision.MS)
+    return m.point(cluster, row, tz).time(m.time_ns(ts, row), WritePrecision.NS)
 
 
 def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:

@@ -97,7 +97,7 @@ def _influx_rows(live: Live, table: Table) -> list[list[str]]:
     tags = dict(m.rename)
     out = []
     for p in live.influx.influxql(f'SELECT * FROM "{m.name}"'):
-        t = p["time"] / 1e9  # epoch=ns
+        t = (p["time"] // 1_000_000) / 1000  # epoch=ns; below the ms: a per-job offset
         row = []
         for c in table.columns:
             if c.name == m.time:
