@@ -19,11 +19,9 @@
 from __future__ import annotations
 
 import asyncio
-import bisect
 import pickle
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from operator import attrgetter
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -56,6 +54,7 @@ from streams.sinks.jobpoints import (
     table_points,
 )
 from streams.sinks.statestore import StateStore
+from streams.sources.jobevents import day_batches
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
@@ -75,7 +74,6 @@ STATE_KEY = "jobs"
 # 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
 # worker's own, written and read by the same release)
 STATE_FORMAT = 2
-_TS = attrgetter("ts")
 
 
 def _chunks(entries: list[list[Any]]) -> Iterator[list[list[Any]]]:
@@ -111,16 +109,6 @@ def live_stages(settings: Settings) -> dict[str, Any]:
         use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
         stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
     return stages
-
-
-def day_batches(cal: DayCalendar, events: list[JobEvent]) -> Iterator[list[JobEvent]]:
-    """``events`` (sorted) cut at the zone's day edges, as the replay's source cuts them."""
-    i, n = 0, len(events)
-    while i < n:
-        hi = cal.span(events[i].ts)[2]
-        j = bisect.bisect_left(events, hi, lo=i, key=_TS)
-        yield events[i:j]
-        i = j
 
 
 class JobsPipeline:

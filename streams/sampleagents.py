@@ -38,11 +38,6 @@ STATE_FORMAT = 1
 class SamplesPipeline(JobsPipeline):
     SOURCE = "node-samples"
 
-    def __init__(
-        self, app: Any, settings: Settings, sink: InfluxSink | None, partitions: int | None
-    ) -> None:
-        super().__init__(app, settings, sink, partitions)
-
     def _input_topic(self) -> Any:
         return self.topics.node_samples
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -45,9 +45,17 @@ class Measurement:
     # point's millisecond carry crc32(job id) % 10**6, so two jobs at one millisecond are two
     # points while a job's re-written row still overwrites its own
     per_job: bool = False
+    time_kind: str = field(init=False, default="")
+    tag_names: dict[str, str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:  # looked up once, not per point
+        kinds = {c.name: c.kind for c in self.table.columns}
+        object.__setattr__(self, "time_kind", kinds.get(self.time, ""))
+        renamed = dict(self.rename)
+        object.__setattr__(self, "tag_names", {t: renamed.get(t, t) for t in self.tags})
 
     def _time_s(self, v: Any, tz: ZoneInfo) -> float:
-        kind = self.table.columns[self.table.names.index(self.time)].kind
+        kind = self.time_kind
         if kind == "day":
             d = v if isinstance(v, date) else date.fromisoformat(v)
             return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
@@ -57,7 +65,7 @@ class Measurement:
         from influxdb_client import Point, WritePrecision
 
         p = Point(self.name).tag("cluster", cluster)
-        names = dict(self.rename)
+        tags = self.tag_names
         t = 0.0
         for c, v in zip(self.table.columns, row, strict=True):
             if c.name == self.time:
@@ -65,8 +73,8 @@ class Measurement:
                 if c.kind == "day":
                     p = p.tag("day", str(v))
                 continue
-            if c.name in self.tags:
-                p = p.tag(names.get(c.name, c.name), "" if v is None else str(v))
+            if c.name in tags:
+                p = p.tag(tags[c.name], "" if v is None else str(v))
             elif v is None:
                 continue
             elif c.kind == "int":

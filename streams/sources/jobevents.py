@@ -131,15 +131,24 @@ class JobEventFiles:
         self.batch = batch
 
     def batches(self, rejects: RejectLog) -> Iterator[list[JobEvent]]:
-        events = self.events
-        n = len(events)
-        key = attrgetter("ts")
-        i = 0
-        while i < n:
-            _d, _lo, hi = self.cal.span(events[i].ts)
-            j = bisect.bisect_left(events, hi, lo=i, hi=min(n, i + self.batch), key=key)
-            yield events[i:j]
-            i = j
+        return day_batches(self.cal, self.events, self.batch)
+
+
+def day_batches(
+    cal: DayCalendar, events: list[JobEvent], batch: int | None = None
+) -> Iterator[list[JobEvent]]:
+    """``events`` (sorted) in runs of at most ``batch`` that never straddle a day edge of
+    ``cal``'s zone (the stages close their days at those edges): the replay's source and the
+    live merger's releases are cut alike."""
+    n = len(events)
+    key = attrgetter("ts")
+    i = 0
+    while i < n:
+        _d, _lo, hi = cal.span(events[i].ts)
+        j = bisect.bisect_left(events, hi, lo=i, hi=n if batch is None else min(n, i + batch),
+                               key=key)  # fmt: skip
+        yield events[i:j]
+        i = j
 
 
 def swf_max_nodes(path: str) -> int | None:

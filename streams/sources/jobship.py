@@ -36,7 +36,7 @@ def job_partition(job: str, partitions: int) -> int:
     return zlib.crc32(job.encode()) % partitions
 
 
-class _Collect(RejectLog):
+class RejectCollector(RejectLog):
     """A RejectLog that also keeps the rejects, to dead-letter them."""
 
     def __init__(self) -> None:
@@ -46,6 +46,14 @@ class _Collect(RejectLog):
     def add(self, r: Reject) -> None:
         super().add(r)
         self.items.append(r)
+
+
+async def dead_letter_rejects(producer: Any, dead_topic: str, rejects: list[Reject]) -> list[Any]:
+    """Send each reject to the dead-letter topic (keyed by its source); the send futures."""
+    return [
+        await producer.send(dead_topic, orjson.dumps(dead_letter_message(r)), key=r.source.encode())
+        for r in rejects
+    ]
 
 
 @dataclass(slots=True)
@@ -69,14 +77,11 @@ async def ship_job_files(
     partitions: int = 1,
 ) -> JobShipStats:
     """Publish every event of ``paths`` (format ``fmt``) and dead-letter what was rejected."""
-    rejects = _Collect()
+    rejects = RejectCollector()
     events, _ = read_job_events(fmt, list(paths), rejects, bounds, max_line_bytes, max_hosts)
     st = JobShipStats(files=len(paths))
-    futs = []
-    for r in rejects.items:
-        value = orjson.dumps(dead_letter_message(r))
-        futs.append(await producer.send(dead_topic, value, key=r.source.encode()))
-        st.dead_letters += 1
+    futs = await dead_letter_rejects(producer, dead_topic, rejects.items)
+    st.dead_letters = len(futs)
     batches: dict[int, list[bytes]] = {}
 
     async def send(p: int) -> None:

@@ -15,13 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from models.formats.sampletrace import dumps
 from models.records.plausible import TimeBounds
-from streams.sources.jobship import IN_FLIGHT, _Collect
+from models.samples.merge import sample_sort_key
+from streams.sources.jobship import IN_FLIGHT, RejectCollector, dead_letter_rejects
 from streams.sources.samples import SampleTraceFiles
-from streams.topics import dead_letter_message
 
 
 @dataclass(slots=True)
@@ -40,16 +38,13 @@ async def ship_sample_files(
     bounds: TimeBounds,
     max_line_bytes: int,
 ) -> SampleShipStats:
-    rejects = _Collect()
+    rejects = RejectCollector()
     src = SampleTraceFiles(list(paths), bounds, max_line_bytes)
     samples = [s for b in src.batches(rejects) for s in b]
-    samples.sort(key=lambda s: (s.ts, s.node, s.pid))
+    samples.sort(key=sample_sort_key)  # the worker's merge order; a node's sweep together
     st = SampleShipStats(files=len(paths))
-    futs = []
-    for r in rejects.items:
-        value = orjson.dumps(dead_letter_message(r))
-        futs.append(await producer.send(dead_topic, value, key=r.source.encode()))
-        st.dead_letters += 1
+    futs = await dead_letter_rejects(producer, dead_topic, rejects.items)
+    st.dead_letters = len(futs)
     i, n = 0, len(samples)
     while i < n:
         j = i + 1

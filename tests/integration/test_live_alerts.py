@@ -80,13 +80,6 @@ def _wait(live: Live, worker: Any, done: Any, timeout: float = 120) -> dict[str,
         time.sleep(2)
 
 
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
-
-
 def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> None:
     live.env["DRAINWATCH_LIVE_JOBS"] = "on"
     live.env["DRAINWATCH_SECTION_NODES"] = "100"

@@ -208,13 +208,6 @@ def check_influx(influx: Any, replay: Path) -> None:
         assert j["last_nodes_charged"] == int(e["nodes_charged"])
 
 
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
-
-
 def test_live_equals_replay_garbage_is_dead_lettered_and_messages_follow_schemas(
     live: Live, simlog: tuple[Path, Path]
 ) -> None:

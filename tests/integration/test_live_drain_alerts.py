@@ -45,13 +45,6 @@ def _log(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
-
-
 def test_sliding_jobs_and_data_quality_alerts(live: Live) -> None:
     live.worker()
     live.ship(str(_log(live.tmp / "moab.log")), "--no-progress")

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -122,13 +121,6 @@ def _ship_jobs(live: Live, *args: str) -> subprocess.Popen[bytes]:
                          env=live.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     live.procs.append(p)
     return p
-
-
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
 
 
 def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:

@@ -12,7 +12,6 @@ import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -26,13 +25,6 @@ from tests.integration.test_live_jobs import _influx_rows, _ship_jobs, _watermar
 
 pytestmark = pytest.mark.integration
 FTL_NODE_HOURS = 1.0  # each job is held for 3 node-hours
-
-
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
 
 
 RUNTIMES = (10, 20, 600, 3600, 5, 7200)  # three fail to launch (< 30 s)

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -49,13 +48,6 @@ def _trace(path: Path) -> Path:
     lines.insert(500, b'{"ts": "later", "job": "J0"}')  # one bad line among the good ones
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
-
-
-@pytest.fixture
-def live(stack: Any, influx: Any, tmp_path: Path) -> Any:
-    run = Live(stack, influx, tmp_path)
-    yield run
-    run.stop()
 
 
 def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
