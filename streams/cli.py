@@ -25,7 +25,7 @@ from streams.errors import (
 )
 
 # Sub-command modules; each defines register(subparsers) which sets `func` on its parser.
-COMMANDS = ("replay", "simulate", "worker", "ship", "calibrate")
+COMMANDS = ("replay", "report", "simulate", "worker", "ship", "calibrate")
 
 
 class Parser(argparse.ArgumentParser):

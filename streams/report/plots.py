@@ -1,0 +1,255 @@
+"""Plots of the report as inline SVG (matplotlib, Agg, no display): each function takes plain
+arrays and returns one ``<svg>`` element that scales to the page width, text kept as text."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+# one palette for the whole report (colour-blind safe, Okabe-Ito)
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#7f7f7f",
+)
+CYCLE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#56B4E9", "#F0E442", GREY]
+WIDTH = 9.0  # inches at 72 pt: the SVG's viewBox; the page scales it
+_ids = itertools.count()
+_STYLE: dict[str, Any] = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.size": 9.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.prop_cycle": cycler(color=CYCLE),
+    "legend.frameon": False,
+    "figure.dpi": 72.0,
+}
+
+
+matplotlib.style.use(_STYLE)  # the report is this process's only plotting
+
+
+def _figure(height: float = 3.0, ncols: int = 1) -> tuple[Figure, list[Axes]]:
+    fig = Figure(figsize=(WIDTH, height), layout="constrained")
+    return fig, [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as an ``<svg>`` element: ids unique in the page, no fixed size."""
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": f"dw{next(_ids)}"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    # the root keeps its viewBox; width/height in pt would fix its size on the page
+    head, rest = text.split(">", 1)
+    head = re.sub(r'\s(width|height)="[^"]*"', "", head, count=2)
+    return f'{head} role="img" preserveAspectRatio="xMidYMid meet">{rest}'
+
+
+def _x(times: Sequence[datetime]) -> np.ndarray:
+    """Times as matplotlib date numbers (days since its epoch)."""
+    return np.asarray(mdates.date2num(list(times)), np.float64)
+
+
+def _time_axis(ax: Axes) -> None:
+    loc = mdates.AutoDateLocator(minticks=4, maxticks=10)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+
+
+def drain_pct(
+    hours: Sequence[datetime],
+    static: np.ndarray,
+    dynamic: np.ndarray,
+    short: np.ndarray,
+) -> str:
+    """Hourly drain % on both bases; hours whose basis is short are marked."""
+    fig, (ax,) = _figure(3.0)
+    x = _x(hours)
+    ax.plot(x, static, color=BLUE, lw=1.2, label="static basis (configured nodes)")
+    ax.plot(x, dynamic, color=ORANGE, lw=1.0, ls="--", label="dynamic basis (non-Down)")
+    if short.any():
+        ax.scatter(x[short], static[short], color=RED, s=14, zorder=3, label="short basis (< 95 %)")
+    ax.set_ylabel("drain % of node-time")
+    ax.set_ylim(bottom=0)
+    _time_axis(ax)
+    ax.legend(loc="upper left", ncols=3)
+    return to_svg(fig)
+
+
+def stacked_bar(labels: Sequence[str], parts: dict[str, np.ndarray], ylabel: str) -> str:
+    """One stacked bar per label (e.g. a day), one colour per part."""
+    fig, (ax,) = _figure(2.8)
+    bottom = np.zeros(len(labels))
+    colours = {"Drain": RED, "Idle (unallocated)": "#56B4E9", "Down": GREY}
+    for i, (name, values) in enumerate(parts.items()):
+        colour = colours.get(name, GREEN if name.startswith("other") else CYCLE[i % 8])
+        ax.bar(labels, values, bottom=bottom, label=name, color=colour)
+        bottom += values
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", visible=False)
+    return to_svg(fig)
+
+
+def bars(labels: Sequence[str], values: np.ndarray, ylabel: str, colour: str = BLUE) -> str:
+    fig, (ax,) = _figure(2.6)
+    ax.bar(labels, values, color=colour)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="x", visible=False)
+    return to_svg(fig)
+
+
+def scatter_loglog(
+    x: np.ndarray,
+    y: np.ndarray,
+    xlabel: str,
+    ylabel: str,
+    highlight: np.ndarray | None = None,
+    highlight_label: str = "",
+    diagonal: bool = False,
+) -> str:
+    """A log-log scatter; ``highlight`` marks some points in red; ``diagonal`` draws y = x."""
+    fig, (ax,) = _figure(3.2)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    hi = np.zeros_like(ok) if highlight is None else highlight.astype(bool)
+    ax.scatter(x[ok & ~hi], y[ok & ~hi], s=12, color=BLUE, alpha=0.6, lw=0)
+    if hi.any():
+        ax.scatter(x[ok & hi], y[ok & hi], s=28, color=RED, marker="D", label=highlight_label)
+        ax.legend(loc="upper left")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if diagonal and ok.any():
+        lo = float(min(x[ok].min(), y[ok].min()))
+        hi_ = float(max(x[ok].max(), y[ok].max()))
+        ax.plot([lo, hi_], [lo, hi_], color=GREY, lw=0.8, ls=":", label="actual = predicted")
+        ax.legend(loc="upper left")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return to_svg(fig)
+
+
+def time_lines(
+    series: Mapping[str, tuple[Sequence[datetime], np.ndarray]],
+    ylabel: str,
+    threshold: float | None = None,
+    threshold_label: str = "",
+    second: tuple[str, Sequence[datetime], np.ndarray, str] | None = None,
+    steps: bool = False,
+) -> str:
+    """Lines over time, one per series; an optional horizontal threshold; ``second`` is a
+    panel below (title, times, values, y label) sharing the time axis."""
+    fig = Figure(figsize=(WIDTH, 4.6 if second else 3.0), layout="constrained")
+    if second:
+        ax, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    else:
+        ax, ax2 = fig.add_subplot(1, 1, 1), None
+    for name, (t, v) in series.items():
+        if steps:
+            ax.step(_x(t), v, where="post", lw=1.1, label=name)
+        else:
+            ax.plot(_x(t), v, lw=1.1, label=name)
+    if threshold is not None:
+        ax.axhline(threshold, color=RED, lw=1.0, ls="--", label=threshold_label)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    if series or threshold is not None:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if ax2 is not None and second is not None:
+        title, t2, v2, y2 = second
+        ax2.fill_between(_x(t2), v2, step="post", color=PURPLE, alpha=0.5, lw=0)
+        ax2.step(_x(t2), v2, where="post", color=PURPLE, lw=0.8, label=title)
+        ax2.set_ylabel(y2)
+        ax2.set_ylim(bottom=0)
+        ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        _time_axis(ax2)
+    else:
+        _time_axis(ax)
+    return to_svg(fig)
+
+
+def dfs_load(
+    minutes: Sequence[datetime],
+    write: np.ndarray,
+    read: np.ndarray,
+    threshold: float | None,
+    unit: str,
+    episodes: Sequence[tuple[datetime, datetime]],
+) -> str:
+    """DFS write (and read) speed per minute, the hot-zone threshold and its episodes shaded."""
+    fig, (ax,) = _figure(3.0)
+    for start, end in episodes:
+        ax.axvspan(float(mdates.date2num(start)), float(mdates.date2num(end)), color=RED,
+                   alpha=0.15, lw=0)  # fmt: skip
+    x = _x(minutes)
+    ax.plot(x, write, color=BLUE, lw=0.9, label="write")
+    ax.plot(x, read, color=GREEN, lw=0.7, alpha=0.8, label="read")
+    if threshold is not None:
+        ax.axhline(threshold, color=RED, lw=1.0, ls="--",
+                   label=f"hot zone {threshold:g} {unit}")  # fmt: skip
+    ax.set_ylabel(f"DFS speed, {unit}")
+    ax.set_ylim(bottom=0)
+    _time_axis(ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig)
+
+
+def histograms(panels: Sequence[tuple[np.ndarray, str, float | None]]) -> str:
+    """Side-by-side histograms: (values, x label, a reference line or None)."""
+    fig, axes = _figure(2.6, ncols=len(panels))
+    for ax, (values, xlabel, ref) in zip(axes, panels, strict=True):
+        v = values[np.isfinite(values)]
+        if len(v):
+            ax.hist(v, bins=20, color=BLUE, alpha=0.85)
+        if ref is not None:
+            ax.axvline(ref, color=RED, lw=1.0, ls="--")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("jobs")
+        ax.grid(axis="x", visible=False)
+    return to_svg(fig)
+
+
+def grouped_bars(
+    labels: Sequence[str],
+    groups: dict[str, np.ndarray],
+    ylabel: str,
+    goal: float | None = None,
+    goal_label: str = "",
+) -> str:
+    """Bars side by side per label (e.g. CUP40 and the modified CUP per day), a goal line."""
+    fig, (ax,) = _figure(2.8)
+    x = np.arange(len(labels))
+    width = 0.8 / max(1, len(groups))
+    for i, (name, values) in enumerate(groups.items()):
+        ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
+               label=name, color=CYCLE[i % len(CYCLE)])  # fmt: skip
+    if goal is not None:
+        ax.axhline(goal, color=RED, lw=1.0, ls="--", label=goal_label)
+    ax.set_xticks(x, labels)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="x", visible=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return to_svg(fig)
