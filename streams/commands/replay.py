@@ -100,6 +100,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.html (drainwatch report) beside the outputs, with every "
+        "replay the --out directory holds",
+    )
+    p.add_argument(
         "--max-reject-share",
         type=fraction,
         default=0.5,
@@ -369,6 +375,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_progress:
             print(f"replay moab: {len(rows):,} window rows and {len(jobs):,} job rows written to "
                   f"InfluxDB {influx.bucket}", file=sys.stderr)  # fmt: skip
+    if args.report:
+        from streams.report import write_report
+
+        path = write_report([args.out], Path(args.out) / "report.html")
+        if not args.no_progress:
+            print(f"replay {args.format}: report {path}", file=sys.stderr)
     return 0
 
 
