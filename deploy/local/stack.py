@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The local stack: a real Apache Kafka broker and a real InfluxDB, on 127.0.0.1, without Docker.
+"""The local stack: a real Apache Kafka broker, a real InfluxDB and a real Grafana, on 127.0.0.1,
+without Docker.
 
     python deploy/local/stack.py start                  # build what is missing, start, wait healthy
-    python deploy/local/stack.py status                 # exit 0 when both servers answer
+    python deploy/local/stack.py status                 # exit 0 when every server answers
     python deploy/local/stack.py stop [--keep-logs-if RC]
 
 * Kafka 3.9 (KRaft, one combined broker+controller node). Its jars are resolved once with Maven
@@ -11,14 +12,21 @@
 * InfluxDB 1.8.10, built once with `go install` from the Go module proxy. It serves the v2 write
   API (/api/v2/write), Flux (/api/v2/query) and InfluxQL (/query). Auth is on; an admin user with
   a random password is created on first start, and the database the pipeline writes to.
+* Grafana 10.0.0-preview, built once from the Go module proxy (`go mod download`, `wire gen`,
+  `go build`, ~4 min on 2 cores; no frontend bundle, the HTTP API is complete), run with
+  sqlite, unified alerting on, an admin password generated into grafana/admin.password (0600)
+  and the repo's provisioning files (grafana/provisioning: datasource, dashboards, alerting)
+  with the datasource pointing at this InfluxDB through DRAINWATCH_GRAFANA_* variables.
 
 Everything lives under the state directory (DRAINWATCH_STATE_DIR, default <repo>/.drainwatch):
 kafka/{lib,data,server.properties}, influxdb/{bin,meta,data,wal,influxdb.conf,admin.token},
-logs/ (kept after every run) and stack.env (KEY=VALUE lines for clients).
+grafana/{bin,home,run,admin.password}, logs/ (kept after every run, build logs too) and
+stack.env (KEY=VALUE lines for clients).
 
 Standard library only: it runs before the virtualenv has anything installed.
 Other code (the pytest fixtures) imports it as a module: see start(), stop(), health(),
-restart_kafka(), read_stack_env() and influx_query().
+restart_kafka(), read_stack_env(), influx_query(), and for a Grafana of a test's own
+grafana_provisioning(), start_grafana_instance(), grafana_request(), stop_grafana_instance().
 """
 
 from __future__ import annotations
@@ -75,6 +83,8 @@ class Config:
     controller_port: int
     influx_port: int
     influx_rpc_port: int
+    grafana_port: int
+    grafana_ha_port: int
     timeout: float
 
     @classmethod
@@ -87,6 +97,8 @@ class Config:
             controller_port=int(env.get("DRAINWATCH_KAFKA_CONTROLLER_PORT", "19093")),
             influx_port=int(env.get("DRAINWATCH_INFLUX_PORT", "18086")),
             influx_rpc_port=int(env.get("DRAINWATCH_INFLUX_RPC_PORT", "18088")),
+            grafana_port=int(env.get("DRAINWATCH_GRAFANA_PORT", "13000")),
+            grafana_ha_port=int(env.get("DRAINWATCH_GRAFANA_HA_PORT", "13094")),
             timeout=float(env.get("DRAINWATCH_STACK_TIMEOUT", "180")),
         )
 
@@ -152,6 +164,30 @@ class Config:
         return self.logs / "influxdb.log"
 
     @property
+    def grafana_dir(self) -> Path:
+        return self.state / "grafana"
+
+    @property
+    def grafana_bin(self) -> Path:
+        return self.grafana_dir / "bin" / "grafana"
+
+    @property
+    def grafana_home(self) -> Path:
+        return self.grafana_dir / "home"
+
+    @property
+    def grafana_run(self) -> Path:
+        return self.grafana_dir / "run"
+
+    @property
+    def grafana_password_file(self) -> Path:
+        return self.grafana_dir / "admin.password"
+
+    @property
+    def grafana_log(self) -> Path:
+        return self.logs / "grafana.log"
+
+    @property
     def stack_env(self) -> Path:
         return self.state / "stack.env"
 
@@ -163,6 +199,10 @@ class Config:
     @property
     def influx_url(self) -> str:
         return f"http://127.0.0.1:{self.influx_port}"
+
+    @property
+    def grafana_url(self) -> str:
+        return f"http://127.0.0.1:{self.grafana_port}"
 
 
 def _say(msg: str) -> None:
@@ -766,6 +806,242 @@ def stop_influx(cfg: Config) -> bool:
     return _terminate(cfg.influx_pid, INFLUX_MARKER, "influxdb", grace=30.0)
 
 
+# --- Grafana --------------------------------------------------------------------------------
+
+GRAFANA_MODULE = "github.com/grafana/grafana"
+# Grafana 10.0.0-preview (commit 81d85ce8028d, 2023-06-09): the only grafana/grafana version the
+# Go module proxy serves; its dashboards' schema (38) is migrated forward by newer Grafana.
+GRAFANA_VERSION = "v1.9.2-0.20230609164553-81d85ce8028d"
+GRAFANA_RELEASE = "10.0.0-pre"
+WIRE = "github.com/google/wire/cmd/wire@v0.7.0"  # wire 0.5/0.6 fail on Go 1.26
+GRAFANA_MARKER = "grafana server"
+GRAFANA_ADMIN = "admin"
+# Where the compose file mounts the repo's files and the token (deploy/compose.yaml); a local
+# instance reads the same provisioning files with these paths pointing at the local copies.
+CONTAINER_DASHBOARDS = "/etc/grafana/dashboards/drainwatch"
+CONTAINER_TOKEN = "/run/secrets/influxdb_token"
+
+
+def ensure_grafana(cfg: Config) -> bool:
+    """Build the Grafana server once (module from the Go proxy, `wire gen`, `go build`) into
+    grafana/bin with its home directory grafana/home (conf/, public/). True if it built."""
+    stamp = f"{GRAFANA_MODULE}@{GRAFANA_VERSION} {GRAFANA_RELEASE}"
+    stamp_file = cfg.grafana_dir / "build.stamp"
+    if (os.access(cfg.grafana_bin, os.X_OK) and (cfg.grafana_home / "conf").is_dir()
+            and stamp_file.exists() and stamp_file.read_text().strip() == stamp):  # fmt: skip
+        return False
+    go = _go()
+    cfg.logs.mkdir(parents=True, exist_ok=True)
+    build_log = cfg.logs / "build-grafana.log"
+    _say(f"building Grafana {GRAFANA_RELEASE} with {go} (first start only, ~4 min on 2 cores; "
+         f"log: {build_log})")  # fmt: skip
+    env = dict(os.environ)
+    env["GOBIN"] = str(cfg.grafana_dir / "tools")
+    home = cfg.grafana_dir / "home.partial"
+    with _private_log(build_log, "wb") as out:
+
+        def run(cmd: list[str], cwd: Path) -> None:
+            out.write(f"\n$ {' '.join(cmd)}\n".encode())
+            out.flush()
+            rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+            if rc != 0:
+                out.flush()
+                raise StackError(f"`{' '.join(cmd)}` failed (exit {rc}); {build_log}:\n"
+                                 f"{_tail(build_log)}")  # fmt: skip
+
+        cfg.grafana_dir.mkdir(parents=True, exist_ok=True)
+        dl = subprocess.run([go, "mod", "download", "-json", f"{GRAFANA_MODULE}@{GRAFANA_VERSION}"],
+                            capture_output=True, env=env, cwd=cfg.state)  # fmt: skip
+        out.write(dl.stdout + dl.stderr)
+        try:
+            src = Path(json.loads(dl.stdout)["Dir"])
+        except (ValueError, KeyError):
+            raise StackError(f"go mod download of {GRAFANA_MODULE}@{GRAFANA_VERSION} failed; "
+                             f"{build_log}:\n{_tail(build_log)}") from None  # fmt: skip
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.copytree(src, home, symlinks=True)  # the module cache is read-only: a copy
+        for d, _, files in os.walk(home):
+            os.chmod(d, 0o755)
+            for f in files:
+                p = os.path.join(d, f)
+                if not os.path.islink(p):
+                    os.chmod(p, 0o644)
+        run([go, "install", WIRE], cfg.state)
+        run([str(cfg.grafana_dir / "tools" / "wire"), "gen", "-tags", "oss", "./pkg/server"], home)
+        binary = cfg.grafana_bin.with_name("grafana.partial")
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        run([go, "build", "-ldflags", f"-X main.version={GRAFANA_RELEASE}", "-o", str(binary),
+             "./pkg/cmd/grafana"], home)  # fmt: skip
+    shutil.rmtree(cfg.grafana_home, ignore_errors=True)
+    os.replace(home, cfg.grafana_home)
+    os.replace(binary, cfg.grafana_bin)
+    stamp_file.write_text(stamp + "\n")
+    return True
+
+
+def grafana_password(cfg: Config) -> str:
+    """The admin password, generated into the state dir (0600) on first use."""
+    if not cfg.grafana_password_file.exists():
+        _write_private(cfg.grafana_password_file, secrets.token_urlsafe(24) + "\n")
+    return cfg.grafana_password_file.read_text().strip()
+
+
+def grafana_provisioning(cfg: Config, dst: Path, token_file: Path | None = None) -> Path:
+    """Copy the repo's provisioning files (grafana/provisioning) to `dst`, unchanged but for
+    the two paths the compose file mounts: the dashboards directory and the InfluxDB token."""
+    shutil.rmtree(dst, ignore_errors=True)
+    token = str(token_file or cfg.influx_token_file)
+    for path in sorted((REPO / "grafana" / "provisioning").rglob("*")):
+        target = dst / path.relative_to(REPO / "grafana" / "provisioning")
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        text = path.read_text()
+        text = text.replace(CONTAINER_DASHBOARDS, str(REPO / "grafana" / "dashboards"))
+        _write_text(target, text.replace(CONTAINER_TOKEN, token))
+    return dst
+
+
+def write_grafana_config(cfg: Config, run: Path, port: int, ha_port: int,
+                         poll_interval: str = "60s") -> Path:  # fmt: skip
+    """custom.ini of one instance under `run` (data, logs, plugins, provisioning)."""
+    ini = run / "custom.ini"
+    _write_private(
+        ini,
+        f"""# generated by deploy/local/stack.py; edit the script, not this file
+[paths]
+data = {run / "data"}
+logs = {run / "logs"}
+plugins = {run / "plugins"}
+provisioning = {run / "provisioning"}
+
+[server]
+http_addr = 127.0.0.1
+http_port = {port}
+
+[database]
+type = sqlite3
+
+[security]
+admin_user = {GRAFANA_ADMIN}
+admin_password = $__file{{{cfg.grafana_password_file}}}
+disable_gravatar = true
+
+[users]
+allow_sign_up = false
+
+[analytics]
+reporting_enabled = false
+check_for_updates = false
+check_for_plugin_updates = false
+
+[log]
+mode = console
+level = warn
+
+[alerting]
+enabled = false
+
+[unified_alerting]
+enabled = true
+ha_listen_address = 127.0.0.1:{ha_port}
+alertmanager_config_poll_interval = {poll_interval}
+""",
+    )
+    return ini
+
+
+def grafana_request(port: int, path: str, body: Any = None, *, password: str | None,
+                    timeout: float = 10.0) -> tuple[int, Any]:  # fmt: skip
+    """One JSON request to a local Grafana with the admin's basic auth: (status, decoded body)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
+                                 method="GET" if data is None else "POST")  # fmt: skip
+    req.add_header("Content-Type", "application/json")
+    if password is not None:
+        auth = base64.b64encode(f"{GRAFANA_ADMIN}:{password}".encode()).decode()
+        req.add_header("Authorization", "Basic " + auth)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    try:
+        return status, json.loads(raw or b"null")
+    except ValueError:
+        return status, raw.decode("utf-8", "replace")
+
+
+def start_grafana_instance(cfg: Config, run: Path, port: int, ha_port: int,
+                           env: dict[str, str], poll_interval: str = "60s",
+                           log: Path | None = None) -> int:  # fmt: skip
+    """Start a Grafana server on `port` with its state under `run` (run/provisioning must be
+    there) and wait until /api/health answers with the database ok. Returns its pid."""
+    ensure_grafana(cfg)
+    grafana_password(cfg)
+    ini = write_grafana_config(cfg, run, port, ha_port, poll_interval)
+    proc_env = {k: v for k, v in os.environ.items() if not k.startswith("GF_")}
+    proc_env.update(env)
+    pid_file = run / "grafana.pid"
+    log = log or run / "grafana.log"
+    pid = _spawn([str(cfg.grafana_bin), "server", "--homepath", str(cfg.grafana_home),
+                  "--config", str(ini)], log, pid_file, env=proc_env)  # fmt: skip
+
+    def probe() -> None:
+        status, doc = grafana_request(port, "/api/health", password=None, timeout=2.0)
+        if status != 200 or not isinstance(doc, dict) or doc.get("database") != "ok":
+            raise StackError(f"/api/health answered {status}: {doc}")
+
+    _wait_ready("grafana", pid_file, GRAFANA_MARKER, log, probe, cfg.timeout)
+    return pid
+
+
+def stop_grafana_instance(run: Path) -> bool:
+    return _terminate(run / "grafana.pid", GRAFANA_MARKER, "grafana", grace=30.0)
+
+
+def grafana_env(cfg: Config) -> dict[str, str]:
+    """The variables the repo's provisioning files read, for the stack's instance."""
+    return {
+        "DRAINWATCH_GRAFANA_INFLUX_URL": cfg.influx_url,
+        "DRAINWATCH_GRAFANA_INFLUX_DB": DATABASE,
+        # the on-call contact point: nothing listens on the discard port unless you set one
+        "DRAINWATCH_GRAFANA_WEBHOOK_URL": os.environ.get(
+            "DRAINWATCH_GRAFANA_WEBHOOK_URL", "http://127.0.0.1:9/drainwatch-alerts"
+        ),
+    }
+
+
+def grafana_healthy(cfg: Config) -> bool:
+    try:
+        status, doc = grafana_request(cfg.grafana_port, "/api/health", password=None, timeout=2.0)
+    except OSError:
+        return False
+    return status == 200 and isinstance(doc, dict) and doc.get("database") == "ok"
+
+
+def start_grafana(cfg: Config) -> str:
+    """Build once, then start the stack's Grafana with the repo's provisioning files."""
+    t0 = time.monotonic()
+    pid_file = cfg.grafana_run / "grafana.pid"
+    if _running_pid(pid_file, GRAFANA_MARKER) is not None:
+        return "already running"
+    _ports_free(cfg, (cfg.grafana_port, cfg.grafana_ha_port),
+                "DRAINWATCH_GRAFANA_PORT / DRAINWATCH_GRAFANA_HA_PORT")  # fmt: skip
+    notes = []
+    if ensure_grafana(cfg):
+        notes.append(f"built in {time.monotonic() - t0:.1f}s")
+    grafana_provisioning(cfg, cfg.grafana_run / "provisioning")
+    pid = start_grafana_instance(cfg, cfg.grafana_run, cfg.grafana_port, cfg.grafana_ha_port,
+                                 grafana_env(cfg), log=cfg.grafana_log)  # fmt: skip
+    notes.append(f"pid {pid}, up in {time.monotonic() - t0:.1f}s")
+    return ", ".join(notes)
+
+
+def stop_grafana(cfg: Config) -> bool:
+    return stop_grafana_instance(cfg.grafana_run)
+
+
 # --- the stack ------------------------------------------------------------------------------
 
 
@@ -778,6 +1054,9 @@ def write_stack_env(cfg: Config) -> dict[str, str]:
         "DRAINWATCH_INFLUX_BUCKET": f"{DATABASE}/{RETENTION_POLICY}",
         "DRAINWATCH_INFLUX_DATABASE": DATABASE,
         "DRAINWATCH_STACK_LOGS": str(cfg.logs),
+        "DRAINWATCH_GRAFANA_URL": cfg.grafana_url,
+        "DRAINWATCH_GRAFANA_USER": GRAFANA_ADMIN,
+        "DRAINWATCH_GRAFANA_PASSWORD_FILE": str(cfg.grafana_password_file),
     }
     text = "# written by deploy/local/stack.py start; the token file holds user:password (0600)\n"
     _write_text(cfg.stack_env, text + "".join(f"{k}={v}\n" for k, v in env.items()))
@@ -799,6 +1078,8 @@ def health(cfg: Config | None = None) -> dict[str, bool]:
     return {
         "kafka": _running_pid(cfg.kafka_pid, KAFKA_MARKER) is not None and kafka_healthy(cfg),
         "influxdb": _running_pid(cfg.influx_pid, INFLUX_MARKER) is not None and influx_healthy(cfg),
+        "grafana": _running_pid(cfg.grafana_run / "grafana.pid", GRAFANA_MARKER) is not None
+        and grafana_healthy(cfg),
     }
 
 
@@ -811,13 +1092,16 @@ def start(cfg: Config | None = None) -> dict[str, str]:
         _say(f"state dir {cfg.state}")
         was_running = health(cfg)
         try:
-            # Both at once: the JVM and influxd start (and, the first time, build) in parallel.
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            # All at once: the JVM, influxd and Grafana start (and, the first time, build) in
+            # parallel.
+            with ThreadPoolExecutor(max_workers=3) as pool:
                 kafka = pool.submit(start_kafka, cfg)
                 influx = pool.submit(start_influx, cfg)
+                grafana = pool.submit(start_grafana, cfg)
                 errors = []
                 for name, where, fut in (("kafka", cfg.kafka_bootstrap, kafka),
-                                         ("influxdb", cfg.influx_url, influx)):  # fmt: skip
+                                         ("influxdb", cfg.influx_url, influx),
+                                         ("grafana", cfg.grafana_url, grafana)):  # fmt: skip
                     try:
                         _say(f"{name} {where}: {fut.result()}")
                     except StackError as exc:
@@ -830,6 +1114,8 @@ def start(cfg: Config | None = None) -> dict[str, str]:
                 stop_kafka(cfg)
             if not was_running["influxdb"]:
                 stop_influx(cfg)
+            if not was_running["grafana"]:
+                stop_grafana(cfg)
             raise
         env = write_stack_env(cfg)
     _say(f"stack up in {time.monotonic() - t0:.1f}s; clients read {cfg.stack_env}; "
@@ -840,7 +1126,7 @@ def start(cfg: Config | None = None) -> dict[str, str]:
 def stop(cfg: Config | None = None) -> None:
     cfg = cfg or Config.from_env()
     with _locked(cfg):
-        ran = [stop_kafka(cfg), stop_influx(cfg)]
+        ran = [stop_kafka(cfg), stop_influx(cfg), stop_grafana(cfg)]
     if not any(ran):
         _say("nothing was running")
 
@@ -848,7 +1134,7 @@ def stop(cfg: Config | None = None) -> None:
 def _report_logs(cfg: Config, rc: int) -> None:
     err = sys.stderr
     print(f"[stack] run failed (exit {rc}): server logs are kept in {cfg.logs}", file=err)
-    for log in (cfg.kafka_log, cfg.influx_log):
+    for log in (cfg.kafka_log, cfg.influx_log, cfg.grafana_log):
         print(f"[stack] ---- last lines of {log} ----", file=err)
         print(_tail(log, 30), file=err)
     err.flush()
@@ -857,8 +1143,8 @@ def _report_logs(cfg: Config, rc: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stack.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("start", help="build what is missing, start Kafka and InfluxDB, wait healthy")
-    p_stop = sub.add_parser("stop", help="stop both servers (SIGTERM, then SIGKILL)")
+    sub.add_parser("start", help="build what is missing, start Kafka, InfluxDB and Grafana")
+    p_stop = sub.add_parser("stop", help="stop the servers (SIGTERM, then SIGKILL)")
     p_stop.add_argument(
         "--keep-logs-if",
         type=int,
@@ -866,7 +1152,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="RC",
         help="when RC != 0, say where the logs are and print the tails of the server logs",
     )
-    sub.add_parser("status", help="exit 0 when both servers are up and answering")
+    sub.add_parser("status", help="exit 0 when every server is up and answering")
     sub.add_parser("restart-kafka", help="stop and start the broker only")
     args = parser.parse_args(argv)
     cfg = Config.from_env()
@@ -883,6 +1169,7 @@ def main(argv: list[str] | None = None) -> int:
             ok = health(cfg)
             print(f"kafka     {cfg.kafka_bootstrap:<28} {'up' if ok['kafka'] else 'DOWN'}")
             print(f"influxdb  {cfg.influx_url:<28} {'up' if ok['influxdb'] else 'DOWN'}")
+            print(f"grafana   {cfg.grafana_url:<28} {'up' if ok['grafana'] else 'DOWN'}")
             print(f"state     {cfg.state}")
             return 0 if all(ok.values()) else 1
     except StackError as exc:
