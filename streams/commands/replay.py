@@ -378,7 +378,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         from streams.report import write_report
 
-        path = write_report([args.out], Path(args.out) / "report.html")
+        path = Path(args.out) / "report.html"
+        write_report([args.out], path)
         if not args.no_progress:
             print(f"replay {args.format}: report {path}", file=sys.stderr)
     return 0

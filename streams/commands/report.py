@@ -32,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
     if not out.endswith((".html", ".htm")):
         raise UserError(f"--out {out}: the report is an HTML file, give it a .html name")
     check_output_file("--out", out)
-    path = write_report(args.dirs, out, title=args.title, note=args.note)
-    print(f"report: {path}", file=sys.stderr)
+    write_report(args.dirs, out, title=args.title, note=args.note)
+    print(f"report: {out}", file=sys.stderr)
     return 0

@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import IO, Any
 from zoneinfo import ZoneInfo
 
+from models.formats.sampletrace import dumps
 from models.formats.swf import parse_swf
+from models.records.jobevent import JobEvent
 from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS
 from models.records.reject import Reject, count_reasons
+from models.sim.findings import concat, findings_workload
 from models.sim.lublin import LublinModel
+from models.sim.nodesamples import node_samples
 from models.sim.simulator import (
     SimConfig,
     random_outages,
@@ -96,6 +100,10 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     else:
         model = LublinModel(args.nodes, args.seed, target_load=args.load)
         workload = workload_from_lublin(model, cfg)
+    if args.findings:
+        first = cfg.job_base + len(workload) + 1_000
+        workload = concat(workload, findings_workload(cfg.nodes, cfg.start, cfg.end, cfg.seed,
+                                                      first))  # fmt: skip
     outages = random_outages(cfg, args.outages, args.drained)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / ("moab.log.gz" if args.gzip else "moab.log")
@@ -104,6 +112,7 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     n_events = 0
     first_ts: float | None = None
     last_ts: float | None = None
+    events: list[JobEvent] = []  # kept for the node samples only
     with atomic_file(log_path) as raw, atomic_file(jobs_path) as jf:
         log: IO[bytes] | gzip.GzipFile = (
             gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) if args.gzip else raw
@@ -119,9 +128,26 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
                 if chunk.events:
                     jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
                     n_events += len(chunk.events)
+                    if args.samples_hours:
+                        events.extend(chunk.events)
         finally:
             if log is not raw:
                 log.close()  # writes the gzip trailer; raw is closed by atomic_file
+    n_samples = 0
+    if args.samples_hours:
+        t1 = cfg.end
+        t0 = max(cfg.start, t1 - args.samples_hours * 3600.0)
+        with atomic_file(out / "samples.jsonl") as sf:
+            buf: list[bytes] = []
+            for sample in node_samples(events, t0, t1, cfg.seed):
+                buf.append(dumps(sample))
+                if len(buf) >= 8192:
+                    sf.write(b"\n".join(buf) + b"\n")
+                    n_samples += len(buf)
+                    buf.clear()
+            if buf:
+                sf.write(b"\n".join(buf) + b"\n")
+                n_samples += len(buf)
     span = 0.0 if first_ts is None or last_ts is None else last_ts - first_ts + cfg.period
     return {
         "jobs": len(workload),
@@ -135,6 +161,7 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
         "rejected_swf_lines": dict(count_reasons(rejects)),
         "outages": args.outages,
         "drained": args.drained,
+        "samples": n_samples,
     }
 
 
@@ -154,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         f"simulated {s['jobs']} jobs ({s['events']} events) on {s['nodes']} nodes: "
         f"{s['lines']} Moab lines over {s['span_seconds'] / 86400:.2f} days "
         f"-> {s['log']}, {s['jobs_file']}{extra}"
+        + (f"; {s['samples']} node samples -> {args.out}/samples.jsonl" if s["samples"] else "")
     )
     return 0
 
@@ -208,6 +236,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=option_type(float, 0.0, False, 10.0),
         default=0.85,
         help="offered load the Lublin model is scaled to (default 0.85)",
+    )
+    p.add_argument(
+        "--findings",
+        action="store_true",
+        help="add jobs that make one finding of each kind: a perpetually sliding job, a failure "
+        "to launch, an overrun, a short-job flood (users user095-user099)",
+    )
+    p.add_argument(
+        "--samples-hours",
+        type=option_type(float, 0.0, True, 24.0 * 31),
+        default=0.0,
+        metavar="H",
+        help="also write samples.jsonl: node samples (one a minute) of the jobs running in the "
+        "last H hours, with a DFS write burst (default 0: none)",
     )
     p.add_argument(
         "--swf-skip-days",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from streams.errors import UserError
@@ -15,25 +16,41 @@ from streams.report import data, page, sections
 from streams.sinks.files import atomic_file
 
 
-def build_html(dirs: list[str], title: str = "drainwatch report", note: str | None = None) -> str:
+@dataclass(slots=True)
+class Report:
+    html: str
+    headline: dict[str, str]  # the key figures shown at the top of the page
+    shown: list[str]  # keys of the sections shown
+    missing: list[str]  # keys of the sections left out (their inputs are absent)
+
+
+def build_report(
+    dirs: list[str], title: str = "drainwatch report", note: str | None = None
+) -> Report:
     outputs = data.load(dirs)
     try:
         built = sections.build(outputs)
-    except (csv.Error, KeyError, ValueError, UnicodeDecodeError) as e:
+    except (csv.Error, KeyError, ValueError, IndexError, UnicodeDecodeError) as e:
         # a table edited by hand or cut short: say which kind of problem, in one line
         raise UserError(f"a replay table is not readable ({type(e).__name__}: {e})") from None
-    return page.render(outputs, built, title=title, note=note)
+    shown = [s for s in built if isinstance(s, sections.Section)]
+    headline = {k: v for s in shown for k, v in s.headline.items()}
+    return Report(
+        page.render(outputs, built, title=title, note=note),
+        headline,
+        [s.key for s in shown],
+        [s.key for s in built if isinstance(s, sections.Missing)],
+    )
 
 
 def write_report(
     dirs: list[str], out: str | Path, title: str = "drainwatch report", note: str | None = None
-) -> Path:
-    """Write the report of ``dirs`` to ``out`` atomically; return its path."""
-    text = build_html(dirs, title, note)
-    path = Path(out)
-    with atomic_file(path) as f:
-        f.write(text.encode("utf-8"))
+) -> Report:
+    """Write the report of ``dirs`` to ``out`` atomically."""
+    report = build_report(dirs, title, note)
+    with atomic_file(Path(out)) as f:
+        f.write(report.html.encode("utf-8"))
         umask = os.umask(0o022)
         os.umask(umask)
         os.fchmod(f.fileno(), 0o666 & ~umask)  # a page to share, not a private temporary file
-    return path
+    return report

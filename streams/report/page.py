@@ -62,9 +62,9 @@ def cell(v: Any) -> tuple[str, bool]:
         a = abs(v)
         if a == 0:
             return "0", True
-        if a >= 100:
+        if a >= 100 or (v.is_integer() and a < 1e15):
             return f"{v:,.0f}", True
-        if a >= 0.01:
+        if a >= 1e-4:
             return f"{v:.3g}" if a < 10 else f"{v:.1f}", True
         return f"{v:.2e}", True
     return str(v), False

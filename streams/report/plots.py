@@ -130,9 +130,10 @@ def scatter_loglog(
     ylabel: str,
     highlight: np.ndarray | None = None,
     highlight_label: str = "",
-    diagonal: bool = False,
+    diagonal: str = "",
 ) -> str:
-    """A log-log scatter; ``highlight`` marks some points in red; ``diagonal`` draws y = x."""
+    """A log-log scatter; ``highlight`` marks some points in red; ``diagonal`` (its label)
+    draws y = x."""
     fig, (ax,) = _figure(3.2)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     hi = np.zeros_like(ok) if highlight is None else highlight.astype(bool)
@@ -145,7 +146,7 @@ def scatter_loglog(
     if diagonal and ok.any():
         lo = float(min(x[ok].min(), y[ok].min()))
         hi_ = float(max(x[ok].max(), y[ok].max()))
-        ax.plot([lo, hi_], [lo, hi_], color=GREY, lw=0.8, ls=":", label="actual = predicted")
+        ax.plot([lo, hi_], [lo, hi_], color=GREY, lw=0.8, ls=":", label=diagonal)
         ax.legend(loc="upper left")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -284,7 +284,7 @@ def drain_runtime(o: ReplayOutputs) -> Section | None:
     hi = np.array([j in ftl_ids for j in jobs.col("job")], bool)
     s.figures.append(plots.scatter_loglog(used, drain, "node-hours used (size × run time)",
                                           "drain, node-hours", hi, "failure to launch",
-                                          diagonal=True))  # fmt: skip
+                                          diagonal="drain = node-hours used"))  # fmt: skip
     ratio = jobs.num("drain_runtime_ratio")
     order = [i for i in np.argsort(-np.nan_to_num(ratio, nan=-1.0)) if np.isfinite(ratio[i])]
     d = jobs.dicts()
@@ -394,7 +394,7 @@ def runtime_prediction(o: ReplayOutputs) -> Section | None:
         s.figures.append(plots.scatter_loglog(pred[has] / 60, act[has] / 60,
                                               "predicted run time, minutes",
                                               "actual run time, minutes", over[has], "overrun",
-                                              diagonal=True))  # fmt: skip
+                                              diagonal="actual = predicted"))  # fmt: skip
         err = np.abs(act[has] - pred[has]) / pred[has]
         within = float(np.mean(err <= 0.03))
         s.facts.append(f"{int(has.sum()):,} of {len(t):,} jobs had a history to predict from; "
@@ -510,7 +510,7 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
         )
     d = sorted(zones.dicts(), key=lambda r: (-float(r["peak_mb_s"]), r["start"]))
     rows = [[r["start"], r["end"], _n(r["minutes"]), _f(r["peak_mb_s"]),
-             r["top_jobs"].replace(";", "; ")] for r in d[:TOP]]  # fmt: skip
+             top_jobs(r["top_jobs"])] for r in d[:TOP]]  # fmt: skip
     s.tables.append(TableView(["start (UTC)", "end (UTC)", "minutes", f"peak ({unit})",
                                "top jobs (share of data written)"], rows, "hot-zone episodes, "
                               "highest peak first", more=max(0, len(zones) - TOP)))  # fmt: skip
@@ -520,6 +520,15 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
         s.facts.append(f"Threshold {float(thr):g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
                        f"{int(np.sum(w > float(thr)))} minute(s) above it.")  # fmt: skip
     return s
+
+
+def top_jobs(cell: str) -> str:
+    """``job:share;...`` of hot_zones.csv as ``job (share %), ...``."""
+    out = []
+    for item in filter(None, cell.split(";")):
+        job, _, share = item.rpartition(":")
+        out.append(f"{job} ({100 * float(share):.1f} %)" if job else item)
+    return ", ".join(out)
 
 
 def utilisation(o: ReplayOutputs) -> Section | None:
