@@ -554,6 +554,37 @@ SPECS: tuple[Spec, ...] = (
         minimum=0.0,
     ),
     Spec(
+        "alert_sliding_top_k",
+        "alerts",
+        "sliding_top_k",
+        "int",
+        5,
+        "sliding-rank alert: the K queued jobs with the most drain per node (seed 000 "
+        "§V-A.2) with at least alerts.sliding_rank_node_hours; resolved past rank 2K; 0: off",
+        minimum=0,
+        maximum=10_000,
+    ),
+    Spec(
+        "alert_sliding_rank_node_hours",
+        "alerts",
+        "sliding_rank_node_hours",
+        "float",
+        1.0,
+        "sliding-rank alert: least drain (node-hours) for a queued job to be ranked",
+        minimum=0.0,
+    ),
+    Spec(
+        "size_groups",
+        "jobs",
+        "size_groups",
+        "choice",
+        "auto",
+        "live drain by size group (seed 000 §V-D): absolute (the seed's sizes), relative "
+        "(scaled to accounting.nodes) or auto (relative below 5,000 nodes), as replay's "
+        "--size-groups",
+        choices=("auto", "absolute", "relative"),
+    ),
+    Spec(
         "alert_sliding_quiet",
         "alerts",
         "sliding_quiet",
@@ -702,6 +733,9 @@ class Settings:
     alert_cup40_target: float = 0.80
     alert_sliding_node_hours: float = 100.0
     alert_sliding_quiet: float = 3600.0
+    alert_sliding_top_k: int = 5
+    alert_sliding_rank_node_hours: float = 1.0
+    size_groups: str = "auto"
     alert_stalled_after: float = 300.0
     alert_ftl_node_hours: float = 10.0
     connect_timeout: float = 120.0

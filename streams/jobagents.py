@@ -29,6 +29,7 @@ import orjson
 
 from models.alerts import Alert, JobAlerts
 from models.drain.jobjoin import DrainJobJoin
+from models.drain.jobs import size_groups
 from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.merge import JobEventMerger
@@ -52,10 +53,11 @@ from streams.sinks.jobpoints import (
     row_message,
     runtime_point,
     table_points,
+    timed_point,
 )
 from streams.sinks.statestore import StateStore
 from streams.sources.jobevents import day_batches
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     RUNTIME_PREDICTIONS,
@@ -253,6 +255,8 @@ class JobsPipeline:
                 self.stages, self.offset = d["stages"], int(d["offset"])
                 self.alerts.restore(d["alerts"])
                 self.join = d["join"]
+            self.join.configure(size_groups(s.size_groups, s.nodes), s.alert_sliding_top_k,
+                                s.alert_sliding_rank_node_hours)  # fmt: skip
             self.stages["shortjobs"].on_tick = self.adjust
         return self.merger, self.stages
 
@@ -358,6 +362,11 @@ class JobsPipeline:
         if self.join is not None:
             rows, alerts = self.join.take()
             self.points += table_points(cluster, DRAIN_JOBS_WITH_EVENTS, rows, zone)
+            at = self.join._clock()
+            self.points += [
+                timed_point(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
+                for g in self.join.size_group_rows()
+            ]
             self._alerts(alerts)
 
     def _saved(self) -> bytes:

@@ -462,6 +462,7 @@ ALERTS_SCHEMA: dict[str, Any] = {
                 "stalled",
                 "hot_zone",
                 "failure_to_launch",
+                "sliding_rank",
             ]
         },
         "subject": {

@@ -13,24 +13,46 @@ the firing and the resolved record come together, at the job's end, once per job
 the drain known when the two sides first met the rule (the drain stream can lag the job's end,
 so a worker that sees the total later reports it later, with the larger value).
 
+Alert ``sliding_rank`` (seed 000 §V-A.2, the live ranking of perpetually sliding jobs): the
+``top_k`` queued jobs (charged drain, never seen running, not ended) with the most drain per
+node, among those with at least ``rank_node_hours`` of drain, fire; a job resolves once it is
+past rank 2K (hysteresis: two jobs swapping places at rank K do not flap), starts, ends or
+leaves memory. The ranking is taken at each :meth:`take`, so its records follow the worker's
+flushes; the threshold kind ``sliding_job`` comes from the drain stream alone
+(:class:`models.alerts.DrainAlerts`).
+
+Drain by size group (seed 000 §V-D, Figure 2): every job with drain and a known size counts in
+its group, with its latest total, cumulative since the worker's state began (jobs leaving
+memory keep their part): the live ``size_groups.csv``. Sums are exact (Shewchuk partials), so
+the rows equal the replay's ``math.fsum`` figures whatever the order of the updates.
+
 Memory: jobs leave when ``retention_s`` of event time (the latest job event) has passed since
 their last charge and their end.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from models.alerts import Alert, AlertBook
 from models.drain.jobs import (
+    ABSOLUTE_SIZE_GROUPS,
     FAILURE_TO_LAUNCH_S,
     JobDrain,
     JobTimes,
+    SizeGroupRow,
+    SizeGroups,
     drain_jobs_row,
     fold_event,
 )
+from models.jobs.usage import add_exact
 from models.records.jobevent import JobEvent
+
+# (jobs, drain_s partials, drain per node partials)
+_GroupSums = tuple[list[int], list[float], list[float]]
 
 
 class DrainJobJoin:
@@ -45,6 +67,13 @@ class DrainJobJoin:
         "alerted",
         "now",
         "_prune_at",
+        "groups",
+        "top_k",
+        "rank_ms",
+        "_contrib",
+        "_gsums",
+        "_gdirty",
+        "_ranked",
     )
 
     def __init__(
@@ -53,6 +82,9 @@ class DrainJobJoin:
         ftl_s: float = FAILURE_TO_LAUNCH_S,
         retention_s: float = 2 * 86400.0,
         book: AlertBook | None = None,
+        groups: SizeGroups = ABSOLUTE_SIZE_GROUPS,
+        top_k: int = 0,
+        rank_node_hours: float = 1.0,
     ) -> None:
         self.times: dict[str, JobTimes] = {}
         # job -> (drain_ms, nodes_charged, first_ms, last_ms, nodes_running)
@@ -65,6 +97,26 @@ class DrainJobJoin:
         self.alerted: dict[str, float] = {}  # job -> its end: failure to launch already sent
         self.now: float | None = None  # latest job event time
         self._prune_at: float | None = None
+        self.groups = groups
+        self.top_k = top_k
+        self.rank_ms = rank_node_hours * 3_600_000.0
+        self._contrib: dict[str, tuple[str, float, float]] = {}  # job -> group, drain, per node
+        self._gsums: dict[str, _GroupSums] = {}
+        self._gdirty: set[str] = set()
+        self._ranked: set[str] = set()  # jobs whose sliding_rank alert is firing
+
+    def configure(self, groups: SizeGroups, top_k: int, rank_node_hours: float) -> None:
+        """Settings (not state): applied again to a join restored from a snapshot."""
+        self.groups, self.top_k = groups, top_k
+        self.rank_ms = rank_node_hours * 3_600_000.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        fresh = DrainJobJoin()  # defaults for what an older snapshot lacks
+        for k in self.__slots__:
+            setattr(self, k, state[k] if k in state else getattr(fresh, k))
 
     def events(self, events: Iterable[JobEvent]) -> None:
         """Job events (as :func:`models.drain.jobs.job_times` folds them: the latest wins)."""
@@ -110,6 +162,7 @@ class DrainJobJoin:
             j = self.record(job)
             d_ms = self.drains[job][0]
             rows.append(drain_jobs_row(j, d_ms))
+            self._count(j)
             jt = self.times.get(job)
             if (
                 j.runtime_s is not None
@@ -142,9 +195,94 @@ class DrainJobJoin:
                 ):
                     if a is not None:
                         alerts.append(a)
+        if self.top_k > 0:
+            alerts += self._rank()
         self.dirty.clear()
         self._prune()
         return rows, alerts
+
+    # ---- drain by size group ----------------------------------------------------------------
+    def _count(self, j: JobDrain) -> None:
+        """Put the job's latest total in its size group (and take the last one out)."""
+        if not j.size:
+            return
+        g = self.groups.group(j.size)
+        new = (g, j.drain_s, j.drain_s / j.size)
+        old = self._contrib.get(j.job)
+        if old == new:
+            return
+        if old is not None:
+            n, d, pn = self._gsums[old[0]]
+            n[0] -= 1
+            add_exact(d, -old[1])
+            add_exact(pn, -old[2])
+            self._gdirty.add(old[0])
+        n, d, pn = self._gsums.setdefault(g, ([0], [], []))
+        n[0] += 1
+        add_exact(d, new[1])
+        add_exact(pn, new[2])
+        self._gdirty.add(g)
+        self._contrib[j.job] = new
+
+    def size_group_rows(self, changed_only: bool = True) -> list[SizeGroupRow]:
+        """``size_groups.csv``'s rows (:func:`models.drain.jobs.by_size_group`): the groups
+        that changed since the last call, or all of them."""
+        rows = []
+        for name, lo, hi in self.groups.groups:
+            if changed_only and name not in self._gdirty or name not in self._gsums:
+                continue
+            n, d, pn = self._gsums[name]
+            if n[0] > 0:
+                total = math.fsum(d)
+                per_node, scale = math.fsum(pn) / n[0], self.groups.scale
+                rows.append(SizeGroupRow(name, n[0], total, total / n[0], per_node, lo, hi, scale))
+        self._gdirty.clear()
+        return rows
+
+    # ---- the live ranking of sliding jobs ---------------------------------------------------
+    def _queued(self) -> list[tuple[float, str, JobDrain]]:
+        out = []
+        for job, (d_ms, *_rest) in self.drains.items():
+            if d_ms < self.rank_ms:
+                continue
+            jt = self.times.get(job)
+            if jt is not None and (jt.start is not None or jt.end is not None):
+                continue
+            j = self.record(job)
+            if j.seen_running:
+                continue
+            out.append((-(j.drain_s / (j.size or max(j.nodes_charged, 1))), job, j))
+        return out
+
+    def _rank(self) -> list[Alert]:
+        k = self.top_k
+        top = heapq.nsmallest(2 * k, self._queued())
+        rank = {job: i + 1 for i, (_, job, _j) in enumerate(top)}
+        at = self._clock()
+        alerts: list[Alert] = []
+        for key, job, j in top[:k]:
+            if job in self._ranked:
+                continue
+            self._ranked.add(job)
+            a = self.book.fire("sliding_rank", job, at, -key, float(k), "job",
+                               details={"rank": rank[job], "drain_node_hours":
+                                        j.drain_s / 3600, "size": j.size},
+                               since=j.first_charged_ms / 1000)  # fmt: skip
+            if a is not None:
+                alerts.append(a)
+        for job in sorted(self._ranked - set(rank)):
+            self._ranked.discard(job)
+            jt = self.times.get(job)
+            started = jt.start if jt is not None and jt.start is not None else None
+            a = self.book.resolve("sliding_rank", job, at if started is None else started)
+            if a is not None:
+                alerts.append(a)
+        return alerts
+
+    def _clock(self) -> float:
+        """Event time of the join: the latest job event or charge, whichever is later."""
+        last = max((v[3] for v in self.drains.values()), default=0) / 1000
+        return max(last, self.now or 0.0)
 
     def _prune(self) -> None:
         now = self.now
@@ -164,4 +302,5 @@ class DrainJobJoin:
         for k in old:
             del self.drains[k]
             self.times.pop(k, None)
+            self._contrib.pop(k, None)  # its part stays in its group's sums
         self.alerted = {k: v for k, v in self.alerted.items() if v >= cut}

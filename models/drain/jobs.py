@@ -5,6 +5,7 @@ ratio. Inputs are the accountant's per-job sums plus, when given, job events
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -204,7 +205,8 @@ class SizeGroupRow:
 def by_size_group(
     jobs: Iterable[JobDrain], groups: SizeGroups = ABSOLUTE_SIZE_GROUPS
 ) -> list[SizeGroupRow]:
-    """Seed 000 §V-D, Figure 2: drain summed and averaged per size group (jobs of known size)."""
+    """Seed 000 §V-D, Figure 2: drain summed and averaged per size group (jobs of known size).
+    Sums are ``math.fsum`` (correctly rounded, so the live join's exact partial sums equal them)."""
     acc: dict[str, list[float]] = {name: [] for name, _, _ in groups.groups}
     per_node: dict[str, list[float]] = {name: [] for name, _, _ in groups.groups}
     for j in jobs:
@@ -220,9 +222,9 @@ def by_size_group(
                 SizeGroupRow(
                     name,
                     len(v),
-                    sum(v),
-                    sum(v) / len(v),
-                    sum(per_node[name]) / len(v),
+                    math.fsum(v),
+                    math.fsum(v) / len(v),
+                    math.fsum(per_node[name]) / len(v),
                     lo,
                     hi,
                     groups.scale,

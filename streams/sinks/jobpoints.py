@@ -20,7 +20,7 @@ import orjson
 
 from models.alerts import Alert
 from streams.format import instant
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
@@ -120,6 +120,8 @@ MEASUREMENTS: dict[str, Measurement] = {
         # time: the first charge, fixed for the job: every later row overwrites the point
         Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", (), per_job=True),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
+        # time: the join's event time when the group changed (a cumulative gauge; last() is now)
+        Measurement("drain_size_group", SIZE_GROUPS, "", ("group",)),
     )
 }
 

@@ -17,6 +17,7 @@ from models.drain.jobs import (
     FAILURE_TO_LAUNCH_S,
     JobDrain,
     JobTimes,
+    SizeGroupRow,
     SizeGroups,
     by_size_group,
     drain_jobs_row,
@@ -108,6 +109,14 @@ SIZE_GROUPS = Table(
     "`auto` (default): relative below 5,000 nodes. The summary's `size_groups` says which.",
     when="when any job was charged",
 )
+
+
+def size_group_row(g: SizeGroupRow) -> tuple[object, ...]:
+    """``size_groups.csv``'s row of a group (the replay's and the live join's)."""
+    return (g.group, g.jobs, g.drain_s, g.mean_drain_s, g.mean_drain_per_node, g.nodes_lo,
+            g.nodes_hi, g.scale)  # fmt: skip
+
+
 SLIDING_JOBS = Table(
     "sliding_jobs.csv",
     cols(
@@ -386,19 +395,7 @@ class DrainStage:
         if groups:
             yield (
                 SIZE_GROUPS,
-                [
-                    (
-                        g.group,
-                        g.jobs,
-                        g.drain_s,
-                        g.mean_drain_s,
-                        g.mean_drain_per_node,
-                        g.nodes_lo,
-                        g.nodes_hi,
-                        g.scale,
-                    )
-                    for g in groups
-                ],
+                [size_group_row(g) for g in groups],
             )
         sliding = sliding_jobs(jobs)
         if sliding:

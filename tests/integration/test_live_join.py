@@ -18,7 +18,8 @@ import pytest
 
 from models.formats.jobsource import iter_job_events, sort_events
 from models.records.jobevent import JobEvent
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS
+from streams.sinks.jobpoints import MEASUREMENTS
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from tests.integration.kafka_read import read_topic
 from tests.integration.test_live_drain import Live, _cli
 from tests.integration.test_live_jobs import _influx_rows, _ship_jobs, _watermark
@@ -67,7 +68,7 @@ def _workload(d: Path) -> tuple[Path, Path]:
 
 def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     log, jobs = _workload(live.tmp)
-    live.env.update({"DRAINWATCH_LIVE_JOBS": "on",
+    live.env.update({"DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_NODES": "40",
                      "DRAINWATCH_ALERT_FTL_NODE_HOURS": str(FTL_NODE_HOURS)})  # fmt: skip
     w = live.worker()
     live.ship(str(log), "--no-progress")
@@ -80,7 +81,7 @@ def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     released = live.tmp / "released.jsonl"
     released.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
     out = live.tmp / "replay"
-    subprocess.run(_cli("replay", "--format", "moab", str(log), "--tz", "UTC",
+    subprocess.run(_cli("replay", "--format", "moab", str(log), "--tz", "UTC", "--nodes", "40",
                         "--jobs", str(released), "--jobs-format", "jobevents", "--out",
                         str(out), "--no-progress"), check=True, capture_output=True)  # fmt: skip
     want = sorted(list(csv.reader((out / "drain_jobs.csv").open()))[1:])
@@ -94,6 +95,14 @@ def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
         time.sleep(3)
     assert got == want
     assert all(r[5] == "6" and r[6] for r in want)  # size and run time from the job events
+
+    # drain by size group (seed 000 §V-D): the gauge's last point per group is size_groups.csv
+    latest = {}
+    m = MEASUREMENTS[SIZE_GROUPS.file]
+    for p in live.influx.influxql(f'SELECT * FROM "{m.name}"'):  # in time order
+        latest[p["group"]] = [p.get(c.name) for c in SIZE_GROUPS.columns]
+    want_groups = list(csv.reader((out / "size_groups.csv").open()))[1:]
+    assert want_groups and list(SIZE_GROUPS.format(list(latest.values()))) == want_groups
 
     ftl = {r[0] for r in list(csv.reader((out / "failure_to_launch.csv").open()))[1:]
            if float(r[1]) >= FTL_NODE_HOURS * 3600}  # fmt: skip

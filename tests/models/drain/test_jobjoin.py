@@ -4,6 +4,7 @@ launch (seed 000 §V-C) once per job, at its end."""
 
 from __future__ import annotations
 
+import pickle
 import random
 
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from models.alerts import FIRING, RESOLVED
 from models.drain.jobjoin import DrainJobJoin
-from models.drain.jobs import JobDrain, failure_to_launch, job_times
+from models.drain.jobs import JobDrain, by_size_group, failure_to_launch, job_times, size_groups
 from models.records.jobevent import JobEvent
 
 _job = st.tuples(
@@ -83,3 +84,63 @@ def test_failure_to_launch_the_seed_way() -> None:
     ]
     join.drain([["big", 1000 * 1800 * 1000, 1000, 0, 1_800_000, 1000]])  # seen running later
     assert join.take()[1] == []  # once per job
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(1, 9 * 10**9)), min_size=1, max_size=15),
+    st.sampled_from(["absolute", "relative"]),
+    st.randoms(use_true_random=False),
+)
+def test_live_size_groups_equal_the_replay_whatever_the_order_of_updates(
+    jobs: list[tuple[int, int]], scale: str, rnd: random.Random
+) -> None:
+    # seed 000 §V-D: every job's latest drain in its group; a job's total grows in steps
+    groups = size_groups(scale, 100)
+    join = DrainJobJoin(groups=groups)
+    join.events([JobEvent("submit", 1.0, f"j{i}", nodes=n) for i, (n, _d) in enumerate(jobs)])
+    steps = []
+    for i, (_n, d) in enumerate(jobs):
+        steps.append((i, [f"j{i}", d // 3, 1, 0, 1000, 0]))
+        steps.append((i, [f"j{i}", d, 1, 0, 2000, 0]))
+    rnd.shuffle(steps)
+    steps.sort(key=lambda s: s[1][4])  # a job's final total comes after its first
+    got: dict[str, object] = {}
+    for k, (_i, row) in enumerate(steps):
+        join.drain([row])
+        join.take()
+        if k == len(steps) // 2:  # a restart in the middle: the state is pickled
+            join = pickle.loads(pickle.dumps(join))
+        got.update({g.group: g for g in join.size_group_rows()})
+    ref = [JobDrain(f"j{i}", d / 1000, 1, 0, 2000, n) for i, (n, d) in enumerate(jobs)]
+    want = by_size_group(ref, groups)
+    assert list(got.values()) != [] and sorted(got) == sorted(g.group for g in want)
+    assert [got[g.group] for g in want] == want
+    assert join.size_group_rows(changed_only=False) == want
+
+
+def test_sliding_rank_fires_for_the_top_k_and_resolves_past_2k_or_at_start() -> None:
+    # seed 000 §V-A.2: queued jobs ranked by drain per node; K = 1, resolved past rank 2
+    join = DrainJobJoin(top_k=1, rank_node_hours=1.0)
+    join.events([JobEvent("submit", 0.0, j, nodes=n) for j, n in (("a", 10), ("b", 10), ("c", 5))])
+    h = 3_600_000
+    join.drain([["a", 40 * h, 10, 0, 1000_000, 0], ["b", 0.5 * h, 10, 0, 1000_000, 0]])
+    _, alerts = join.take()
+    assert [(a.id, a.state, a.value, a.details["rank"]) for a in alerts] == [
+        ("sliding_rank:a", FIRING, 4 * 3600.0, 1)
+    ]
+    join.drain([["b", 50 * h, 10, 0, 2000_000, 0]])  # b overtakes a: a is rank 2, still firing
+    _, alerts = join.take()
+    assert [(a.id, a.state, a.at) for a in alerts] == [("sliding_rank:b", FIRING, 2000.0)]
+    join.drain([["c", 30 * h, 5, 0, 3000_000, 0]])  # c overtakes both: a is past rank 2
+    _, alerts = join.take()
+    assert [(a.id, a.state, a.at) for a in alerts] == [
+        ("sliding_rank:c", FIRING, 3000.0),
+        ("sliding_rank:a", RESOLVED, 3000.0),
+    ]
+    # c runs: resolved at its start; a is rank 2 again, but only the top K fire
+    join.events([JobEvent("start", 3500.0, "c", nodes=5)])
+    _, alerts = join.take()
+    assert [(a.id, a.state, a.at) for a in alerts] == [("sliding_rank:c", RESOLVED, 3500.0)]
+    join.drain([["d", 0.9 * h, 1, 0, 3600_000, 0]])  # below 1 node-hour: never ranked
+    assert join.take()[1] == []
