@@ -1,0 +1,344 @@
+"""A small builder of Grafana 10.0 dashboard JSON (schemaVersion 38): panels laid out on the
+24-column grid, InfluxQL targets on the drainwatch datasource, template variables, links.
+
+Only what the drainwatch dashboards use; every panel is a plain dict, as Grafana stores it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 38  # Grafana 10.0; newer Grafana migrates it forward on load
+DATASOURCE = {"type": "influxdb", "uid": "drainwatch-influxdb"}
+CLUSTER = '"cluster" =~ /^$cluster$/'  # the cluster variable, in every WHERE clause
+
+
+def target(query: str, ref: str = "A", fmt: str = "time_series", alias: str = "") -> dict[str, Any]:
+    """A raw InfluxQL target; Grafana expands $timeFilter, $__interval and the variables."""
+    t: dict[str, Any] = {
+        "refId": ref,
+        "datasource": DATASOURCE,
+        "query": query,
+        "rawQuery": True,
+        "resultFormat": fmt,
+    }
+    if alias:
+        t["alias"] = alias
+    return t
+
+
+def query_variable(name: str, label: str, query: str, *, multi: bool = True) -> dict[str, Any]:
+    """A variable filled by an InfluxQL query (SHOW TAG VALUES ...), with All = any value."""
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DATASOURCE,
+        "query": query,
+        "definition": query,
+        "refresh": 2,  # on time-range change
+        "includeAll": True,
+        "allValue": ".*",
+        "multi": multi,
+        "sort": 1,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "hide": 0,
+        "options": [],
+        "regex": "",
+        "skipUrlSync": False,
+    }
+
+
+def textbox_variable(name: str, label: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "label": label,
+        "type": "textbox",
+        "description": description,
+        "query": "",
+        "current": {"selected": False, "text": "", "value": ""},
+        "hide": 0,
+        "options": [],
+        "skipUrlSync": False,
+    }
+
+
+def cluster_variable(measurement: str) -> dict[str, Any]:
+    return query_variable(
+        "cluster", "cluster", f'SHOW TAG VALUES FROM "{measurement}" WITH KEY = "cluster"'
+    )
+
+
+def job_link(title: str = "job in the jobs dashboard") -> dict[str, Any]:
+    """A data link from a job id cell to its rows in the jobs dashboard."""
+    return {
+        "title": title,
+        "url": "/d/drainwatch-jobs/drainwatch-jobs?var-job=${__value.text}&${__url_time_range}",
+    }
+
+
+def thresholds(*steps: tuple[float | None, str]) -> dict[str, Any]:
+    return {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in steps]}
+
+
+@dataclass
+class Panel:
+    """One panel: type, title, one-line description (the number's meaning and its seed), targets,
+    unit and the type's options; its grid place is set by :class:`Dashboard`."""
+
+    kind: str
+    title: str
+    description: str
+    targets: list[dict[str, Any]]
+    unit: str = "short"
+    width: int = 12
+    height: int = 8
+    options: dict[str, Any] = field(default_factory=dict)
+    custom: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    overrides: list[dict[str, Any]] = field(default_factory=list)
+    transformations: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self, pid: int, x: int, y: int) -> dict[str, Any]:
+        defaults: dict[str, Any] = {"unit": self.unit, "custom": dict(self.custom)}
+        defaults.update(self.defaults)
+        p: dict[str, Any] = {
+            "id": pid,
+            "type": self.kind,
+            "title": self.title,
+            "description": self.description,
+            "datasource": DATASOURCE,
+            "gridPos": {"h": self.height, "w": self.width, "x": x, "y": y},
+            "targets": [dict(t) for t in self.targets],
+            "fieldConfig": {"defaults": defaults, "overrides": list(self.overrides)},
+            "options": dict(self.options),
+        }
+        if self.transformations:
+            p["transformations"] = list(self.transformations)
+        return p
+
+
+def timeseries(
+    title: str,
+    description: str,
+    *targets: dict[str, Any],
+    unit: str = "short",
+    bars: bool = False,
+    stacked: bool = False,
+    threshold: float | None = None,
+    points: bool = False,
+    width: int = 12,
+    min0: bool = True,
+) -> Panel:
+    """A time series; `threshold` draws a dashed red line at that value (an alert's)."""
+    custom: dict[str, Any] = {
+        "drawStyle": "bars" if bars else ("points" if points else "line"),
+        "fillOpacity": 60 if bars else 10,
+        "lineWidth": 1,
+        "showPoints": "always" if points else "auto",
+        "pointSize": 5,
+        "spanNulls": False,
+        "stacking": {"mode": "normal" if stacked else "none", "group": "A"},
+        "thresholdsStyle": {"mode": "dashed" if threshold is not None else "off"},
+    }
+    defaults: dict[str, Any] = {
+        "thresholds": thresholds((None, "green"), *([(threshold, "red")] if threshold else []))
+    }
+    if min0:
+        defaults["min"] = 0
+    return Panel(
+        "timeseries",
+        title,
+        description,
+        list(targets),
+        unit,
+        width,
+        custom=custom,
+        defaults=defaults,
+        options={
+            "legend": {
+                "displayMode": "list",
+                "placement": "bottom",
+                "showLegend": True,
+                "calcs": [],
+            },
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+    )
+
+
+def table(
+    title: str,
+    description: str,
+    *targets: dict[str, Any],
+    unit: str = "short",
+    sort: str | None = None,
+    link_job: bool = False,
+    width: int = 12,
+    transformations: list[dict[str, Any]] | None = None,
+) -> Panel:
+    overrides = []
+    if link_job:
+        overrides.append(
+            {
+                "matcher": {"id": "byRegexp", "options": "^job$"},
+                "properties": [{"id": "links", "value": [job_link()]}],
+            }
+        )
+    options: dict[str, Any] = {
+        "showHeader": True,
+        "cellHeight": "sm",
+        "footer": {"show": False, "reducer": ["sum"], "fields": ""},
+    }
+    if sort:
+        options["sortBy"] = [{"displayName": sort, "desc": True}]
+    return Panel(
+        "table",
+        title,
+        description,
+        list(targets),
+        unit,
+        width,
+        custom={"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False},
+        overrides=overrides,
+        options=options,
+        transformations=transformations or [],
+    )
+
+
+def stat(
+    title: str,
+    description: str,
+    *targets: dict[str, Any],
+    unit: str = "short",
+    threshold: float | None = None,
+    below_bad: bool = False,
+    width: int = 6,
+    calc: str = "lastNotNull",
+) -> Panel:
+    if threshold is None:
+        steps: tuple[tuple[float | None, str], ...] = ((None, "blue"),)
+    elif below_bad:
+        steps = ((None, "red"), (threshold, "green"))
+    else:
+        steps = ((None, "green"), (threshold, "red"))
+    return Panel(
+        "stat",
+        title,
+        description,
+        list(targets),
+        unit,
+        width,
+        height=5,
+        defaults={"thresholds": thresholds(*steps)},
+        options={
+            "reduceOptions": {"calcs": [calc], "fields": "", "values": False},
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "textMode": "auto",
+        },
+    )
+
+
+def histogram(
+    title: str, description: str, *targets: dict[str, Any], unit: str = "short", width: int = 12
+) -> Panel:
+    return Panel(
+        "histogram",
+        title,
+        description,
+        list(targets),
+        unit,
+        width,
+        custom={"fillOpacity": 80, "lineWidth": 1},
+        options={
+            "bucketOffset": 0,
+            "combine": False,
+            "legend": {
+                "displayMode": "list",
+                "placement": "bottom",
+                "showLegend": True,
+                "calcs": [],
+            },
+        },
+    )
+
+
+def bargauge(
+    title: str, description: str, *targets: dict[str, Any], unit: str = "short", width: int = 12
+) -> Panel:
+    return Panel(
+        "bargauge",
+        title,
+        description,
+        list(targets),
+        unit,
+        width,
+        defaults={"thresholds": thresholds((None, "blue"))},
+        options={
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "orientation": "horizontal",
+            "displayMode": "basic",
+            "showUnfilled": True,
+            "minVizHeight": 10,
+            "minVizWidth": 0,
+            "valueMode": "color",
+        },
+    )
+
+
+@dataclass
+class Dashboard:
+    uid: str
+    title: str
+    description: str
+    panels: list[Panel]
+    variables: list[dict[str, Any]] = field(default_factory=list)
+    time_from: str = "now-7d"
+    refresh: str = "1m"
+
+    def to_json(self) -> dict[str, Any]:
+        """The dashboard as Grafana stores it: panels flow left to right, top to bottom."""
+        out, x, y, row_h = [], 0, 0, 0
+        for i, p in enumerate(self.panels, start=1):
+            if x + p.width > 24:
+                x, y, row_h = 0, y + row_h, 0
+            out.append(p.to_json(i, x, y))
+            x, row_h = x + p.width, max(row_h, p.height)
+        return {
+            "uid": self.uid,
+            "title": self.title,
+            "description": self.description,
+            "tags": ["drainwatch"],
+            "editable": False,
+            "graphTooltip": 1,
+            "schemaVersion": SCHEMA_VERSION,
+            "version": 1,
+            "time": {"from": self.time_from, "to": "now"},
+            "timepicker": {},
+            "timezone": "utc",
+            "refresh": self.refresh,
+            "fiscalYearStartMonth": 0,
+            "liveNow": False,
+            "weekStart": "",
+            "annotations": {"list": []},
+            "templating": {"list": list(self.variables)},
+            "links": [
+                {
+                    "title": "drainwatch",
+                    "type": "dashboards",
+                    "tags": ["drainwatch"],
+                    "asDropdown": True,
+                    "includeVars": True,
+                    "keepTime": True,
+                    "icon": "external link",
+                    "targetBlank": False,
+                    "tooltip": "",
+                    "url": "",
+                }
+            ],
+            "panels": out,
+        }
