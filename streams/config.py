@@ -94,7 +94,7 @@ class Spec:
     name: str
     section: str  # TOML table; "" = top level
     key: str
-    kind: str  # str | int | float | choice | tz | path | file | secret | bootstrap
+    kind: str  # str | int | float | choice | tz | path | file | secret | bootstrap | rates
     default: Any
     help: str
     choices: tuple[str, ...] = ()
@@ -486,6 +486,16 @@ SPECS: tuple[Spec, ...] = (
         minimum=0.0,
     ),
     Spec(
+        "alert_hot_zone_fs",
+        "alerts",
+        "hot_zone_fs",
+        "rates",
+        None,
+        "hot zone per file system: FS=RATE[,FS=RATE...] (e.g. scratch=1.2GiB/s; a plain "
+        "number is MB/s); the others use alerts.hot_zone (replay's --hot-zone-fs)",
+        optional=True,
+    ),
+    Spec(
         "alert_hot_zone_minutes",
         "alerts",
         "hot_zone_minutes",
@@ -725,6 +735,7 @@ class Settings:
     cores_per_node: float | None = None
     alert_hot_zone: float = 93.0
     alert_hot_zone_minutes: int = 5
+    alert_hot_zone_fs: tuple[tuple[str, float], ...] | None = None
     section_nodes: int | None = None
     backfill_flags: str = "no"
     adjust_out: Path | None = None
@@ -938,6 +949,8 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
     kind = spec.kind
     if kind == "instant":
         return _instant_ms(raw, where)
+    if kind == "rates":
+        return _fs_rates(raw, where)
     if kind in ("str", "bootstrap", "choice", "tz", "path", "file"):
         if not isinstance(raw, str):
             raise ConfigError(where, f"expected a string, got {raw!r}")
@@ -1012,6 +1025,28 @@ def _number(raw: Any, where: str, typ: Callable[[Any], Any]) -> Any:
     if typ is float and (value != value or value in (float("inf"), float("-inf"))):
         raise ConfigError(where, f"{raw!r} is not a finite number")
     return value
+
+
+def _fs_rates(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
+    """``FS=RATE[,FS=RATE...]`` (``scratch=1.2GiB/s,home=500MB/s``; a plain number is MB/s)
+    -> ((fs, MB/s), ...), in the order given."""
+    from models.samples.dfs import parse_rate
+
+    if not isinstance(raw, str):
+        raise ConfigError(where, f"expected a string FS=RATE[,FS=RATE...], got {raw!r}")
+    out: dict[str, float] = {}
+    for item in raw.split(","):
+        fs, eq, value = item.strip().rpartition("=")
+        fs = fs.strip()
+        if not eq or not fs:
+            raise ConfigError(where, f"{item.strip()!r}: expected FS=RATE (e.g. scratch=1.2GiB/s)")
+        if fs in out:
+            raise ConfigError(where, f"{fs} has a threshold already")
+        try:
+            out[fs] = parse_rate(value).to("MB/s")
+        except ValueError as e:
+            raise ConfigError(where, f"{item.strip()!r}: {e}") from None
+    return tuple(out.items())
 
 
 def _check_bootstrap(value: str, where: str) -> str:

@@ -22,14 +22,22 @@ import orjson
 
 from models.formats.sampletrace import SampleTraceError, parse_sample, sample_to_dict
 from models.records.reject import Reject
-from models.samples.dfslive import DfsStream
+from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
 from streams.config import Settings
 from streams.jobagents import JobsPipeline
 from streams.sinks.influx import InfluxSink
 from streams.sinks.jobpoints import row_message, table_points, timed_point
-from streams.stages.samples import DFS_MINUTELY, GIB_KB, HOT_ZONES, JOB_UTILIZATION, _zone_row
+from streams.stages.samples import (
+    DFS_MINUTELY,
+    DFS_MINUTELY_FS,
+    GIB_KB,
+    HOT_ZONES,
+    HOT_ZONES_FS,
+    JOB_UTILIZATION,
+    _zone_row,
+)
 
 STATE_KEY = "samples"
 STATE_FORMAT = 1
@@ -76,16 +84,22 @@ class SamplesPipeline(JobsPipeline):
                                 s.alert_hot_zone_minutes)  # fmt: skip
                 mpc = None if s.mem_per_core is None else s.mem_per_core * GIB_KB
                 util = JobUtilStream(s.sample_period, mpc, s.cores_per_node, s.lateness)
-                self.stages, self.offset = {"dfs": dfs, "util": util}, -1
+                self.stages, self.offset = {"dfs": dfs, "util": util, "fs": self._fs()}, -1
             else:
                 d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
                 if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                     raise ValueError("samples state: not readable by this release")
                 self.merger = SampleMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
-                self.stages = {"dfs": d["dfs"], "util": d["util"]}
+                self.stages = {"dfs": d["dfs"], "util": d["util"], "fs": d.get("fs") or self._fs()}
                 self.offset = int(d["offset"])
         return self.merger, self.stages
+
+    def _fs(self) -> FsStreams:
+        """Per file system (samples with ``fs_rates``): alerts.hot_zone_fs, else hot_zone."""
+        s = self.settings
+        return FsStreams(dict(s.alert_hot_zone_fs or ()), s.alert_hot_zone, period=s.sample_period,
+                         alert_minutes=s.alert_hot_zone_minutes)  # fmt: skip
 
     def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
         if not released:
@@ -105,6 +119,20 @@ class SamplesPipeline(JobsPipeline):
         self.points += table_points(cluster, HOT_ZONES, [_zone_row(z) for z in zones], zone)
         self.counts["rows"] += len(rows) + len(zones)
         self._alerts(alerts)
+        fs_streams: FsStreams = stages["fs"]
+        fs_streams.update(released)
+        for fs, fminutes, fzones, falerts in fs_streams.close(
+            math.floor(self.merger.released_to / 60)
+        ):
+            frows = [(fs, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in fminutes]
+            self.points += table_points(cluster, DFS_MINUTELY_FS, frows, zone)
+            for fr in frows:
+                msg = orjson.dumps(row_message(cluster, DFS_MINUTELY_FS, fr))
+                self.messages.append((topic, f"{fs}:{fr[1]}".encode(), msg))
+            zrows = [(fs, *_zone_row(z)) for z in fzones]
+            self.points += table_points(cluster, HOT_ZONES_FS, zrows, zone)
+            self.counts["rows"] += len(frows) + len(zrows)
+            self._alerts(falerts)
         # per-job utilisation: the jobs with new measures, provisional until quiet
         util: JobUtilStream = stages["util"]
         util.update(released)
@@ -120,7 +148,7 @@ class SamplesPipeline(JobsPipeline):
     def _saved(self) -> bytes:
         assert self.merger is not None and self.stages is not None
         state = {"format": STATE_FORMAT, "merger": self.merger.to_dict(),
-                 "dfs": self.stages["dfs"], "util": self.stages["util"],
+                 "dfs": self.stages["dfs"], "util": self.stages["util"], "fs": self.stages["fs"],
                  "offset": self.offset}  # fmt: skip
         return pickle.dumps(state, protocol=5)
 

@@ -400,6 +400,11 @@ METRICS_DFS_SCHEMA: dict[str, Any] = {
         "write_mb_s": {**_NUM, "description": "write speed summed over jobs, MB/s"},
         "read_mb_s": {**_NUM, "description": "read speed summed over jobs, MB/s"},
         "jobs_writing": {**_INT, "description": "jobs that wrote in the minute"},
+        "fs": {
+            **_STR,
+            "description": "the file system (samples with per-file-system speeds; key "
+            "'<fs>:<minute_ms>'); absent: the whole DFS (key '<minute_ms>')",
+        },
     },
 }
 SAMPLES_PARTIALS_SCHEMA: dict[str, Any] = {

@@ -60,7 +60,7 @@ class _Episode:
 class DfsStream:
     __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
                  "book", "_procs", "_minutes", "_closed", "_ep", "_forget_at",
-                 "job_io")  # fmt: skip
+                 "job_io", "subject")  # fmt: skip
 
     def __init__(
         self,
@@ -71,7 +71,9 @@ class DfsStream:
         max_gap: int = 0,
         alert_minutes: int = 5,
         forget_s: float = 6 * 3600.0,
+        subject: str = "dfs",
     ) -> None:
+        self.subject = subject  # of the hot_zone alert: "dfs", or "fs:<name>"
         self.period = period
         self.unit = unit
         self.threshold = threshold
@@ -82,8 +84,8 @@ class DfsStream:
         self.book = AlertBook()
         # (node, pid, start) -> [last ts, write bytes, read bytes]
         self._procs: dict[tuple[str, int, float], list[float]] = {}
-        # minute -> {(job, node): [write bytes, read bytes]}
-        self._minutes: dict[int, dict[tuple[str, str], list[float]]] = {}
+        # minute -> {(job, node): [write bytes, read bytes]} (FsRateStream: [speeds], [speeds])
+        self._minutes: dict[int, dict[tuple[str, str], list[Any]]] = {}
         self._closed: int | None = None  # every minute before it is final
         self._ep: _Episode | None = None
         self._forget_at: float | None = None
@@ -122,17 +124,9 @@ class DfsStream:
         out: list[MinuteRow] = []
         zones: list[ZoneRow] = []
         alerts: list[Alert] = []
-        unit = self.unit
         for m in sorted(k for k in self._minutes if k < until_minute):
             rows = self._minutes.pop(m)
-            # the replay's arithmetic: bytes / unit / 60
-            rates = {jn: (a[0] / unit / MINUTE, a[1] / unit / MINUTE) for jn, a in rows.items()}
-            for (job, _node), a in rows.items():
-                io = self.job_io.get(job)
-                if io is None:
-                    io = self.job_io[job] = [0.0, []]
-                io[0] = max(io[0], a[0] / unit / MINUTE)
-                add_exact(io[1], a[0] / unit)
+            rates = self._rates(rows)
             write = math.fsum(w for w, _ in rates.values())
             read = math.fsum(r for _, r in rates.values())
             writers = {j for (j, _n), (w, _r) in rates.items() if w > 0}
@@ -144,6 +138,21 @@ class DfsStream:
             self._closed = until_minute
         self._forget(until_minute * MINUTE)
         return out, zones, alerts
+
+    def _rates(
+        self, rows: dict[tuple[str, str], list[Any]]
+    ) -> dict[tuple[str, str], tuple[float, float]]:
+        """(write, read) unit/s per (job, node) of a final minute, the replay's arithmetic:
+        bytes / unit / 60; and the jobs' I/O totals (:meth:`io_of`)."""
+        unit = self.unit
+        rates = {jn: (a[0] / unit / MINUTE, a[1] / unit / MINUTE) for jn, a in rows.items()}
+        for (job, _node), a in rows.items():
+            io = self.job_io.get(job)
+            if io is None:
+                io = self.job_io[job] = [0.0, []]
+            io[0] = max(io[0], a[0] / unit / MINUTE)
+            add_exact(io[1], a[0] / unit)
+        return rates
 
     def _hot(self, m: int, write: float, rates: dict[tuple[str, str], tuple[float, float]],
              zones: list[ZoneRow], alerts: list[Alert]) -> None:  # fmt: skip
@@ -160,7 +169,7 @@ class DfsStream:
             add_exact(ep.per_job.setdefault(job, []), w)
         if m - ep.run_start + 1 == self.alert_minutes:
             details = {"top_jobs": self._top(ep)}
-            a = self.book.fire("hot_zone", "dfs", (m + 1) * MINUTE, ep.peak, self.threshold,
+            a = self.book.fire("hot_zone", self.subject, (m + 1) * MINUTE, ep.peak, self.threshold,
                                f"{self.alert_minutes} min", severity="critical",
                                details=details, since=ep.start * MINUTE)  # fmt: skip
             if a is not None:
@@ -186,7 +195,7 @@ class DfsStream:
         assert ep is not None
         top = [(j, s) for j, s in self._top(ep)]
         zones.append(ZoneRow(ep.start, ep.last, ep.peak, ep.minutes, top))
-        a = self.book.resolve("hot_zone", "dfs", (ep.last + 1) * MINUTE, ep.peak)
+        a = self.book.resolve("hot_zone", self.subject, (ep.last + 1) * MINUTE, ep.peak)
         if a is not None:
             alerts.append(a)
         self._ep = None
@@ -212,3 +221,68 @@ class DfsStream:
         self._forget_at = now_s + self.forget_s / 8
         cut = now_s - self.forget_s
         self._procs = {k: v for k, v in self._procs.items() if v[0] >= cut}
+
+
+class FsRateStream(DfsStream):
+    """One file system's load from samples that give speeds per file system (``fs_rates``):
+    the streaming form of the replay's :func:`models.samples.dfs.io_from_rates` per file
+    system. Per (job, node, minute) the mean of the samples' speeds (``math.fsum`` / count, as
+    the replay's), then the minute's sum, episodes and alert as :class:`DfsStream`'s, with the
+    file system's own threshold and the alert subject ``fs:<name>``."""
+
+    __slots__ = ()
+
+    def add(self, minute: int, job: str, node: str, write: float, read: float) -> None:
+        rows = self.touch(minute)
+        acc = rows.get((job, node))
+        if acc is None:
+            rows[(job, node)] = [[write], [read]]
+        else:
+            acc[0].append(write)
+            acc[1].append(read)
+
+    def touch(self, minute: int) -> dict[tuple[str, str], list[Any]]:
+        """A minute some sample was taken in: reported (0 when no job wrote to this system)."""
+        rows = self._minutes.get(minute)
+        if rows is None:
+            rows = self._minutes[minute] = {}
+        return rows
+
+    def _rates(
+        self, rows: dict[tuple[str, str], list[Any]]
+    ) -> dict[tuple[str, str], tuple[float, float]]:
+        return {jn: (math.fsum(w) / len(w), math.fsum(r) / len(r)) for jn, (w, r) in rows.items()}
+
+
+class FsStreams:
+    """Every file system's :class:`FsRateStream`, made when a sample first names it (its
+    minutes start there: the replay also reports the minutes before, as 0). ``thresholds``:
+    per file system (alerts.hot_zone_fs), else ``threshold``."""
+
+    __slots__ = ("thresholds", "threshold", "kw", "streams")
+
+    def __init__(self, thresholds: dict[str, float], threshold: float, **kw: Any) -> None:
+        self.thresholds, self.threshold, self.kw = dict(thresholds), threshold, kw
+        self.streams: dict[str, FsRateStream] = {}
+
+    def update(self, samples: Iterable[NodeSample]) -> None:
+        streams = self.streams
+        for s in samples:
+            m = math.floor(s.ts / MINUTE)
+            for st in streams.values():
+                st.touch(m)
+            for fs, w, r in s.fs_rates:
+                one = streams.get(fs)
+                if one is None:
+                    thr = self.thresholds.get(fs, self.threshold)
+                    one = streams[fs] = FsRateStream(threshold=thr, subject=f"fs:{fs}", **self.kw)
+                    one.touch(m)
+                one.add(m, s.job, s.node, w, r)
+
+    def close(
+        self, until_minute: int
+    ) -> list[tuple[str, list[MinuteRow], list[ZoneRow], list[Alert]]]:
+        return [(fs, *self.streams[fs].close(until_minute)) for fs in sorted(self.streams)]
+
+    def finish(self) -> list[tuple[str, list[MinuteRow], list[ZoneRow], list[Alert]]]:
+        return [(fs, *self.streams[fs].finish()) for fs in sorted(self.streams)]

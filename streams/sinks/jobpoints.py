@@ -29,7 +29,13 @@ from streams.stages.jobs import (
     TURNOVER,
     USAGE_DAILY,
 )
-from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, JOB_UTILIZATION
+from streams.stages.samples import (
+    DFS_MINUTELY,
+    DFS_MINUTELY_FS,
+    HOT_ZONES,
+    HOT_ZONES_FS,
+    JOB_UTILIZATION,
+)
 from streams.tables import Row, Table
 
 
@@ -120,6 +126,8 @@ MEASUREMENTS: dict[str, Measurement] = {
         # time: the first charge, fixed for the job: every later row overwrites the point
         Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", (), per_job=True),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
+        Measurement("dfs_fs", DFS_MINUTELY_FS, "minute", ("fs",)),
+        Measurement("hot_zone_fs", HOT_ZONES_FS, "start", ("fs",)),
         # time: the join's event time when the group changed (a cumulative gauge; last() is now)
         Measurement("drain_size_group", SIZE_GROUPS, "", ("group",)),
     )

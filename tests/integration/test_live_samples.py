@@ -17,7 +17,13 @@ import pytest
 
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
-from streams.stages.samples import DFS_MINUTELY, HOT_ZONES, JOB_UTILIZATION
+from streams.stages.samples import (
+    DFS_MINUTELY,
+    DFS_MINUTELY_FS,
+    HOT_ZONES,
+    HOT_ZONES_FS,
+    JOB_UTILIZATION,
+)
 from tests.integration.kafka_read import read_topic
 from tests.integration.test_live_drain import Live
 from tests.integration.test_live_jobs import _influx_rows
@@ -31,7 +37,8 @@ def _trace(path: Path) -> Path:
     """64 nodes, job J<k> on nodes 8k..8k+7, one process each, a sample a minute for two
     hours (J0-J3: one hour). Every node writes 0.5 MB/s (32 MB/s in all); J1 writes 15 MB/s a
     node in minutes 30-39 (152.5 MB/s: a 10-minute hot zone), J5 and J6 7 MB/s in minutes
-    70-72 (a 3-minute one)."""
+    70-72 (a 3-minute one). Per file system (speeds, as LLview gives them): ``scratch`` takes
+    those writes, ``home`` 0.1 MB/s a node."""
     lines = []
     for n in range(64):
         job = f"J{n // 8}"
@@ -43,7 +50,8 @@ def _trace(path: Path) -> Path:
             written += round(rate * MB * 60)
             s = NodeSample(T0 + 60 * m + (n % 7) * 0.5, job, 1000 + n, f"n{n:03d}", "app",
                            1, 1, 1_000_000 + 1000 * n + m, 0, 0, 0, 0, written,
-                           25.0 + n + (m % 5) * 10, 0, 0, start=T0 - 3600.0, cores=4)  # fmt: skip
+                           25.0 + n + (m % 5) * 10, 0, 0, start=T0 - 3600.0, cores=4,
+                           fs_rates=(("home", 0.1, 0.2), ("scratch", rate, 0.0)))  # fmt: skip
             lines.append(dumps(s))
     lines.insert(500, b'{"ts": "later", "job": "J0"}')  # one bad line among the good ones
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -52,12 +60,13 @@ def _trace(path: Path) -> Path:
 
 def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120",
-                     "DRAINWATCH_MEM_PER_CORE": "6"})  # fmt: skip
+                     "DRAINWATCH_MEM_PER_CORE": "6",
+                     "DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=100MB/s"})  # fmt: skip
     trace = _trace(live.tmp / "samples.jsonl")
     out = live.tmp / "replay"
     subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "samples",
-                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--mem-per-core", "6",
-                    "--no-progress"],
+                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--hot-zone-fs",
+                    "scratch=100MB/s", "--mem-per-core", "6", "--no-progress"],
                    env=live.env, check=True, capture_output=True)  # fmt: skip
     want_minutes = list(csv.reader((out / DFS_MINUTELY.file).open()))[1:]
     want_zones = list(csv.reader((out / HOT_ZONES.file).open()))[1:]
@@ -80,6 +89,14 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     assert 117 <= len(got) < 120
     assert got == sorted(want_minutes)[: len(got)]  # exactly the replay's numbers
     assert _influx_rows(live, HOT_ZONES) == sorted(want_zones)
+    # per file system: the final minutes and episodes are the replay's (scratch: 100 MB/s)
+    want_fs = sorted(list(csv.reader((out / DFS_MINUTELY_FS.file).open()))[1:])
+    got_fs = _influx_rows(live, DFS_MINUTELY_FS)
+    assert len(want_fs) == 240 and len(got_fs) == 2 * len(got)
+    assert got_fs == [r for r in want_fs if r[1] <= got[-1][0]]  # ISO 8601: sorts as time
+    want_fs_zones = sorted(list(csv.reader((out / HOT_ZONES_FS.file).open()))[1:])
+    assert [r[0] for r in want_fs_zones] == ["scratch", "scratch"]
+    assert _influx_rows(live, HOT_ZONES_FS) == want_fs_zones
     # per-job utilisation: the jobs that ended an hour in are final and the replay's rows;
     # the others are there, provisional
     util = {r[0]: r for r in _influx_rows(live, JOB_UTILIZATION)}
@@ -92,11 +109,16 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
                      key=lambda pt: pt["time"]):  # fmt: skip
         last[pt["job"]] = pt["final"]
     assert last == {f"J{k}": int(k < 4) for k in range(8)}
-    topic = {}
+    topic, topic_fs = {}, {}
     for key, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "metrics.dfs"):
         d = orjson.loads(v)
+        if "fs" in d:
+            assert key == f"{d['fs']}:{d['minute_ms']}".encode()
+            topic_fs[key] = d
+            continue
         assert key == str(d["minute_ms"]).encode()
         topic[d["minute_ms"]] = d
+    assert len(topic_fs) == len(got_fs)
     assert sorted(DFS_MINUTELY.format([[d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s",
                                                        "jobs_writing")]
                                        for d in topic.values()])) == got  # fmt: skip
@@ -108,8 +130,10 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     assert sorted(set(states)) == [
         ("hot_zone:dfs", "firing", start, start + 5 * 60),
         ("hot_zone:dfs", "resolved", start, start + 10 * 60),
+        ("hot_zone:fs:scratch", "firing", start, start + 5 * 60),
+        ("hot_zone:fs:scratch", "resolved", start, start + 10 * 60),
     ]
-    firing = next(a for a in alerts if a["state"] == "firing")
+    firing = next(a for a in alerts if a["state"] == "firing" and a["subject"] == "dfs")
     assert firing["details"]["top_jobs"][0][0] == "J1" and firing["threshold"] == 93.0
     dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
                                                       live.prefix + "dead-letter")]  # fmt: skip

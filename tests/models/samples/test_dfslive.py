@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from models.formats.sampletrace import parse_trace
 from models.records.nodesample import NodeSample, to_arrays
-from models.samples.dfs import dfs_minutely, hot_zones, io_from_samples
-from models.samples.dfslive import DfsStream
+from models.samples.dfs import dfs_minutely, hot_zones, io_from_rates, io_from_samples
+from models.samples.dfslive import DfsStream, FsStreams
 from tests.golden.make_golden import INPUTS
 
 
@@ -135,3 +135,82 @@ def test_golden_trace_job_utilisation_streamed_equals_the_batch(cuts: list[int])
     assert got == want  # the latest row of every job is the replay's, exactly
     # jobs quiet for 5 minutes before the last sample were final (and left memory) earlier
     assert final and all(final[job] == want[job] for job in final)
+
+
+def _batch_fs(samples: list[NodeSample], thr: dict[str, float], gap: int) -> dict[str, tuple]:
+    """The replay's per-file-system load (streams.stages.samples: io_from_rates per system,
+    minutes = every minute a sample was taken in)."""
+    arr = to_arrays(samples)
+    jix = {n: i for i, n in enumerate(arr.jobs)}
+    nix = {n: i for i, n in enumerate(arr.nodes)}
+    minutes = np.unique(np.floor(arr.ts / 60).astype(np.int64))
+    per: dict[str, list] = {}
+    for s in samples:
+        for fs, w, r in s.fs_rates:
+            per.setdefault(fs, []).append((jix[s.job], nix[s.node], s.ts, w, r))
+    out = {}
+    for fs, rs in per.items():
+        a = np.array(rs, dtype=float)
+        codes = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64)
+        io = io_from_rates(*codes, a[:, 2], a[:, 3], a[:, 4], np.full(len(rs), 60.0), arr.jobs,
+                           arr.nodes)  # fmt: skip
+        dm = dfs_minutely(io, minutes)
+        rows = [(int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]),
+                 int(dm.jobs_writing[k])) for k in range(dm.minute.shape[0])]  # fmt: skip
+        zones = hot_zones(dm, io, thr[fs], top=3, max_gap=gap)
+        out[fs] = (rows, [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones])
+    return out
+
+
+_fs_sample = st.tuples(
+    st.integers(0, 30),  # minute
+    st.integers(0, 59),  # second
+    st.integers(0, 2),  # node
+    st.integers(0, 2),  # job
+    st.lists(
+        st.tuples(
+            st.sampled_from(["home", "scratch"]),
+            st.floats(0, 500, allow_nan=False),
+            st.floats(0, 50, allow_nan=False),
+        ),
+        max_size=2,
+        unique_by=lambda t: t[0],
+    ),  # fmt: skip
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_fs_sample, min_size=1, max_size=40), st.lists(st.integers(1, 9), min_size=1,
+       max_size=5), st.integers(0, 2))  # fmt: skip
+def test_per_file_system_streamed_equals_the_batch(rows: list, cuts: list[int], gap: int) -> None:
+    # every system named in the first sample, so the live minutes start where the replay's do
+    t0 = 1_700_000_000.0
+    first = (0, 0, 0, 0, [("home", 1.0, 0.0), ("scratch", 1.0, 0.0)])
+    samples = sorted(
+        (NodeSample(t0 + 60 * m + sec, f"J{job}", 1, f"n{node}", "a", 1, 1, 1, 0, 0, 0, 0, 0,
+                    1.0, 0, 0, fs_rates=tuple(fs)) for m, sec, node, job, fs in [first, *rows]),
+        key=lambda s: s.ts,
+    )  # fmt: skip
+    thr = {"home": 300.0, "scratch": 150.0}
+    want = _batch_fs(samples, thr, gap)
+    live = FsStreams({"home": 300.0}, 150.0, max_gap=gap, alert_minutes=2)
+    got: dict[str, tuple[list, list]] = {}
+    alerts = []
+    i, k = 0, 0
+    while i < len(samples):
+        j = min(len(samples), i + cuts[k % len(cuts)])
+        live.update(samples[i:j])
+        closed = live.close(math.floor(samples[j].ts / 60)) if j < len(samples) else live.finish()
+        for fs, r, z, a in closed:
+            g = got.setdefault(fs, ([], []))
+            g[0].extend((x.minute, x.write, x.read, x.jobs_writing) for x in r)
+            g[1].extend((x.start, x.end, x.peak, x.minutes, x.top_jobs) for x in z)
+            alerts += a
+        i, k = j, k + 1
+    assert sorted(got) == sorted(want)
+    for fs in want:
+        assert got[fs][0] == want[fs][0]  # exact: fsum means, fsum minutes
+        _same_zones(got[fs][1], want[fs][1])
+    assert {a.subject for a in alerts} <= {"fs:home", "fs:scratch"}
+    long = sum(1 for fs in want for z in want[fs][1] if z[3] >= 2)
+    assert len([a for a in alerts if a.state == "firing"]) <= long
