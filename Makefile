@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK := $(PY) deploy/local/stack.py
 
-.PHONY: venv demo demo-live test test-unit lint stack-start stack-stop stack-status bench clean
+.PHONY: venv demo demo-live test test-unit lint browser stack-start stack-stop stack-status bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,14 @@ demo: venv
 demo-live: venv
 	$(PY) -m streams.demo_live
 
+# Headless Chromium for the report's browser test (tests/streams/report): Debian's package,
+# installed only when missing (needs root; elsewhere install it by hand or the test is skipped).
+browser:
+	@command -v chromium >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; }
+
 # Whole suite against the real local stack; the stack is stopped afterwards, logs kept on failure.
-test: venv
+test: venv browser
 	$(STACK) start
 	set -o pipefail; rc=0; DRAINWATCH_REQUIRE_STACK=1 $(PY) -m pytest -q || rc=$$?; \
 	  $(STACK) stop --keep-logs-if $$rc; \

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from streams.errors import UserError
 from streams.report import data, page, sections
-from streams.sinks.files import atomic_file
+from streams.sinks.files import atomic_file, make_dirs, remove_dirs
 
 
 @dataclass(slots=True)
@@ -48,9 +48,14 @@ def write_report(
 ) -> Report:
     """Write the report of ``dirs`` to ``out`` atomically."""
     report = build_report(dirs, title, note)
-    with atomic_file(Path(out)) as f:
-        f.write(report.html.encode("utf-8"))
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.fchmod(f.fileno(), 0o666 & ~umask)  # a page to share, not a private temporary file
+    created = make_dirs(Path(out).parent)
+    try:
+        with atomic_file(Path(out)) as f:
+            f.write(report.html.encode("utf-8"))
+            umask = os.umask(0o022)
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)  # a page to share, not a private temp file
+    except BaseException:
+        remove_dirs(created)
+        raise
     return report
