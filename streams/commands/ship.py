@@ -2,6 +2,7 @@
 
 ``ship moab``: Moab scheduler logs -> ``<prefix>node-status`` (streams/sources/moabship.py);
 whole files, or ``--follow`` one live log with a checkpoint.
+``ship slurm``: Slurm node snapshots -> ``<prefix>node-status`` (streams/sources/slurmship.py).
 ``ship jobs``: job event files (sacct, jobcomp, SWF, job-event JSON lines) -> ``<prefix>job-events``
 (streams/sources/jobship.py).
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
@@ -113,6 +114,69 @@ def _ship_moab(args: argparse.Namespace) -> int:
         return 1
 
 
+def _ship_slurm(args: argparse.Namespace) -> int:
+    import asyncio
+    import shutil
+    import signal
+
+    from streams.config import load_settings
+    from streams.kafka import MAX_MESSAGE_BYTES, Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.moabship import MoabShipper
+    from streams.sources.slurmship import SlurmCommands, SlurmShipper
+
+    settings = load_settings(getattr(args, "config", None))
+    for opt, path in (("--scontrol", args.scontrol), ("--squeue", args.squeue)):
+        if shutil.which(path) is None:
+            raise UserError(f"{opt} {path}: no such executable (give the client's path)")
+    cmds = SlurmCommands(args.scontrol, args.squeue, args.slurm_format, args.timeout,
+                         not args.no_reservations, settings.max_hosts)  # fmt: skip
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        producer = None
+        publisher = None
+        if not args.dry_run:
+            from aiokafka import AIOKafkaProducer
+
+            await wait_for_kafka(settings, "drainwatch ship slurm")
+            await ensure_topics(settings)
+            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
+                                        max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+            await producer.start()
+        try:
+            if producer is not None:
+                topic = settings.topic_prefix + "node-status"
+                parts = len(await producer.partitions_for(topic))
+                publisher = MoabShipper(producer, topic, settings.topic_prefix + "dead-letter",
+                                        parts)  # fmt: skip
+            shipper = SlurmShipper(cmds, publisher, sys.stdout.buffer, retries=args.retries,
+                                   retry_wait=min(args.period / 4, 5.0))  # fmt: skip
+            await shipper.run(args.period, args.count, stop)
+        finally:
+            if producer is not None:
+                await producer.stop()
+        s = shipper.stats
+        flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
+        print(f"ship slurm: {s.iterations:,} iterations, {s.records:,} records in "
+              f"{s.messages:,} messages, {s.skipped_iterations:,} skipped, "
+              f"{s.failed_attempts:,} failed attempts, {s.planned_unnamed:,} planned nodes "
+              f"without a job, unknown flags: {flags}", file=sys.stderr)  # fmt: skip
+        if args.count is not None and s.iterations == 0:
+            print(f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship slurm: {e}", file=sys.stderr)
+        return 1
+
+
 def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
     """The file shippers' frame: settings, inputs checked, Kafka waited for and the topics
     made, one producer (all acks) for ``publish(producer, settings, bounds, partitions)``,
@@ -195,6 +259,38 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="--follow: seconds between looks at the log (0.5)")  # fmt: skip
     m.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     m.set_defaults(func=_ship_moab)
+    sl = ssub.add_parser(
+        "slurm",
+        help="publish Slurm node states (IDLE+PLANNED as drain) to <prefix>node-status",
+        description="Every PERIOD seconds read scontrol show node, squeue (SchedNodes) and the "
+        "advance reservations (no shell, with a timeout), map them to node-status records "
+        "(README: Slurm mapping) and publish one whole iteration as `ship moab` does; a failed "
+        "snapshot is retried, then skipped and counted, never sent in part.",
+    )
+    sl.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=60.0,
+                    help="seconds between snapshots (60)")  # fmt: skip
+    sl.add_argument("--count", type=positive_int, default=None,
+                    help="stop after N snapshots (default: run until SIGTERM)")  # fmt: skip
+    sl.add_argument("--dry-run", action="store_true",
+                    help="print the records as JSON lines instead of sending them")  # fmt: skip
+    sl.add_argument("--scontrol", default="scontrol", metavar="PATH", help="scontrol client")
+    sl.add_argument("--squeue", default="squeue", metavar="PATH", help="squeue client")
+    sl.add_argument("--slurm-format", choices=("auto", "text", "json"), default="auto",
+                    help="text or JSON outputs (auto: JSON from Slurm 23.02)")  # fmt: skip
+    sl.add_argument("--timeout", type=option_type(float, 0.0, False, 3600.0), default=30.0,
+                    help="seconds a command may take (30)")  # fmt: skip
+    sl.add_argument(
+        "--retries",
+        type=option_type(int, 0, True, 100),
+        default=2,
+        help="snapshots taken again after a failure before the period is skipped",
+    )
+    sl.add_argument(
+        "--no-reservations",
+        action="store_true",
+        help="do not read advance reservations (scontrol show reservation)",
+    )
+    sl.set_defaults(func=_ship_slurm)
     j = ssub.add_parser(
         "jobs",
         help="publish job events to <prefix>job-events",

@@ -85,21 +85,34 @@ class MoabShipper:
     ) -> int:
         """Parse whole lines, send them, wait for the broker's acks; returns lines shipped.
         ``longs``: lines over the length cap, read as empty lines (``line_chunks``)."""
-        if len(self.book.jobs) > RESET_JOBS:
-            self.book = Codebook()
-            self.part_of = np.empty(0, dtype=np.int64)
+        self.reset_if_large()
         parsed = parse_plausible(chunk, self.book, self.bounds, source, first_line, longs)
         self.stats.lines += parsed.lines
         self.stats.ignored += parsed.ignored
+        futures = await self.send_batch(parsed.batch, f"moab:{source}")
+        for r in parsed.rejects:
+            futures.append(await self.dead_letter(r))
+        if futures:
+            await asyncio.gather(*futures)
+        return parsed.lines
+
+    def reset_if_large(self) -> None:
+        """Start the codebook afresh past RESET_JOBS ids (names travel in every message)."""
+        if len(self.book.jobs) > RESET_JOBS:
+            self.book = Codebook()
+            self.part_of = np.empty(0, dtype=np.int64)
+
+    async def send_batch(self, b: NodeStatusBatch, source: str) -> list[Any]:
+        """Send ``b`` (codes of ``self.book``) as one message per partition and MAX_ROWS rows;
+        the send futures, not awaited. ``source`` names the input in every message."""
         futures = []
-        b = parsed.batch
         if len(b):
             owners = self._owners(b)
             for p in range(self.partitions):
                 rows = np.flatnonzero(owners == p)
                 for lo in range(0, rows.size, self.max_rows):
                     part = b.take(rows[lo : lo + self.max_rows])
-                    value = encode(part, self.book, f"moab:{source}")
+                    value = encode(part, self.book, source)
                     if len(value) > MAX_MESSAGE_BYTES:  # long names: split further
                         raise RuntimeError("node-status message over the size limit")
                     futures.append(
@@ -109,11 +122,7 @@ class MoabShipper:
                     )
                     self.stats.messages += 1
             self.stats.records += len(b)
-        for r in parsed.rejects:
-            futures.append(await self.dead_letter(r))
-        if futures:
-            await asyncio.gather(*futures)
-        return parsed.lines
+        return futures
 
     async def dead_letter(self, r: Reject) -> Any:
         self.stats.dead_letters += 1
