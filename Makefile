@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK := $(PY) deploy/local/stack.py
 
-.PHONY: venv demo demo-live test test-unit lint browser stack-start stack-stop stack-status bench clean
+.PHONY: venv demo demo-live test test-unit lint browser slurm stack-start stack-stop stack-status bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,14 @@ browser:
 	@command -v chromium >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -q && apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; }
 
+# Debian's Slurm (slurmctld, slurmd, client, munge) for the real-Slurm test of `ship slurm`
+# (tests/integration/test_ship_slurm.py starts a loopback cluster with deploy/local/slurm.py);
+# installed only when missing (needs root; elsewhere that test is skipped, saying why).
+slurm:
+	$(PYTHON) deploy/local/slurm.py install || echo "slurm: not installed: the real-Slurm test will be skipped"
+
 # Whole suite against the real local stack; the stack is stopped afterwards, logs kept on failure.
-test: venv browser
+test: venv browser slurm
 	$(STACK) start
 	set -o pipefail; rc=0; DRAINWATCH_REQUIRE_STACK=1 $(PY) -m pytest -q || rc=$$?; \
 	  $(STACK) stop --keep-logs-if $$rc; \
