@@ -232,11 +232,12 @@ def _ship_sample_files(args: argparse.Namespace) -> int:
     from streams.sources.sampleship import ship_sample_files
 
     async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
-        s = await ship_sample_files(producer, settings.topic_prefix + "node-samples",
-                                    settings.topic_prefix + "dead-letter", args.paths, bounds,
-                                    settings.max_line_bytes)  # fmt: skip
-        return (f"{s.samples:,} samples in {s.messages:,} sweeps from {s.files} file(s), "
-                f"{s.dead_letters:,} dead letters")  # fmt: skip
+        topic = settings.topic_prefix + "node-samples"
+        s = await ship_sample_files(producer, topic, settings.topic_prefix + "dead-letter",
+                                    args.paths, bounds, settings.max_line_bytes,
+                                    partitions=parts.get(topic) or 1)  # fmt: skip
+        return (f"{s.samples:,} samples ({s.sweeps:,} sweeps) in {s.messages:,} messages from "
+                f"{s.files} file(s), {s.dead_letters:,} dead letters")  # fmt: skip
 
     return _ship_files(args, "sample-files", publish)
 
@@ -306,8 +307,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "sample-files",
         help="publish node-sample traces to <prefix>node-samples",
         description="Read node-sample traces (JSON lines) as `replay --format samples` reads "
-        "them and publish one message per sweep (a node's samples at one time), keyed by node, "
-        "in time order; rejected lines go to <prefix>dead-letter.",
+        "them and publish them in time order, whole sweeps (a node's samples at one time) "
+        "batched per partition (a node's: CRC-32 of its name), up to 2,000 samples a message; "
+        "rejected lines go to <prefix>dead-letter.",
     )
     f.add_argument("paths", nargs="+", metavar="FILE", help="sample traces (any compression)")
     f.set_defaults(func=_ship_sample_files)
