@@ -77,7 +77,11 @@ def _x(times: Sequence[datetime]) -> np.ndarray:
 def _time_axis(ax: Axes) -> None:
     loc = mdates.AutoDateLocator(minticks=4, maxticks=10)
     ax.xaxis.set_major_locator(loc)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    fmt = mdates.ConciseDateFormatter(loc)
+    # the offset under the axis names the zone: every time of the report is UTC
+    fmt.offset_formats = ["UTC", "%Y UTC", "%Y-%b UTC", "%Y-%b-%d UTC", "%Y-%b-%d UTC",
+                          "%Y-%b-%d %H:%M UTC"]  # fmt: skip
+    ax.xaxis.set_major_formatter(fmt)
 
 
 def drain_pct(
