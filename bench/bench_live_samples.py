@@ -1,0 +1,271 @@
+"""Live node-samples benchmark: samples/s per worker through ``ship sample-files`` -> Kafka ->
+worker (``live_samples = on``) -> InfluxDB, and the same path in this process without a broker.
+
+Input: a generated trace (``--nodes`` nodes, ``--procs`` processes a node, one sample a minute
+for ``--minutes`` minutes; jobs of 32 nodes; every node writes 0.5 MB/s, one job 15 MB/s a
+node for 10 minutes: one hot-zone episode; ``--fs``: per-file-system speeds on every sample,
+which adds the per-system streams). It is shipped to an empty ``<prefix>node-samples`` first;
+then one worker starts and the run is done when InfluxDB holds every ``dfs`` minute the
+merger can make final (the minutes before the lowest over the partitions of their latest
+sample time minus ``worker.lateness``, 60 s here), or nothing changed for 30 s.
+
+Reported: samples/s from the worker's start and from its ``/health/`` answer, its CPU seconds
+(``/proc/<pid>/stat``) and peak RSS (VmHWM); in process (``--in-process``): the worker's
+samples path (``streams.sampleagents.SamplesPipeline``) on the messages the shipper would
+send, points turned into line protocol but not sent, plain and under cProfile. Broker,
+InfluxDB and worker share this machine's CPUs. Results: stdout and
+``bench/out/bench_live_samples.json``.
+
+Needs the local stack (``.venv/bin/python deploy/local/stack.py start``).
+
+    .venv/bin/python bench/bench_live_samples.py [--nodes 1024] [--procs 2] [--minutes 60]
+        [--fs] [--repeat 1] [--in-process] [--skip-e2e]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_live_jobs import (  # noqa: E402
+    OUT,
+    Run,
+    Stack,
+    _Event,
+    _LineSink,
+    _Recorder,
+    _Topic,
+    _where,
+    cpu_s,
+    free_port,
+    peak_rss_mb,
+    source_fingerprint,
+)
+
+from models.formats.sampletrace import dumps  # noqa: E402
+from models.records.nodesample import NodeSample  # noqa: E402
+from models.records.plausible import TimeBounds  # noqa: E402
+from streams.config import Settings, load_settings  # noqa: E402
+
+T0 = 1_704_067_200.0  # 2024-01-01T00:00Z
+MB = 1_000_000
+
+
+def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool) -> int:
+    """The trace (see the module's docstring); its number of samples."""
+    lines = []
+    for n in range(nodes):
+        job = f"J{n // 32}"
+        for k in range(procs):
+            written = 0
+            for m in range(minutes):
+                rate = 15.0 if job == "J1" and 20 <= m < 30 else 0.5
+                written += round(rate / procs * MB * 60)
+                extra: dict[str, Any] = {}
+                if fs:
+                    extra["fs_rates"] = (("home", 0.01, 0.02), ("scratch", rate / procs, 0.0))
+                s = NodeSample(T0 + 60 * m + (n % 13) * 0.25, job, 1000 + k, f"nid{n:05d}",
+                               "app", 1, 1, 1_000_000 + m, 0, 0, 0, 0, written, 50.0, 0, 0,
+                               start=T0 - 3600.0, cores=4, **extra)  # fmt: skip
+                lines.append(dumps(s))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return len(lines)
+
+
+def _env(run: Run) -> dict[str, str]:
+    return {k: v for k, v in run.env.items() if k.startswith("DRAINWATCH_")}
+
+
+def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path) -> dict[str, Any]:
+    run = Run(stack, out, free_port(), DRAINWATCH_LIVE_JOBS="off", DRAINWATCH_LIVE_SAMPLES="on",
+              DRAINWATCH_LATENESS="60")  # fmt: skip
+    try:
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "sample-files",
+                            str(trace)], env=run.env, capture_output=True, text=True)  # fmt: skip
+        t_ship = time.perf_counter() - t
+        if p.returncode != 0:
+            raise SystemExit(f"ship sample-files failed: {p.stderr}")
+        # the last minute is open; the one before it may wait for lateness: minutes - 2 final
+        want = minutes - 2
+        t0 = time.perf_counter()
+        t_health = run.start_worker()
+        pid = run.worker_pid()
+        n = last = 0
+        last_change = None
+        cpu_done = 0.0
+        while True:
+            assert run.proc is not None
+            if run.proc.poll() is not None:
+                raise SystemExit(f"the worker stopped; see {out}/worker-{run.tag}.log")
+            try:
+                n = stack.count(run.db, "dfs", "write_mb_s")
+            except OSError:
+                time.sleep(0.5)
+                continue
+            now = time.perf_counter() - t0
+            if n != last:
+                last, last_change, cpu_done = n, now, cpu_s(pid)
+            if n >= want or (last_change is not None and now - last_change > 30) or now > 900:
+                break
+            time.sleep(0.1)
+        t_done = last_change or now
+        rss = peak_rss_mb(pid)
+    finally:
+        run.stop()
+    return {
+        "samples": samples, "ship_s": t_ship, "ship_line": p.stderr.strip().splitlines()[-1],
+        "dfs_minutes_expected": want, "dfs_minutes": n, "complete": n >= want,
+        "worker_startup_s": t_health, "done_s": t_done,
+        "samples_per_s": samples / t_done,
+        "samples_per_s_without_startup": samples / (t_done - t_health),
+        "worker_cpu_s": cpu_done,
+        "samples_per_worker_cpu_s": samples / cpu_done if cpu_done else None,
+        "worker_peak_rss_mb": rss,
+    }  # fmt: skip
+
+
+def _messages(trace: Path, settings: Settings) -> list[_Event]:
+    from streams.sources.sampleship import ship_sample_files
+
+    parts = settings.topic_partitions
+    rec = _Recorder(parts)
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    asyncio.run(ship_sample_files(rec, "node-samples", "dead-letter", [str(trace)], bounds,
+                                  settings.max_line_bytes, partitions=parts))  # fmt: skip
+    offsets = [0] * parts
+    msgs = []
+    for topic, p, value in rec.sent:
+        if topic == "node-samples":
+            msgs.append(_Event("node-samples", p, offsets[p], value))
+            offsets[p] += 1
+    return msgs
+
+
+async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int) -> Any:
+    """SamplesPipeline without a broker: takes of 64 messages, a publish every ``per_flush``
+    samples, the partials in takes of 64, a flush."""
+    from types import SimpleNamespace
+
+    from streams.app import AppTopics
+    from streams.sampleagents import SamplesPipeline
+
+    topics = {f: _Topic(f) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics),
+                          conf=SimpleNamespace(id="bench"))  # fmt: skip
+    sink = _LineSink()
+    pipe = SamplesPipeline(app, settings, sink, settings.topic_partitions)  # type: ignore[arg-type]
+
+    async def no_state(owner: str) -> None:
+        return None
+
+    pipe.store.load = no_state  # type: ignore[method-assign]
+    partials, poff = topics["samples_partials"], 0
+    chunks: list[list[_Event]] = [[]]
+    n = 0
+    for m in msgs:
+        chunks[-1].append(m)
+        n += m.value.count(b"\n") + 1
+        if n >= per_flush:
+            chunks.append([])
+            n = 0
+    for chunk in chunks:
+        for i in range(0, len(chunk), 64):
+            await pipe.on_input(chunk[i : i + 64])
+        await pipe.publish()
+        got = [_Event("samples-partials", 0, poff + i, v) for i, (_, v) in enumerate(partials.sent)]
+        poff += len(got)
+        partials.sent.clear()
+        for i in range(0, len(got), 64):
+            await pipe.on_partials(got[i : i + 64])
+        await pipe.flush()
+    return pipe, sink
+
+
+def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> dict[str, Any]:
+    import cProfile
+    import pstats
+
+    msgs = _messages(trace, settings)
+    prof = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    pipe, sink = asyncio.run(_in_process(msgs, settings, 50_000))
+    if prof is not None:
+        prof.disable()
+    t = time.perf_counter() - t0
+    r: dict[str, Any] = {"samples": samples, "messages": len(msgs), "seconds": t,
+                         "samples_per_s": samples / t, "points": sink.points,
+                         "rows": pipe.counts["rows"]}  # fmt: skip
+    if prof is not None:
+        stats: dict[Any, Any] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+        rows = [(tt, ct, _where(f, ln, fn)) for (f, ln, fn), (_c, _n, tt, ct, _) in stats.items()]
+        rows.sort(reverse=True)
+        r["cprofile_self"] = [(w, tt, tt / t) for tt, _ct, w in rows[:20]]
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=1024)
+    ap.add_argument("--procs", type=int, default=2, help="processes a node (2)")
+    ap.add_argument("--minutes", type=int, default=60)
+    ap.add_argument("--fs", action="store_true", help="per-file-system speeds on every sample")
+    ap.add_argument("--repeat", type=int, default=1, help="end-to-end runs (1)")
+    ap.add_argument("--in-process", action="store_true")
+    ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--json", type=Path, default=OUT / "bench_live_samples.json")
+    a = ap.parse_args()
+    out = OUT / "live_samples"
+    out.mkdir(parents=True, exist_ok=True)
+    trace = out / "samples.jsonl"
+    n = make_trace(trace, a.nodes, a.procs, a.minutes, a.fs)
+    machine = {"platform": platform.platform(), "cpus": os.cpu_count(),
+               "python": platform.python_version(),
+               "loadavg_at_start": os.getloadavg()}  # fmt: skip
+    print(f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
+          f"load average {machine['loadavg_at_start'][0]:.2f} at start")  # fmt: skip
+    print(f"input: {n:,} samples ({a.nodes} nodes x {a.procs} processes x {a.minutes} minutes"
+          f"{', per-file-system speeds' if a.fs else ''})")  # fmt: skip
+    result: dict[str, Any] = {"machine": machine, "argv": sys.argv[1:],
+                              "source": source_fingerprint(), "samples": n}  # fmt: skip
+    if a.in_process:
+        settings = load_settings(env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LATENESS": "60"})
+        r = in_process(trace, n, settings, profile=False)
+        rp = in_process(trace, n, settings, profile=True)
+        result["in_process"] = {**r, "profiled": rp}
+        print(f"in process (no broker; points to line protocol, not sent): "
+              f"{r['samples_per_s']:,.0f} samples/s ({r['messages']:,} messages, "
+              f"{r['seconds']:.2f} s); under cProfile, by own time:")  # fmt: skip
+        for w, tt, share in rp["cprofile_self"][:12]:
+            print(f"  {share:6.1%}  {tt:6.2f} s  {w}")
+    if not a.skip_e2e:
+        stack = Stack()
+        runs = [e2e(stack, trace, n, a.minutes, out) for _ in range(a.repeat)]
+        result["e2e"] = runs
+        for r in runs:
+            print(f"end to end: {r['samples_per_s']:,.0f} samples/s from the worker's start "
+                  f"({r['samples_per_s_without_startup']:,.0f} after /health/ at "
+                  f"{r['worker_startup_s']:.1f} s), {r['dfs_minutes']}/"
+                  f"{r['dfs_minutes_expected']} minutes in InfluxDB after {r['done_s']:.1f} s; "
+                  f"worker CPU {r['worker_cpu_s']:.1f} s, peak RSS "
+                  f"{r['worker_peak_rss_mb']:.0f} MB; ship: {r['ship_s']:.1f} s "
+                  f"({r['ship_line']})")  # fmt: skip
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
