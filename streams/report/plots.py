@@ -7,7 +7,7 @@ import io
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import matplotlib
@@ -31,6 +31,7 @@ BLUE, ORANGE, GREEN, RED, PURPLE, GREY = (
     "#7f7f7f",
 )
 CYCLE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#56B4E9", "#F0E442", GREY]
+MAX_POINTS = 4000  # points of one kind in a scatter plot (a random sample beyond)
 WIDTH = 9.0  # inches at 72 pt: the SVG's viewBox; the page scales it
 _ids = itertools.count()
 _STYLE: dict[str, Any] = {
@@ -104,14 +105,28 @@ def drain_pct(
     return to_svg(fig)
 
 
-def stacked_bar(labels: Sequence[str], parts: dict[str, np.ndarray], ylabel: str) -> str:
-    """One stacked bar per label (e.g. a day), one colour per part."""
+def _days(ax: Axes, days: Sequence[str]) -> np.ndarray:
+    """Calendar days (``YYYY-MM-DD``) as bar centres on a date axis: each day named below its
+    bar for up to two weeks, else the axis's own date ticks (a year of days stays readable)."""
+    x = np.asarray(mdates.date2num([date.fromisoformat(d) for d in days]), np.float64) + 0.5
+    if len(days) <= 14:
+        ax.set_xticks(x, list(days))
+    else:
+        loc = mdates.AutoDateLocator(minticks=4, maxticks=10)
+        ax.xaxis.set_major_locator(loc)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    return x
+
+
+def stacked_bar(days: Sequence[str], parts: dict[str, np.ndarray], ylabel: str) -> str:
+    """One stacked bar per day, one colour per part."""
     fig, (ax,) = _figure(2.8)
-    bottom = np.zeros(len(labels))
+    x = _days(ax, days)
+    bottom = np.zeros(len(days))
     colours = {"Drain": RED, "Idle (unallocated)": "#56B4E9", "Down": GREY}
     for i, (name, values) in enumerate(parts.items()):
         colour = colours.get(name, GREEN if name.startswith("other") else CYCLE[i % 8])
-        ax.bar(labels, values, bottom=bottom, label=name, color=colour)
+        ax.bar(x, values, 0.8, bottom=bottom, label=name, color=colour)
         bottom += values
     ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -141,6 +156,11 @@ def scatter_loglog(
     fig, (ax,) = _figure(3.2)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     hi = np.zeros_like(ok) if highlight is None else highlight.astype(bool)
+    for mask in (ok & ~hi, ok & hi):  # at most MAX_POINTS of each kind drawn: a page, not a dump
+        idx = np.flatnonzero(mask)
+        if len(idx) > MAX_POINTS:
+            keep = np.random.default_rng(0).choice(idx, MAX_POINTS, replace=False)
+            ok[np.setdiff1d(idx, keep)] = False
     ax.scatter(x[ok & ~hi], y[ok & ~hi], s=12, color=BLUE, alpha=0.6, lw=0)
     if hi.any():
         ax.scatter(x[ok & hi], y[ok & hi], s=28, color=RED, marker="D", label=highlight_label)
@@ -238,22 +258,21 @@ def histograms(panels: Sequence[tuple[np.ndarray, str, float | None]]) -> str:
 
 
 def grouped_bars(
-    labels: Sequence[str],
+    days: Sequence[str],
     groups: dict[str, np.ndarray],
     ylabel: str,
     goal: float | None = None,
     goal_label: str = "",
 ) -> str:
-    """Bars side by side per label (e.g. CUP40 and the modified CUP per day), a goal line."""
+    """Bars side by side per day (e.g. CUP40 and the modified CUP), a goal line."""
     fig, (ax,) = _figure(2.8)
-    x = np.arange(len(labels))
+    x = _days(ax, days)
     width = 0.8 / max(1, len(groups))
     for i, (name, values) in enumerate(groups.items()):
         ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
                label=name, color=CYCLE[i % len(CYCLE)])  # fmt: skip
     if goal is not None:
         ax.axhline(goal, color=RED, lw=1.0, ls="--", label=goal_label)
-    ax.set_xticks(x, labels)
     ax.set_ylabel(ylabel)
     ax.grid(axis="x", visible=False)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))

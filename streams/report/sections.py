@@ -65,6 +65,20 @@ def _n(v: str) -> int | None:
     return int(v) if v != "" else None
 
 
+MAX_DAYS = 31  # a per-day table up to a month; beyond it, the TOP days that matter most
+
+
+def by_day_or_worst(
+    rows: list[list[Any]], key: Callable[[list[Any]], float], worst: str
+) -> tuple[list[list[Any]], str, int]:
+    """Per-day rows in day order for up to a month; else the TOP rows by ``key`` (titled by
+    ``worst``), with how many were left out."""
+    if len(rows) <= MAX_DAYS:
+        return rows, "per day", 0
+    ranked = sorted(rows, key=lambda r: (key(r), r[0]))
+    return ranked[:TOP], f"the {TOP} days with {worst}, of {len(rows)}", len(rows) - TOP
+
+
 # -------------------------------------------------------------------------- seed 000: drain
 
 
@@ -92,20 +106,10 @@ def drain_over_time(o: ReplayOutputs) -> Section | None:
         rows.append([r["day"], _nh(float(r["drain_node_seconds"])), _f(r["drain_pct_static"]),
                      _f(r["drain_pct_dynamic"]), _f(r["basis_seconds_per_node"]),
                      r["data_quality"]])  # fmt: skip
-    s.tables.append(
-        TableView(
-            [
-                "day",
-                "drain (node-h)",
-                "drain % static",
-                "drain % dynamic",
-                "basis (s per node)",
-                "basis quality",
-            ],
-            rows,
-            "per day",
-        )  # fmt: skip
-    )
+    rows, title, more = by_day_or_worst(rows, lambda r: -(r[2] or 0.0), "the most drain")
+    cols = ["day", "drain (node-h)", "drain % static", "drain % dynamic", "basis (s per node)",
+            "basis quality"]  # fmt: skip
+    s.tables.append(TableView(cols, rows, title, more))
     drain_s = float(np.nansum(daily.num("drain_node_seconds")))
     basis_nh = o.summaries["drain"].get("drain", {}).get("static_basis_node_hours")
     if basis_nh:
@@ -436,8 +440,11 @@ def capability(o: ReplayOutputs) -> Section | None:
     rows = [[r["day"], _f(r["large_node_hours"]), _f(r["small_node_hours"]),
              _f(r["backfill_node_hours"]), _f(r["cup40"]), _f(r["cup40_modified"]),
              _f(r["p_cup_factor"])] for r in t.dicts()]  # fmt: skip
-    s.tables.append(TableView(["day", "large (node-h)", "small (node-h)", "backfill (node-h)",
-                               "CUP40", "modified CUP", "P_CUP day term"], rows))  # fmt: skip
+    rows, title, more = by_day_or_worst(rows, lambda r: r[4] if r[4] is not None else 2.0,
+                                        "the lowest CUP40")  # fmt: skip
+    cols = ["day", "large (node-h)", "small (node-h)", "backfill (node-h)", "CUP40",
+            "modified CUP", "P_CUP day term"]  # fmt: skip
+    s.tables.append(TableView(cols, rows, title, more))
     large, small = np.nansum(t.num("large_node_hours")), np.nansum(t.num("small_node_hours"))
     if large + small > 0:
         overall = large / (large + small)
