@@ -248,3 +248,35 @@ def test_a_broken_table_is_a_user_error(demo_out: Path, tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("drainwatch report: a replay table is not readable"), err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_long_periods_show_the_days_that_matter() -> None:
+    rows = [[f"day{i:03d}", float(i % 7)] for i in range(40)]
+    shown, title, more = sections.by_day_or_worst(rows, lambda r: -r[1], "the most drain")
+    assert len(shown) == sections.TOP and more == 40 - sections.TOP
+    assert [r[1] for r in shown] == [6.0] * 5 + [5.0] * 5 + [4.0] * 5
+    assert shown[0][0] == "day006" and "of 40" in title
+    assert sections.by_day_or_worst(rows[:31], lambda r: r[1], "x") == (rows[:31], "per day", 0)
+
+
+@pytest.mark.data
+def test_report_of_a_real_trace(tmp_path: Path) -> None:
+    """KTH SP2 (Parallel Workloads Archive): a year of days, 28,476 jobs."""
+    from tests.paths import SHARED_DATA
+
+    trace = SHARED_DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+    if not trace.exists():
+        pytest.skip(f"{trace} is absent (../shared/data)")
+    out = tmp_path / "kth"
+    assert cli(["replay", "--format", "swf", str(trace), "--out", str(out), "--no-progress",
+                "--report"]) == 0  # fmt: skip
+    r = build_report([str(out)])
+    assert r.shown == ["short-jobs", "runtime", "capability", "fairshare"]
+    cap = _rows(out / "capability_daily.csv")
+    lowest = sorted(cap, key=lambda c: (float(c["cup40"]), c["day"]))[: sections.TOP]
+    page = (out / "report.html").read_text()
+    assert f"the {sections.TOP} days with the lowest CUP40, of {len(cap)}" in page
+    assert all(f"<td>{c['day']}</td>" in page for c in lowest)
+    over = sum(c["overran"] == "1" for c in _rows(out / "runtime_predictions.csv"))
+    assert r.headline["overruns"] == f"{over:,}"
+    assert len(page) < 3_000_000  # thinned plots: a page, not a dump of 28,476 points
