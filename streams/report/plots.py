@@ -234,7 +234,7 @@ def dfs_load(
     ax.plot(x, read, color=GREEN, lw=0.7, alpha=0.8, label="read")
     if threshold is not None:
         ax.axhline(threshold, color=RED, lw=1.0, ls="--",
-                   label=f"hot zone {threshold:g} {unit}")  # fmt: skip
+                   label=f"hot zone {threshold:.4g} {unit}")  # fmt: skip
     ax.set_ylabel(f"DFS speed, {unit}")
     ax.set_ylim(bottom=0)
     _time_axis(ax)
@@ -247,8 +247,10 @@ def histograms(panels: Sequence[tuple[np.ndarray, str, float | None]]) -> str:
     fig, axes = _figure(2.6, ncols=len(panels))
     for ax, (values, xlabel, ref) in zip(axes, panels, strict=True):
         v = values[np.isfinite(values)]
+        hi = max(1.0, float(v.max()) * 1.02) if len(v) else 1.0  # ratios: 0 to 1 at least
         if len(v):
-            ax.hist(v, bins=20, color=BLUE, alpha=0.85)
+            ax.hist(v, bins=np.linspace(0.0, hi, 21).tolist(), color=BLUE, alpha=0.85)
+        ax.set_xlim(0.0, hi)
         if ref is not None:
             ax.axvline(ref, color=RED, lw=1.0, ls="--")
         ax.set_xlabel(xlabel)

@@ -524,7 +524,7 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
     s.headline["hot-zone episodes"] = f"{len(zones):,}"
     if thr is not None and len(t):
         w = t.num("write_mb_s")
-        s.facts.append(f"Threshold {float(thr):g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
+        s.facts.append(f"Threshold {float(thr):.4g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
                        f"{int(np.sum(w > float(thr)))} minute(s) above it.")  # fmt: skip
     return s
 
