@@ -114,10 +114,10 @@ def render(
     built = [s for s in sections if isinstance(s, Section)]
     missing = [s for s in sections if isinstance(s, Missing)]
     period = o.period()
-    sub = []
+    sub = []  # plain text lines under the title
     if period:
         sub.append(f"{period[0]} – {period[1]} (UTC); days in {o.tz()}")
-    sub.append("from " + ", ".join(f"{html.escape(str(d))} ({e})" for e, d in o.dirs.items()))
+    sub.append("from " + ", ".join(f"{d} ({e})" for e, d in o.dirs.items()))
     cards = "".join(
         f'<div class="card"><div class="k">{html.escape(k)}</div>'
         f'<div class="v">{html.escape(v)}</div></div>'
@@ -131,7 +131,7 @@ def render(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{html.escape(title)}</h1>"
-        + "".join(f"<p>{p if p.startswith('from ') else html.escape(p)}</p>" for p in sub)
+        + "".join(f"<p>{html.escape(p)}</p>" for p in sub)
         + "</header>",
     ]
     if note:

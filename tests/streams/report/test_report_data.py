@@ -280,3 +280,15 @@ def test_report_of_a_real_trace(tmp_path: Path) -> None:
     over = sum(c["overran"] == "1" for c in _rows(out / "runtime_predictions.csv"))
     assert r.headline["overruns"] == f"{over:,}"
     assert len(page) < 3_000_000  # thinned plots: a page, not a dump of 28,476 points
+
+
+def test_text_from_the_data_is_escaped() -> None:
+    import numpy as np
+
+    from streams.report import plots
+    from streams.report.page import _table
+
+    svg = plots.bars(["<script>alert(1)</script>"], np.array([1.0]), "node-hours")
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+    table = _table(sections.TableView(["job <id>"], [["<b>1</b>"]]))
+    assert "<b>" not in table and "&lt;b&gt;1&lt;/b&gt;" in table and "job &lt;id&gt;" in table
