@@ -1,5 +1,7 @@
 """`drainwatch simulate`: a modelled or replayed workload through EASY backfilling, written as a
-Moab node-status log (``moab.log`` or ``moab.log.gz``) and job events (``jobs.jsonl``)."""
+Moab node-status log (``moab.log`` or ``moab.log.gz``) and job events (``jobs.jsonl``); with
+``--findings`` the jobs of :mod:`models.sim.findings` are added, with ``--samples-hours`` node
+samples of the last hours' jobs (:mod:`models.sim.nodesamples`) go to ``samples.jsonl``."""
 
 from __future__ import annotations
 
