@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -32,6 +33,7 @@ BLUE, ORANGE, GREEN, RED, PURPLE, GREY = (
 )
 CYCLE = [BLUE, ORANGE, GREEN, RED, PURPLE, "#56B4E9", "#F0E442", GREY]
 MAX_POINTS = 4000  # points of one kind in a scatter plot (a random sample beyond)
+MAX_LINE = 3000  # points of a line (the highest and lowest of each bin beyond: see thin)
 WIDTH = 9.0  # inches at 72 pt: the SVG's viewBox; the page scales it
 _ids = itertools.count()
 _STYLE: dict[str, Any] = {
@@ -75,6 +77,28 @@ def _x(times: Sequence[datetime]) -> np.ndarray:
     return np.asarray(mdates.date2num(list(times)), np.float64)
 
 
+def thin(x: np.ndarray, *ys: np.ndarray, limit: int = 0) -> tuple[np.ndarray, ...]:
+    """At most about ``limit`` (default MAX_LINE) points of a line: per bin of consecutive
+    points the highest and the lowest of the first series are kept (peaks survive: a hot
+    minute, a drain spike), the other series at the same points."""
+    limit = limit or MAX_LINE
+    n = len(x)
+    if n <= limit:
+        return (x, *ys)
+    k = math.ceil(n / (limit // 2))
+    rows = math.ceil(n / k)
+    y0 = np.full(rows * k, np.nan)
+    y0[:n] = np.nan_to_num(ys[0], nan=0.0)
+    grid = y0.reshape(rows, k)
+    filled = np.where(np.isnan(grid), -np.inf, grid)
+    hi = np.argmax(filled, axis=1)
+    lo = np.argmin(np.where(np.isnan(grid), np.inf, grid), axis=1)
+    base = np.arange(rows) * k
+    keep = np.unique(np.concatenate([base + hi, base + lo]))
+    keep = keep[keep < n]
+    return (x[keep], *(y[keep] for y in ys))
+
+
 def _time_axis(ax: Axes) -> None:
     loc = mdates.AutoDateLocator(minticks=4, maxticks=10)
     ax.xaxis.set_major_locator(loc)
@@ -94,10 +118,12 @@ def drain_pct(
     """Hourly drain % on both bases; hours whose basis is short are marked."""
     fig, (ax,) = _figure(3.0)
     x = _x(hours)
+    if short.any():
+        ax.scatter(x[short], static[short], color=RED, s=14, zorder=3,
+                   label="short basis (< 95 %)")  # fmt: skip
+    x, static, dynamic = thin(x, static, dynamic)
     ax.plot(x, static, color=BLUE, lw=1.2, label="static basis (configured nodes)")
     ax.plot(x, dynamic, color=ORANGE, lw=1.0, ls="--", label="dynamic basis (non-Down)")
-    if short.any():
-        ax.scatter(x[short], static[short], color=RED, s=14, zorder=3, label="short basis (< 95 %)")
     ax.set_ylabel("drain % of node-time")
     ax.set_ylim(bottom=0)
     _time_axis(ax)
@@ -193,10 +219,11 @@ def time_lines(
     else:
         ax, ax2 = fig.add_subplot(1, 1, 1), None
     for name, (t, v) in series.items():
+        xs, vs = thin(_x(t), np.asarray(v, np.float64))
         if steps:
-            ax.step(_x(t), v, where="post", lw=1.1, label=name)
+            ax.step(xs, vs, where="post", lw=1.1, label=name)
         else:
-            ax.plot(_x(t), v, lw=1.1, label=name)
+            ax.plot(xs, vs, lw=1.1, label=name)
     if threshold is not None:
         ax.axhline(threshold, color=RED, lw=1.0, ls="--", label=threshold_label)
     ax.set_ylabel(ylabel)
@@ -205,8 +232,9 @@ def time_lines(
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if ax2 is not None and second is not None:
         title, t2, v2, y2 = second
-        ax2.fill_between(_x(t2), v2, step="post", color=PURPLE, alpha=0.5, lw=0)
-        ax2.step(_x(t2), v2, where="post", color=PURPLE, lw=0.8, label=title)
+        x2, v2 = thin(_x(t2), v2)
+        ax2.fill_between(x2, v2, step="post", color=PURPLE, alpha=0.5, lw=0)
+        ax2.step(x2, v2, where="post", color=PURPLE, lw=0.8, label=title)
         ax2.set_ylabel(y2)
         ax2.set_ylim(bottom=0)
         ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -229,7 +257,7 @@ def dfs_load(
     for start, end in episodes:
         ax.axvspan(float(mdates.date2num(start)), float(mdates.date2num(end)), color=RED,
                    alpha=0.15, lw=0)  # fmt: skip
-    x = _x(minutes)
+    x, write, read = thin(_x(minutes), write, read)
     ax.plot(x, write, color=BLUE, lw=0.9, label="write")
     ax.plot(x, read, color=GREEN, lw=0.7, alpha=0.8, label="read")
     if threshold is not None:

@@ -292,3 +292,21 @@ def test_text_from_the_data_is_escaped() -> None:
     assert "<script" not in svg and "&lt;script&gt;" in svg
     table = _table(sections.TableView(["job <id>"], [["<b>1</b>"]]))
     assert "<b>" not in table and "&lt;b&gt;1&lt;/b&gt;" in table and "job &lt;id&gt;" in table
+
+
+def test_long_lines_are_thinned_keeping_their_peaks() -> None:
+    import numpy as np
+
+    from streams.report import plots
+
+    x = np.arange(525_600, dtype=np.float64)  # a year of minutes
+    y = np.sin(x / 500.0) + 10.0
+    y[123_457] = 500.0  # one hot minute
+    y[400_000] = -3.0
+    r = np.full_like(y, 2.0)
+    tx, ty, tr = plots.thin(x, y, r)
+    assert len(tx) <= plots.MAX_LINE and len(tx) == len(ty) == len(tr)
+    assert 123_457 in tx and ty.max() == 500.0 and ty.min() == -3.0
+    assert (np.diff(tx) > 0).all() and (tr == 2.0).all()
+    short = x[:100]
+    assert plots.thin(short, y[:100])[0] is short
