@@ -58,6 +58,8 @@ def make_log(
         depth=1,
         load=0.85,
         swf_skip_days=0.0,
+        findings=False,
+        samples_hours=0.0,
     )
     t = time.perf_counter()
     c = time.process_time()
