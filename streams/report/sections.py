@@ -300,6 +300,55 @@ def drain_runtime(o: ReplayOutputs) -> Section | None:
     return s
 
 
+_VERDICTS = {
+    "backlog_fits": "idle nodes while a queued job fit in them",
+    "backlog_too_large": "idle nodes, every queued job larger",
+    "no_backlog": "idle nodes, nothing queued",
+    "no_idle": "no idle node",
+}
+
+
+def backfill(o: ReplayOutputs) -> Section | None:
+    t, backlog = o.table("backfill_daily.csv"), o.table("backlog_hourly.csv")
+    if t is None:
+        return None
+    s = Section(
+        "backfill",
+        "Backfill recovery and idle time",
+        "How much of the node-time held for upcoming jobs backfilled jobs gave back, "
+        "backfill / (backfill + drain) per day (seed 000 §VI-A), and the hours of unallocated "
+        "idle nodes by what was queued then (seed 000 §VI-B).",
+    )
+    bf, dr = _nh(t.num("backfill_node_seconds")), _nh(t.num("drain_node_seconds"))
+    if len(t) and np.isfinite(bf).any():
+        s.figures.append(plots.grouped_bars(t.col("day"), {"backfill": bf, "drain": dr},
+                                            "node-hours"))  # fmt: skip
+    rows = [[r["day"], _nh(float(r["backfill_node_seconds"])) if r["backfill_node_seconds"]
+             else None, _nh(float(r["drain_node_seconds"])), _f(r["backfill_efficiency"])]
+            for r in t.dicts()]  # fmt: skip
+    rows, title, more = by_day_or_worst(rows, lambda r: r[3] if r[3] is not None else 2.0,
+                                        "the lowest backfill efficiency")  # fmt: skip
+    s.tables.append(TableView(["day", "backfill (node-h)", "drain (node-h)",
+                               "backfill efficiency"], rows, title, more))  # fmt: skip
+    total_bf, total_dr = float(np.nansum(bf)), float(np.nansum(dr))
+    if np.isfinite(bf).any() and total_bf + total_dr > 0:
+        s.facts.append(f"Backfill gave back {total_bf:,.1f} node-hours against {total_dr:,.1f} "
+                       f"node-hours of drain: efficiency "
+                       f"{total_bf / (total_bf + total_dr):.3f}.")  # fmt: skip
+    if backlog is not None and len(backlog):
+        hours: dict[str, int] = defaultdict(int)
+        idle: dict[str, float] = defaultdict(float)
+        for v, sec in zip(backlog.col("verdict"), backlog.num("idle_unallocated_node_seconds"),
+                          strict=True):  # fmt: skip
+            hours[v] += 1
+            idle[v] += float(sec)
+        order = sorted(hours, key=lambda v: (-idle[v], v))
+        vrows = [[_VERDICTS.get(v, v), v, hours[v], _nh(idle[v])] for v in order]
+        s.tables.append(TableView(["hours with", "verdict", "hours", "idle (node-h)"], vrows,
+                                  "unallocated idle time by what was queued"))  # fmt: skip
+    return s
+
+
 # ------------------------------------------------------------ seed 002: short jobs, turnover
 
 
@@ -349,7 +398,12 @@ def short_jobs(o: ReplayOutputs) -> Section | None:
     if floods:
         k, v = floods[0], peak[floods[0]]
         s.facts.append(f"{k[0]} {k[1]} peaked at A = {v[0]:,.0f} slot-seconds at {v[1]} "
-                       f"after {v[2]:,} short jobs.")  # fmt: skip
+                       f"({v[2]:,} short job(s) in all).")  # fmt: skip
+    if ranked:
+        k, v = max(ranked, key=lambda kv: (kv[1][2], kv[1][0]))
+        if k != (floods[0] if floods else None):
+            s.facts.append(f"Most short jobs: {k[0]} {k[1]}, {v[2]:,}, peak A = {v[0]:,.0f} "
+                           f"slot-seconds at {v[1]}.")  # fmt: skip
     if turnover is not None and len(turnover):
         u = turnover.num("unusable_slots")
         s.facts.append(f"Unusable slots from turnover: mean U = {np.nanmean(u):.3g}, "
@@ -601,6 +655,7 @@ SECTIONS: list[tuple[str, str, str, Callable[[ReplayOutputs], Section | None]]] 
         "replay --format moab --jobs FILE",
         drain_runtime,
     ),  # fmt: skip
+    ("backfill", "Backfill recovery and idle time", "replay --format moab --jobs FILE", backfill),
     (
         "short-jobs",
         "Short-job penalties and turnover",

@@ -101,6 +101,20 @@ def test_size_groups_and_drain_runtime(demo_out: Path, built: dict) -> None:
     assert ratios == want[:10]
 
 
+def test_backfill_and_backlog(demo_out: Path, built: dict) -> None:
+    days = _rows(demo_out / "drain" / "backfill_daily.csv")
+    shown = built["backfill"].tables[0].rows
+    assert [(r[0], r[3]) for r in shown] == [
+        (c["day"], float(c["backfill_efficiency"])) for c in days
+    ]
+    for r, c in zip(shown, days, strict=True):
+        assert r[1] == pytest.approx(float(c["backfill_node_seconds"]) / 3600)
+    hours: dict[str, int] = defaultdict(int)
+    for c in _rows(demo_out / "drain" / "backlog_hourly.csv"):
+        hours[c["verdict"]] += 1
+    assert {r[1]: r[2] for r in built["backfill"].tables[1].rows} == hours
+
+
 def test_short_jobs_peak_penalty_per_holder(demo_out: Path, built: dict) -> None:
     peak: dict[tuple[str, str], float] = {}
     n: dict[tuple[str, str], int] = defaultdict(int)
@@ -176,7 +190,8 @@ def test_absent_inputs_are_listed_not_shown(demo_out: Path) -> None:
     r = build_report([str(demo_out / "jobs")])
     assert r.shown == ["short-jobs", "runtime", "capability", "fairshare"]
     assert set(r.missing) == {"drain", "node-states", "drain-jobs", "sliding", "ftl",
-                              "size-groups", "drain-runtime", "dfs", "utilisation"}  # fmt: skip
+                              "size-groups", "drain-runtime", "backfill", "dfs",
+                              "utilisation"}  # fmt: skip
     assert 'id="not-shown"' in r.html and 'data-section="drain"' not in r.html
     assert "needs replay --format moab --jobs FILE" in r.html
 
