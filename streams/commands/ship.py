@@ -213,8 +213,102 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
         return 1
 
 
+def _ship_jobs_sacct(args: argparse.Namespace) -> int:
+    import asyncio
+    import shutil
+    import signal
+    import time
+
+    from models.records.plausible import TimeBounds
+    from streams.config import load_settings
+    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.jobship import JobShipStats, dead_letter_rejects, send_events
+    from streams.sources.sacctpoll import SacctPoller, parse_since
+    from streams.sources.slurmship import SnapshotFailed
+
+    settings = load_settings(getattr(args, "config", None))
+    if args.paths or args.format:
+        raise UserError("--sacct polls sacct: give no FILE and no --format")
+    if shutil.which(args.sacct) is None:
+        raise UserError(f"--sacct {args.sacct}: no such executable (give the client's path)")
+    try:
+        since = parse_since(args.since, time.time)
+    except ValueError:
+        raise UserError(f"--since {args.since!r} is not an ISO 8601 time or 'now'") from None
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    cp = Path(args.checkpoint or settings.state_dir / "ship" / "sacct.json")
+    poller = SacctPoller(args.sacct, cp, since, args.overlap, max_window=args.max_window,
+                         bounds=bounds, max_line_bytes=settings.max_line_bytes,
+                         max_hosts=settings.max_hosts)  # fmt: skip
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        st = JobShipStats()
+        producer = None
+        if not args.dry_run:
+            from aiokafka import AIOKafkaProducer
+
+            await wait_for_kafka(settings, "drainwatch ship jobs")
+            await ensure_topics(settings)
+            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+            await producer.start()
+        topic = settings.topic_prefix + "job-events"
+        failed = 0
+        try:
+            parts = len(await producer.partitions_for(topic)) if producer is not None else 1
+            k = 0
+            while not stop.is_set():
+                try:
+                    p = await asyncio.to_thread(poller.poll, time.time())
+                except SnapshotFailed as e:
+                    failed += 1
+                    print(f"ship jobs: sacct poll failed: {e}", file=sys.stderr, flush=True)
+                    p = None
+                if p is not None:
+                    if producer is None:
+                        sys.stdout.buffer.write(b"".join(e.to_json() + b"\n" for e in p.events))
+                        sys.stdout.flush()
+                        st.events += len(p.events)
+                        st.dead_letters += len(p.rejects)
+                    else:
+                        dl = settings.topic_prefix + "dead-letter"
+                        futs = await dead_letter_rejects(producer, dl, p.rejects)
+                        st.dead_letters += len(futs)
+                        await send_events(producer, topic, p.events, parts, st, futs)
+                    poller.commit(p)  # only once the broker acknowledged the poll
+                k += 1
+                if args.count is not None and k >= args.count:
+                    break
+                if p is None or not p.behind:
+                    try:
+                        await asyncio.wait_for(stop.wait(), timeout=args.period)
+                    except TimeoutError:
+                        pass
+        finally:
+            if producer is not None:
+                await producer.stop()
+        print(f"ship jobs: {poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} "
+              f"events in {st.messages:,} messages, {poller.dropped:,} seen again and not "
+              f"re-sent, {st.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
+        return 1
+
+
 def _ship_jobs(args: argparse.Namespace) -> int:
     from streams.sources.jobship import ship_job_files
+
+    if args.sacct is not None:
+        return _ship_jobs_sacct(args)
+    if not args.paths or not args.format:
+        raise UserError("give --format F and job event FILEs (or --sacct)")
 
     async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
         topic = settings.topic_prefix + "job-events"
@@ -299,9 +393,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "time order, a job's events on one partition (crc32 of its id), up to 500 events of a "
         "partition per message (JSON lines); rejected lines and events go to <prefix>dead-letter.",
     )
-    j.add_argument("paths", nargs="+", metavar="FILE", help="job event files (any compression)")
-    j.add_argument("--format", required=True, choices=JOB_FORMATS, help="input format")
+    j.add_argument("paths", nargs="*", metavar="FILE", help="job event files (any compression)")
+    j.add_argument("--format", choices=JOB_FORMATS, help="input format of the FILEs")
     j.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    j.add_argument("--sacct", nargs="?", const="sacct", default=None, metavar="PATH",
+                   help="instead of files: poll sacct (PATH, default sacct) for jobs that ended, "
+                   "with a persisted high-water mark")  # fmt: skip
+    j.add_argument("--since", default="now", metavar="TIME",
+                   help="--sacct: first poll's start when there is no checkpoint (ISO 8601, "
+                   "UTC without an offset; default now)")  # fmt: skip
+    j.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=300.0,
+                   help="--sacct: seconds between polls (300)")  # fmt: skip
+    j.add_argument("--overlap", type=option_type(float, 0.0, True, 30 * 86_400.0),
+                   default=600.0, help="--sacct: seconds each poll looks back past the last "
+                   "one, for records written late (600)")  # fmt: skip
+    j.add_argument("--max-window", type=option_type(float, 0.0, False), default=86_400.0,
+                   help="--sacct: longest window of one poll, s (86400)")  # fmt: skip
+    j.add_argument("--count", type=positive_int, default=None,
+                   help="--sacct: stop after N polls (default: run)")  # fmt: skip
+    j.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="FILE",
+        help="--sacct: high-water mark file (default under state_dir/ship/)",
+    )
+    j.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="--sacct: print the events as JSON lines instead of sending them",
+    )
     j.set_defaults(func=_ship_jobs)
     f = ssub.add_parser(
         "sample-files",

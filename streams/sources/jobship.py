@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams.driver import RejectLog
@@ -82,6 +83,24 @@ async def ship_job_files(
     st = JobShipStats(files=len(paths))
     futs = await dead_letter_rejects(producer, dead_topic, rejects.items)
     st.dead_letters = len(futs)
+    await send_events(producer, topic, events, partitions, st, futs, progress)
+    if progress and st.events >= IN_FLIGHT:
+        print(file=sys.stderr)
+    return st
+
+
+async def send_events(
+    producer: Any,
+    topic: str,
+    events: Sequence[JobEvent],
+    partitions: int,
+    st: JobShipStats,
+    futs: list[Any] | None = None,
+    progress: bool = False,
+) -> None:
+    """Publish ``events`` (in time order) in per-partition batches of JSON lines and wait until
+    the broker acknowledged them (and the sends already in ``futs``)."""
+    futs = [] if futs is None else futs
     batches: dict[int, list[bytes]] = {}
 
     async def send(p: int) -> None:
@@ -106,6 +125,3 @@ async def ship_job_files(
     for p in sorted(batches):
         await send(p)
     await asyncio.gather(*futs)
-    if progress and st.events >= IN_FLIGHT:
-        print(file=sys.stderr)
-    return st

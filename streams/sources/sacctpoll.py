@@ -1,0 +1,169 @@
+"""``ship jobs --sacct``: poll Slurm's accounting for jobs that ended, incrementally.
+
+Each poll asks ``sacct --parsable2`` (the replay's 27-field layout with a header, times in UTC)
+for the jobs that reached an end state between the high-water mark minus ``overlap`` and now
+minus ``lag``; its lines are read exactly as ``replay --format sacct`` reads a file
+(``read_job_events``: bounds, caps, rejects) and give each job's submit, start and end events.
+
+No job is lost: a record that reaches the database late (up to ``overlap`` seconds after the
+job's end) is still inside the next window. None is sent twice: the events sent whose job ended
+within the overlap are remembered, so a record seen again in the overlap is dropped. The
+high-water mark and that set are one checkpoint file, written atomically only after the broker
+acknowledged the poll's events; a shipper killed in between sends that poll again on restart
+(at-least-once, the worker's job analytics key events by job). A window is at most
+``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from models.formats.hostlist import MAX_HOSTS
+from models.formats.sacct import FIELDS_27
+from models.records.jobevent import JobEvent
+from models.records.plausible import TimeBounds
+from models.records.reject import Reject
+from streams.sinks.files import atomic_file
+from streams.sources.files import MAX_LINE_BYTES
+from streams.sources.jobevents import read_job_events
+from streams.sources.jobship import RejectCollector
+from streams.sources.slurmship import SnapshotFailed
+
+END_STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"  # every state a job ends in (sacct --state)
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def event_key(e: JobEvent) -> str:
+    return f"{e.job}|{e.type}|{e.ts!r}"
+
+
+@dataclass
+class SacctCheckpoint:
+    hwm: float  # every job that ended before hwm - overlap was sent
+    sent: dict[str, float] = field(default_factory=dict)  # event key -> its job's end
+
+    @classmethod
+    def load(cls, path: Path) -> SacctCheckpoint | None:
+        try:
+            d = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        return cls(float(d["hwm"]), {str(k): float(v) for k, v in d["sent"].items()})
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(str(path)) as f:
+            f.write(json.dumps({"hwm": self.hwm, "sent": self.sent}).encode())
+
+
+@dataclass
+class Poll:
+    events: list[JobEvent]  # new events, in time order
+    rejects: list[Reject]  # to dead-letter
+    end: float  # the window's end: the high-water mark once the events are acknowledged
+    behind: bool  # the window was cut at max_window: poll again at once
+
+
+class SacctPoller:
+    def __init__(
+        self,
+        sacct: str,
+        checkpoint: Path,
+        since: float,
+        overlap: float = 600.0,
+        lag: float = 0.0,
+        max_window: float = 86_400.0,
+        timeout: float = 120.0,
+        bounds: TimeBounds | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_hosts: int = MAX_HOSTS,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.sacct = sacct
+        self.path = checkpoint
+        self.overlap, self.lag, self.max_window, self.timeout = overlap, lag, max_window, timeout
+        self.bounds = bounds or TimeBounds()
+        self.max_line_bytes, self.max_hosts = max_line_bytes, max_hosts
+        self.env = {**(os.environ if env is None else env), "TZ": "UTC"}
+        self.cp = SacctCheckpoint.load(checkpoint) or SacctCheckpoint(since)
+        self.polls = 0
+        self.dropped = 0  # events seen again in an overlap, not sent twice
+
+    def _start(self, hwm: float) -> float:
+        """The next window's start: whole seconds, as sacct reads ``--starttime``."""
+        return float(math.floor(hwm - self.overlap))
+
+    def argv(self, start: float, end: float) -> list[str]:
+        return [self.sacct, "--allusers", "--parsable2", "--allocations", "--duplicates",
+                "--format", ",".join(FIELDS_27), "--state", END_STATES,
+                "--starttime", _iso(start), "--endtime", _iso(end)]  # fmt: skip
+
+    def poll(self, now: float) -> Poll:
+        """The events of jobs that ended in [hwm - overlap, min(now - lag, hwm + max_window)]
+        not sent before. Raises SnapshotFailed when sacct fails or times out."""
+        start = self._start(self.cp.hwm)
+        # whole seconds, as sacct reads them: the next window starts exactly where pruning cuts
+        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.max_window),
+                                   self.cp.hwm)))  # fmt: skip
+        try:
+            r = subprocess.run(self.argv(start, end), capture_output=True, env=self.env,
+                               timeout=self.timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise SnapshotFailed(f"sacct timed out after {self.timeout:g} s") from None
+        except OSError as oe:
+            raise SnapshotFailed(f"{self.sacct}: {oe.strerror or oe}") from None
+        if r.returncode != 0:
+            err = r.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise SnapshotFailed(f"sacct exited {r.returncode}: {err[-1] if err else ''}")
+        rejects = RejectCollector()
+        fd, tmp = tempfile.mkstemp(prefix="sacct-", suffix=".txt")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(r.stdout)
+            events, _ = read_job_events("sacct", [tmp], rejects, self.bounds,
+                                        self.max_line_bytes, self.max_hosts)  # fmt: skip
+        finally:
+            os.unlink(tmp)
+        src = f"sacct:{_iso(start)}..{_iso(end)}"
+        bad = [Reject(rj.reason, src, rj.lineno, rj.text) for rj in rejects.items]
+        ends: dict[str, float] = {}
+        for e in events:
+            if e.type == "end":
+                ends[e.job] = max(ends.get(e.job, e.ts), e.ts)
+        new = []
+        for e in events:
+            k = event_key(e)
+            if k in self.cp.sent:
+                self.dropped += 1
+                continue
+            self.cp.sent[k] = ends.get(e.job, end)
+            new.append(e)
+        self.polls += 1
+        return Poll(new, bad, end, end < math.floor(now - self.lag))
+
+    def commit(self, p: Poll) -> None:
+        """The poll's events were acknowledged: move the mark, forget what the next window
+        cannot see again, and persist both."""
+        self.cp.hwm = p.end
+        cut = self._start(p.end)
+        self.cp.sent = {k: v for k, v in self.cp.sent.items() if v >= cut}
+        self.cp.save(self.path)
+
+
+def parse_since(text: str, now: Callable[[], float]) -> float:
+    """``now`` or an ISO 8601 time (UTC when it has no offset) -> epoch seconds."""
+    if text == "now":
+        return now()
+    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()

@@ -1,0 +1,64 @@
+"""`drainwatch ship jobs --sacct` on the real local Kafka: polls walking through the public
+phillips.log dump (a stand-in sacct serving it by end time, some records reaching the
+database late; see tests/streams/sources/test_sacctpoll.py) put on <prefix>job-events exactly
+the events a one-shot read of the dump gives, each once; a restart from the checkpoint sends
+nothing again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+from streams.driver import RejectLog
+from streams.sources.jobevents import read_job_events
+from streams.sources.sacctpoll import _iso
+from tests.integration.kafka_read import read_topic
+from tests.paths import REPO
+from tests.streams.sources.test_sacctpoll import DUMP, STAND_IN, _ends
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not DUMP.exists(), reason=f"{DUMP} (public test data) absent"),
+]
+
+
+def test_sacct_polls_through_kafka_equal_a_one_shot_read(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    late = tmp_path / "late"
+    late.write_text("1500")
+    sacct = tmp_path / "sacct"
+    sacct.write_text(STAND_IN.format(python=sys.executable, dump=DUMP, late=late))
+    sacct.chmod(0o755)
+    first, _last = _ends()
+    prefix = f"t{uuid.uuid4().hex[:8]}."
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
+    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+                "DRAINWATCH_TOPIC_PREFIX": prefix,
+                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--sacct", str(sacct),
+            "--since", _iso(first - 60) + "Z", "--overlap", "1800", "--max-window", "21600",
+            "--period", "0.1"]  # fmt: skip
+    run = subprocess.run([*argv, "--count", "16"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "16 sacct polls (0 failed)" in run.stderr and "0 dead letters" in run.stderr
+
+    expect, _ = read_job_events("sacct", [str(DUMP)], RejectLog())
+    got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    lines = [line for _, v, _ in got for line in v.split(b"\n")]
+    assert sorted(lines) == sorted(e.to_json() for e in expect)  # none lost, none twice
+    assert f"{len(expect):,} events" in run.stderr
+    assert "0 seen again" not in run.stderr  # the overlaps did see records twice
+
+    again = subprocess.run([*argv, "--count", "2"], cwd=REPO, env=env, capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert " 0 events" in again.stderr
+    assert len(read_topic(stack.kafka_bootstrap, prefix + "job-events")) == len(got)
+    cp = orjson.loads((tmp_path / "state" / "ship" / "sacct.json").read_bytes())
+    assert cp["hwm"] > first

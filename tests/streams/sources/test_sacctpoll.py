@@ -1,0 +1,140 @@
+"""``ship jobs --sacct`` polling: jobs ending during a poll, and records reaching the database
+late, are neither lost nor sent twice; the events sent over many polls (and a restart) equal a
+one-shot read of the same sacct dump. sacct is a stand-in here (a small script serving the
+public phillips.log dump by end time, as `sacct --state <end states> -S -E` selects): a real
+sacct needs slurmdbd and MariaDB holding months of jobs, which cannot be made up here."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.formats.sacct import parse_time
+from streams.driver import RejectLog
+from streams.sources.jobevents import read_job_events
+from streams.sources.sacctpoll import SacctPoller, parse_since
+from streams.sources.slurmship import SnapshotFailed
+from tests.paths import SHARED_DATA
+
+DUMP = SHARED_DATA / "sacct" / "phillips.log"
+pytestmark = pytest.mark.skipif(not DUMP.exists(), reason=f"{DUMP} (public test data) absent")
+
+# Serves the dump's records whose End is in [--starttime, --endtime] and that were "written to
+# the database" by --endtime: every 7th record reaches it LATE seconds after the job ended.
+STAND_IN = """#!{python}
+import sys
+from datetime import datetime, timezone
+a = sys.argv[1:]
+def t(s): return datetime.fromisoformat(s).replace(tzinfo=timezone.utc).timestamp()
+lo, hi = t(a[a.index("--starttime") + 1]), t(a[a.index("--endtime") + 1])
+fields = a[a.index("--format") + 1].split(",")
+assert a[a.index("--state") + 1] == "BF,CA,CD,DL,F,NF,OOM,PR,TO" and "--parsable2" in a
+late = float(open("{late}").read())
+print("|".join(f.capitalize() if f != "jobid" else "JobID" for f in fields))
+for i, line in enumerate(open("{dump}")):
+    f = line.rstrip("\\n").split("|")
+    end = t(f[13])
+    delay = late if i % 7 == 3 else 0.0
+    if lo <= end <= hi and end + delay <= hi:
+        print(line.rstrip("\\n") + "|")  # a 27th field: Flags, empty
+"""
+
+
+@pytest.fixture
+def sacct(tmp_path: Path) -> tuple[str, Path]:
+    late = tmp_path / "late"
+    late.write_text("0")
+    p = tmp_path / "sacct"
+    p.write_text(STAND_IN.format(python=sys.executable, dump=DUMP, late=late))
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return str(p), late
+
+
+def _one_shot() -> list[bytes]:
+    events, _ = read_job_events("sacct", [str(DUMP)], RejectLog())
+    return sorted(e.to_json() for e in events)
+
+
+def _ends() -> tuple[float, float]:
+    ends = [parse_time(line.split("|")[13]) for line in DUMP.read_text().splitlines()]
+    return min(e for e in ends if e is not None), max(e for e in ends if e is not None)
+
+
+def test_polls_with_late_records_and_a_restart_send_each_event_once(
+    sacct: tuple[str, Path], tmp_path: Path
+) -> None:
+    path, late = sacct
+    late.write_text("1500")  # within the overlap
+    first, last = _ends()
+    cp = tmp_path / "cp.json"
+    poller = SacctPoller(path, cp, since=first - 3600, overlap=1800, max_window=6 * 3600)
+    sent: list[bytes] = []
+    now = first - 3600
+    restarted = False
+    while now < last + 7200:
+        now += 2917.5  # polls land in the middle of jobs' ends, not on them
+        p = poller.poll(now)
+        while True:
+            sent += [e.to_json() for e in p.events]
+            poller.commit(p)
+            if not p.behind:
+                break
+            p = poller.poll(now)
+        if not restarted and now > (first + last) / 2:  # a restart resumes from the file
+            poller = SacctPoller(path, cp, since=0.0, overlap=1800, max_window=6 * 3600)
+            restarted = True
+    want = _one_shot()
+    assert len(want) > 8000
+    assert sorted(sent) == want  # nothing lost, nothing twice
+    assert poller.dropped > 0  # the overlap did see records again, and dropped them
+    assert restarted
+
+
+def test_records_later_than_the_overlap_are_lost_so_the_overlap_must_cover_them(
+    sacct: tuple[str, Path], tmp_path: Path
+) -> None:
+    path, late = sacct
+    late.write_text("4000")
+    first, last = _ends()
+    poller = SacctPoller(path, tmp_path / "cp.json", since=first - 1, overlap=600,
+                         max_window=1e9)  # fmt: skip
+    sent: list[bytes] = []
+    now = first
+    while now < last + 7200:
+        now += 2400
+        p = poller.poll(now)
+        sent += [e.to_json() for e in p.events]
+        poller.commit(p)
+    assert len(set(sent)) == len(sent) and len(sent) < len(_one_shot())
+
+
+def test_a_crash_before_the_commit_sends_that_poll_again(
+    sacct: tuple[str, Path], tmp_path: Path
+) -> None:
+    path, _ = sacct
+    first, last = _ends()
+    cp = tmp_path / "cp.json"
+    a = SacctPoller(path, cp, since=first - 1, overlap=600, max_window=1e9)
+    p1 = a.poll((first + last) / 2)
+    a.commit(p1)
+    p2 = a.poll(last + 1)  # ... killed before the broker acknowledged p2
+    b = SacctPoller(path, cp, since=0.0, overlap=600, max_window=1e9)
+    p3 = b.poll(last + 1)
+    assert [e.to_json() for e in p3.events] == [e.to_json() for e in p2.events]
+    assert sorted(e.to_json() for e in p1.events + p3.events) == _one_shot()
+
+
+def test_sacct_failure_is_reported(tmp_path: Path) -> None:
+    p = SacctPoller("/bin/false", tmp_path / "cp.json", since=0.0)
+    with pytest.raises(SnapshotFailed, match="sacct exited 1"):
+        p.poll(100.0)
+    assert not (tmp_path / "cp.json").exists()
+
+
+def test_parse_since() -> None:
+    assert parse_since("2017-01-01T00:00:00Z", lambda: 0.0) == 1483228800.0
+    assert parse_since("2017-01-01T01:00:00+01:00", lambda: 0.0) == 1483228800.0
+    assert parse_since("now", lambda: 5.0) == 5.0
