@@ -580,6 +580,21 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
         w = t.num("write_mb_s")
         s.facts.append(f"Threshold {float(thr):.4g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
                        f"{int(np.sum(w > float(thr)))} minute(s) above it.")  # fmt: skip
+    per_fs = o.table("hot_zones_fs.csv")
+    systems = summ.get("file_systems") or {}
+    if per_fs is not None and systems:
+        episodes: dict[str, list[dict[str, str]]] = defaultdict(list)
+        for r in per_fs.dicts():
+            episodes[r["fs"]].append(r)
+        fs_rows = []
+        for fs, info in systems.items():
+            e = episodes.get(fs, [])
+            fs_rows.append([fs, info.get("threshold"), len(e), sum(int(r["minutes"]) for r in e),
+                            max((float(r["peak_mb_s"]) for r in e), default=None)])  # fmt: skip
+        fs_rows.sort(key=lambda r: (-r[3], r[0]))
+        s.tables.append(TableView(["file system", f"threshold ({unit})", "episodes",
+                                   "hot minutes", f"peak ({unit})"], fs_rows,
+                                  "per file system, most hot minutes first"))  # fmt: skip
     return s
 
 

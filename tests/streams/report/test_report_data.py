@@ -325,3 +325,23 @@ def test_long_lines_are_thinned_keeping_their_peaks() -> None:
     assert (np.diff(tx) > 0).all() and (tr == 2.0).all()
     short = x[:100]
     assert plots.thin(short, y[:100])[0] is short
+
+
+@pytest.mark.data
+def test_llview_per_file_system_hot_zones(tmp_path: Path) -> None:
+    """A real LLview job (JUWELS Booster): rates in MiB/s, episodes per file system."""
+    from tests.paths import SHARED_DATA
+
+    job = SHARED_DATA / "llview" / "job-9438058"
+    if not job.exists():
+        pytest.skip(f"{job} is absent (../shared/data)")
+    out = tmp_path / "ll"
+    assert cli(["replay", "--format", "llview", str(job), "--out", str(out), "--no-progress"]) == 0
+    o = data.load([str(out)])
+    dfs = sections.dfs_load(o)
+    assert dfs is not None and "MiB/s" in dfs.tables[0].columns[3]
+    want: dict[str, int] = defaultdict(int)
+    for c in _rows(out / "hot_zones_fs.csv"):
+        want[c["fs"]] += int(c["minutes"])
+    per_fs = {r[0]: r[3] for r in dfs.tables[1].rows}
+    assert per_fs == {fs: want.get(fs, 0) for fs in per_fs} and sum(per_fs.values()) > 0
