@@ -302,11 +302,63 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         return 1
 
 
+def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from models.records.plausible import TimeBounds
+    from streams.config import load_settings
+    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.sources.jobcompship import relay_jobcomp
+
+    settings = load_settings(getattr(args, "config", None))
+    if args.paths or args.format:
+        raise UserError("--jobcomp-topic consumes a topic: give no FILE and no --format")
+    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+
+    async def main() -> int:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await wait_for_kafka(settings, "drainwatch ship jobs")
+        await ensure_topics(settings)
+        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+        consumer = AIOKafkaConsumer(args.jobcomp_topic, **settings.aiokafka_kwargs(),
+                                    group_id=args.group, enable_auto_commit=False,
+                                    auto_offset_reset="earliest")  # fmt: skip
+        await producer.start()
+        await consumer.start()
+        try:
+            topic = settings.topic_prefix + "job-events"
+            parts = len(await producer.partitions_for(topic))
+            js, st = await relay_jobcomp(consumer, producer, topic,
+                                         settings.topic_prefix + "dead-letter", parts, bounds,
+                                         args.start_records, stop, args.count)  # fmt: skip
+        finally:
+            await consumer.stop()
+            await producer.stop()
+        print(f"ship jobs: {js.records:,} jobcomp records, {st.events:,} events in "
+              f"{st.messages:,} messages, {st.dead_letters:,} dead letters",
+              file=sys.stderr)  # fmt: skip
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
+        return 1
+
+
 def _ship_jobs(args: argparse.Namespace) -> int:
     from streams.sources.jobship import ship_job_files
 
     if args.sacct is not None:
         return _ship_jobs_sacct(args)
+    if args.jobcomp_topic is not None:
+        return _ship_jobs_jobcomp(args)
     if not args.paths or not args.format:
         raise UserError("give --format F and job event FILEs (or --sacct)")
 
@@ -410,7 +462,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument("--max-window", type=option_type(float, 0.0, False), default=86_400.0,
                    help="--sacct: longest window of one poll, s (86400)")  # fmt: skip
     j.add_argument("--count", type=positive_int, default=None,
-                   help="--sacct: stop after N polls (default: run)")  # fmt: skip
+                   help="stop after N sacct polls or N jobcomp records (default: run)")  # fmt: skip
     j.add_argument(
         "--checkpoint",
         default=None,
@@ -421,6 +473,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--dry-run",
         action="store_true",
         help="--sacct: print the events as JSON lines instead of sending them",
+    )
+    j.add_argument("--jobcomp-topic", default=None, metavar="TOPIC",
+                   help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
+                   "publish its records as job events")  # fmt: skip
+    j.add_argument("--group", default="drainwatch-jobcomp",
+                   help="--jobcomp-topic: consumer group (drainwatch-jobcomp)")  # fmt: skip
+    j.add_argument(
+        "--start-records",
+        action="store_true",
+        help="--jobcomp-topic: the topic also carries start records (Slurm 25.05+)",
     )
     j.set_defaults(func=_ship_jobs)
     f = ssub.add_parser(

@@ -1,0 +1,82 @@
+"""``ship jobs --jobcomp-topic TOPIC``: Slurm's jobcomp/kafka records -> ``<prefix>job-events``.
+
+Each record (one JSON object a message, the plugin's format; see models/formats/jobcomp.py) is
+normalised to JobEvents as ``replay --format jobcomp`` reads a file of them (unknown fields
+ignored, the same plausibility bounds), published in the job-events batches of the file
+shipper, and only then are the consumed offsets committed: a shipper killed in between reads
+those records again (at-least-once). A record that cannot be used goes to
+``<prefix>dead-letter`` with its topic, partition and offset and is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from models.formats.jobcomp import iter_jobcomp_events
+from models.formats.jobsource import sort_events
+from models.records.jobevent import JobEvent
+from models.records.plausible import TimeBounds, keep_plausible
+from models.records.reject import Reject
+from streams.sources.jobship import JobShipStats, send_events
+from streams.topics import dead_letter_message
+
+
+@dataclass(slots=True)
+class JobcompStats:
+    records: int = 0  # jobcomp messages consumed
+    bad: int = 0  # of which dead-lettered whole or in part
+
+
+def normalise(
+    value: bytes, where: tuple[str, int, int], bounds: TimeBounds, start_records: bool
+) -> tuple[list[JobEvent], list[Reject]]:
+    """The events of one jobcomp message and its rejects (line = the message's offset)."""
+    topic, partition, offset = where
+    source = f"jobcomp:{topic}[{partition}]"
+    bad: list[Reject] = []
+    evs = list(iter_jobcomp_events([value], bad, source, start_records))
+    evs = keep_plausible(evs, bounds, source, lambda e: e.to_json().decode(), bad)
+    return evs, [Reject(r.reason, source, offset, r.text) for r in bad]
+
+
+async def relay_jobcomp(
+    consumer: Any,
+    producer: Any,
+    topic: str,
+    dead_topic: str,
+    partitions: int,
+    bounds: TimeBounds,
+    start_records: bool = False,
+    stop: asyncio.Event | None = None,
+    count: int | None = None,
+) -> tuple[JobcompStats, JobShipStats]:
+    """Consume, normalise, publish, then commit, until ``stop`` or ``count`` records."""
+    stop = stop or asyncio.Event()
+    js, st = JobcompStats(), JobShipStats()
+    while not stop.is_set() and (count is None or js.records < count):
+        got = await consumer.getmany(timeout_ms=500, max_records=5000)
+        msgs = [m for tp in sorted(got, key=lambda t: (t.topic, t.partition)) for m in got[tp]]
+        if not msgs:
+            continue
+        events: list[JobEvent] = []
+        futs = []
+        for m in msgs:
+            js.records += 1
+            evs, bad = normalise(m.value or b"", (m.topic, m.partition, m.offset), bounds,
+                                 start_records)  # fmt: skip
+            events += evs
+            if bad:
+                js.bad += 1
+            for r in bad:
+                doc = dead_letter_message(r, topic=m.topic, partition=m.partition,
+                                          offset=m.offset)  # fmt: skip
+                futs.append(await producer.send(dead_topic, orjson.dumps(doc),
+                                                key=r.source.encode()))  # fmt: skip
+                st.dead_letters += 1
+        await send_events(producer, topic, sort_events(events), partitions, st, futs)
+        await consumer.commit()  # only now: the events are acknowledged
+    return js, st
