@@ -25,9 +25,59 @@ if TYPE_CHECKING:
     from streams.sources.sampler import JsonLinesSink, Sampler
 
 
+def _ship_samples_kafka(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from streams.config import load_settings
+    from streams.kafka import ensure_topics
+    from streams.sources.samplekafka import SampleKafkaShipper, run_sampler
+    from streams.sources.sampler import Sampler, resolver_by_name
+
+    if args.out != "-":
+        raise UserError("--kafka sends the samples: give no --out")
+    settings = load_settings(getattr(args, "config", None))
+    sampler = Sampler(resolver_by_name(args.resolver), node=args.node, job_class=args.job_class)
+
+    async def connect() -> object:
+        from aiokafka import AIOKafkaProducer
+
+        await ensure_topics(settings)
+        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+        try:
+            await producer.start()
+        except BaseException:
+            await producer.stop()
+            raise
+        return producer
+
+    shipper = SampleKafkaShipper(connect, settings.topic_prefix + "node-samples",
+                                 args.buffer_max)  # fmt: skip
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await run_sampler(sampler, shipper, args.period, args.count, stop)
+        finally:
+            await shipper.close()
+
+    asyncio.run(main())
+    k = shipper.stats
+    print(f"ship samples: {k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} "
+          f"samples), {len(shipper.buffer):,} still buffered, {k.dropped_sweeps:,} dropped "
+          f"past the buffer cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka "
+          f"failures", file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def _ship_samples(args: argparse.Namespace) -> int:
     from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
 
+    if args.kafka:
+        return _ship_samples_kafka(args)
     if args.out != "-":
         out = Path(args.out)
         if not args.out or out.is_dir():
@@ -518,4 +568,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("--node", default=None, help="node name (default: host name)")
     s.add_argument("--job-class", default="", help="class written with every sample")
+    s.add_argument(
+        "--kafka",
+        action="store_true",
+        help="send each sweep to <prefix>node-samples instead of writing lines",
+    )
+    s.add_argument("--buffer-max", type=positive_int, default=1440, metavar="SWEEPS",
+                   help="--kafka: sweeps kept while Kafka is unreachable; past it the oldest "
+                   "are dropped and counted (1440: a day of minutes)")  # fmt: skip
     s.set_defaults(func=_ship_samples)

@@ -1,0 +1,141 @@
+"""``ship samples --kafka``: the /proc sampler's sweeps straight to ``<prefix>node-samples``.
+
+One message per sweep (this node's samples at one time, as trace lines joined by newlines,
+keyed by node, on partition CRC-32(node) modulo the partitions: the format of ``ship
+sample-files``, so the worker reads both alike). A sweep waits in a bounded local buffer until
+the broker acknowledged it; while Kafka cannot be reached the buffer grows, and past
+``buffer_max`` sweeps the OLDEST are dropped, counted (sweeps and samples) and reported. Nothing
+is dropped below the cap; the connection is tried again at every sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from models.formats.sampletrace import dumps
+from models.records.nodesample import NodeSample
+
+
+@dataclass(slots=True)
+class BufferedSweep:
+    node: str
+    value: bytes
+    samples: int
+
+
+@dataclass
+class SampleKafkaStats:
+    sweeps: int = 0
+    sent_sweeps: int = 0
+    sent_samples: int = 0
+    dropped_sweeps: int = 0  # oldest sweeps dropped past the buffer cap
+    dropped_samples: int = 0
+    send_failures: int = 0  # connection or send attempts that failed
+    last_error: str = ""
+
+
+class SampleKafkaShipper:
+    """Sweeps -> a bounded buffer -> Kafka. ``connect`` returns a started producer (raises when
+    the broker cannot be reached); tests give their own."""
+
+    def __init__(self, connect: Callable[[], Any], topic: str, buffer_max: int = 1440,
+                 send_timeout: float = 30.0) -> None:  # fmt: skip
+        self.connect = connect
+        self.topic = topic
+        self.buffer: deque[BufferedSweep] = deque()
+        self.buffer_max = buffer_max
+        self.send_timeout = send_timeout
+        self.producer: Any = None
+        self.partitions = 1
+        self.stats = SampleKafkaStats()
+
+    def push(self, samples: list[NodeSample]) -> None:
+        """Queue one sweep (nothing when it has no sample); drop the oldest past the cap."""
+        self.stats.sweeps += 1
+        if not samples:
+            return
+        value = b"\n".join(dumps(s) for s in samples)
+        self.buffer.append(BufferedSweep(samples[0].node, value, len(samples)))
+        while len(self.buffer) > self.buffer_max:
+            old = self.buffer.popleft()
+            self.stats.dropped_sweeps += 1
+            self.stats.dropped_samples += old.samples
+
+    async def _close(self) -> None:
+        p, self.producer = self.producer, None
+        if p is not None:
+            try:
+                await asyncio.wait_for(p.stop(), timeout=5)
+            except Exception:  # noqa: BLE001 - a broken producer is dropped either way
+                pass
+
+    def _failed(self, e: BaseException) -> None:
+        self.stats.send_failures += 1
+        self.stats.last_error = f"{type(e).__name__}: {e}"[:300]
+        print(f"ship samples: Kafka: {self.stats.last_error}; {len(self.buffer)} sweeps "
+              f"buffered", file=sys.stderr, flush=True)  # fmt: skip
+
+    async def flush(self) -> None:
+        """Send the buffer, oldest first, each sweep removed only once acknowledged; stop at
+        the first failure (the rest waits for the next sweep)."""
+        if not self.buffer:
+            return
+        if self.producer is None:
+            try:
+                self.producer = await asyncio.wait_for(self.connect(), self.send_timeout)
+                self.partitions = len(await self.producer.partitions_for(self.topic)) or 1
+            except Exception as e:  # noqa: BLE001 - any failure to connect: keep buffering
+                await self._close()
+                self._failed(e)
+                return
+        while self.buffer:
+            sw = self.buffer[0]
+            p = zlib.crc32(sw.node.encode()) % self.partitions
+            try:
+                fut = await self.producer.send(self.topic, sw.value, key=sw.node.encode(),
+                                               partition=p)  # fmt: skip
+                await asyncio.wait_for(fut, self.send_timeout)
+            except Exception as e:  # noqa: BLE001 - keep the sweep, reconnect next time
+                await self._close()
+                self._failed(e)
+                return
+            self.buffer.popleft()
+            self.stats.sent_sweeps += 1
+            self.stats.sent_samples += sw.samples
+
+    async def close(self) -> None:
+        await self._close()
+
+
+async def run_sampler(
+    sampler: Any,
+    shipper: SampleKafkaShipper,
+    period: float,
+    count: int | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Sweep every ``period`` s on a fixed grid (as ``Sampler.run``), queue and send each sweep;
+    at the end, one last try to send what is buffered."""
+    stop = stop or asyncio.Event()
+    t0 = time.monotonic()
+    k = 0
+    while not stop.is_set():
+        shipper.push(await asyncio.to_thread(sampler.sweep))
+        await shipper.flush()
+        k += 1
+        if count is not None and k >= count:
+            break
+        now = time.monotonic()
+        nxt = t0 + period * (int((now - t0) / period) + 1)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=max(0.0, nxt - now))
+        except TimeoutError:
+            pass
+    await shipper.flush()
