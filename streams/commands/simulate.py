@@ -102,7 +102,9 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     else:
         model = LublinModel(args.nodes, args.seed, target_load=args.load)
         workload = workload_from_lublin(model, cfg)
-    if args.findings:
+    # options added later: a caller's own Namespace (bench/) may not have them
+    findings, samples_hours = getattr(args, "findings", False), getattr(args, "samples_hours", 0.0)
+    if findings:
         first = cfg.job_base + len(workload) + 1_000
         workload = concat(workload, findings_workload(cfg.nodes, cfg.start, cfg.end, cfg.seed,
                                                       first))  # fmt: skip
@@ -130,15 +132,15 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
                 if chunk.events:
                     jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
                     n_events += len(chunk.events)
-                    if args.samples_hours:
+                    if samples_hours:
                         events.extend(chunk.events)
         finally:
             if log is not raw:
                 log.close()  # writes the gzip trailer; raw is closed by atomic_file
     n_samples = 0
-    if args.samples_hours:
+    if samples_hours:
         t1 = cfg.end
-        t0 = max(cfg.start, t1 - args.samples_hours * 3600.0)
+        t0 = max(cfg.start, t1 - samples_hours * 3600.0)
         with atomic_file(out / "samples.jsonl") as sf:
             buf: list[bytes] = []
             for sample in node_samples(events, t0, t1, cfg.seed):
