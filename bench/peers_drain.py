@@ -102,7 +102,9 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
             rsv=pl.when(pl.col("rsv").str.to_lowercase().is_in(["", "none"]))
             .then(None).otherwise(pl.col("rsv")),
         )
-        .with_row_index("i")
+        .with_columns(pl.col("node", "state", "rsv").cast(pl.Categorical))
+        .collect()  # once: every query below starts from these records
+        .lazy()
     )  # fmt: skip
     prev_max = pl.col("t").cum_max().shift(1).over("node")  # rows are in file order
     acc = (
@@ -110,6 +112,8 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
         .with_columns(nt=pl.col("t").shift(-1).over("node"))
         .filter(pl.col("nt").is_not_null())
         .with_columns(gap=(pl.col("nt") - pl.col("t")) > max_gap_ms)
+        .collect()
+        .lazy()
     )
     nodes_all = recs.select(pl.col("node").n_unique()).collect().item()
     # per job: drain intervals (splitting at midnights does not change these)
