@@ -212,7 +212,8 @@ def _ship_slurm(args: argparse.Namespace) -> int:
         flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
         print(f"ship slurm: {s.iterations:,} iterations, {s.records:,} records in "
               f"{s.messages:,} messages, {s.skipped_iterations:,} skipped, "
-              f"{s.failed_attempts:,} failed attempts, {s.planned_unnamed:,} planned nodes "
+              f"{s.failed_attempts:,} failed attempts, {s.publish_failures:,} not acknowledged, "
+              f"{s.planned_unnamed:,} planned nodes "
               f"without a job, unknown flags: {flags}", file=sys.stderr)  # fmt: skip
         if args.count is not None and s.iterations == 0:
             print(f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
@@ -289,7 +290,8 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
     cp = Path(args.checkpoint or settings.state_dir / "ship" / "sacct.json")
     poller = SacctPoller(args.sacct, cp, since, args.overlap, max_window=args.max_window,
                          bounds=bounds, max_line_bytes=settings.max_line_bytes,
-                         max_hosts=settings.max_hosts)  # fmt: skip
+                         max_hosts=settings.max_hosts,
+                         completion=args.sacct_completion)  # fmt: skip
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -328,7 +330,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
                         futs = await dead_letter_rejects(producer, dl, p.rejects)
                         st.dead_letters += len(futs)
                         await send_events(producer, topic, p.events, parts, st, futs)
-                    poller.commit(p)  # only once the broker acknowledged the poll
+                    poller.commit(p, save=producer is not None)  # after the broker's ack
                 k += 1
                 if args.count is not None and k >= args.count:
                     break
@@ -524,6 +526,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="--sacct: print the events as JSON lines instead of sending them",
     )
+    j.add_argument("--sacct-completion", action="store_true",
+                   help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm "
+                   "without slurmdbd")  # fmt: skip
     j.add_argument("--jobcomp-topic", default=None, metavar="TOPIC",
                    help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
                    "publish its records as job events")  # fmt: skip

@@ -4,6 +4,8 @@ Each poll asks ``sacct --parsable2`` (the replay's 27-field layout with a header
 for the jobs that reached an end state between the high-water mark minus ``overlap`` and now
 minus ``lag``; its lines are read exactly as ``replay --format sacct`` reads a file
 (``read_job_events``: bounds, caps, rejects) and give each job's submit, start and end events.
+Only jobs whose end is inside the window are kept, whatever sacct listed: ``sacct
+--completion`` (the jobcomp/filetxt file, for a Slurm without slurmdbd) ignores the window.
 
 No job is lost: a record that reaches the database late (up to ``overlap`` seconds after the
 job's end) is still inside the next window. None is sent twice: the events sent whose job ended
@@ -52,6 +54,7 @@ def event_key(e: JobEvent) -> str:
 class SacctCheckpoint:
     hwm: float  # every job that ended before hwm - overlap was sent
     sent: dict[str, float] = field(default_factory=dict)  # event key -> its job's end
+    since: float = 0.0  # nothing that ended before this is wanted (--since)
 
     @classmethod
     def load(cls, path: Path) -> SacctCheckpoint | None:
@@ -59,12 +62,13 @@ class SacctCheckpoint:
             d = json.loads(path.read_text())
         except FileNotFoundError:
             return None
-        return cls(float(d["hwm"]), {str(k): float(v) for k, v in d["sent"].items()})
+        sent = {str(k): float(v) for k, v in d["sent"].items()}
+        return cls(float(d["hwm"]), sent, float(d.get("since", 0.0)))
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(str(path)) as f:
-            f.write(json.dumps({"hwm": self.hwm, "sent": self.sent}).encode())
+            f.write(json.dumps({"hwm": self.hwm, "sent": self.sent, "since": self.since}).encode())
 
 
 @dataclass
@@ -89,23 +93,26 @@ class SacctPoller:
         max_line_bytes: int = MAX_LINE_BYTES,
         max_hosts: int = MAX_HOSTS,
         env: dict[str, str] | None = None,
+        completion: bool = False,
     ) -> None:
         self.sacct = sacct
+        self.completion = completion  # sacct -c: the jobcomp/filetxt file, no slurmdbd
         self.path = checkpoint
         self.overlap, self.lag, self.max_window, self.timeout = overlap, lag, max_window, timeout
         self.bounds = bounds or TimeBounds()
         self.max_line_bytes, self.max_hosts = max_line_bytes, max_hosts
         self.env = {**(os.environ if env is None else env), "TZ": "UTC"}
-        self.cp = SacctCheckpoint.load(checkpoint) or SacctCheckpoint(since)
+        self.cp = SacctCheckpoint.load(checkpoint) or SacctCheckpoint(since, since=since)
         self.polls = 0
         self.dropped = 0  # events seen again in an overlap, not sent twice
 
     def _start(self, hwm: float) -> float:
         """The next window's start: whole seconds, as sacct reads ``--starttime``."""
-        return float(math.floor(hwm - self.overlap))
+        return float(max(math.floor(hwm - self.overlap), math.floor(self.cp.since)))
 
     def argv(self, start: float, end: float) -> list[str]:
-        return [self.sacct, "--allusers", "--parsable2", "--allocations", "--duplicates",
+        head = [self.sacct, "--completion"] if self.completion else [self.sacct]
+        return [*head, "--allusers", "--parsable2", "--allocations", "--duplicates",
                 "--format", ",".join(FIELDS_27), "--state", END_STATES,
                 "--starttime", _iso(start), "--endtime", _iso(end)]  # fmt: skip
 
@@ -143,22 +150,26 @@ class SacctPoller:
                 ends[e.job] = max(ends.get(e.job, e.ts), e.ts)
         new = []
         for e in events:
+            ended = ends.get(e.job)
+            if ended is None or not start <= ended <= end:
+                continue  # sacct -c, and some versions, list jobs outside the window too
             k = event_key(e)
             if k in self.cp.sent:
                 self.dropped += 1
                 continue
-            self.cp.sent[k] = ends.get(e.job, end)
+            self.cp.sent[k] = ended
             new.append(e)
         self.polls += 1
         return Poll(new, bad, end, end < math.floor(now - self.lag))
 
-    def commit(self, p: Poll) -> None:
+    def commit(self, p: Poll, save: bool = True) -> None:
         """The poll's events were acknowledged: move the mark, forget what the next window
-        cannot see again, and persist both."""
+        cannot see again, and persist both (not for a dry run: ``save`` False)."""
         self.cp.hwm = p.end
         cut = self._start(p.end)
         self.cp.sent = {k: v for k, v in self.cp.sent.items() if v >= cut}
-        self.cp.save(self.path)
+        if save:
+            self.cp.save(self.path)
 
 
 def parse_since(text: str, now: Callable[[], float]) -> float:

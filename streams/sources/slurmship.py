@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
+from aiokafka.errors import KafkaError
 
 from models.formats.hostlist import MAX_HOSTS
 from models.formats.slurmnodes import (
@@ -119,6 +120,7 @@ class SlurmShipStats:
     messages: int = 0
     failed_attempts: int = 0  # snapshots taken again
     skipped_iterations: int = 0  # every attempt failed: nothing sent for that period
+    publish_failures: int = 0  # iterations the broker did not acknowledge
     planned_unnamed: int = 0  # IDLE+PLANNED node-iterations no pending job named
     unknown_flags: Counter[str] = field(default_factory=Counter)
     last_error: str = ""
@@ -181,8 +183,14 @@ class SlurmShipper:
         pub.reset_if_large()
         batch = NodeStatusBatch.from_records(it.records, pub.book)
         before = pub.stats.messages
-        futures = await pub.send_batch(batch, "slurm")
-        await asyncio.gather(*futures)  # acknowledged by the broker before the next snapshot
+        try:
+            futures = await pub.send_batch(batch, "slurm")
+            await asyncio.gather(*futures)  # acknowledged before the next snapshot is taken
+        except KafkaError as e:  # the producer reconnects by itself; the node's next record
+            s.publish_failures += 1  # closes the gap (up to accounting.max_gap)
+            s.last_error = f"Kafka: {e}"
+            print(f"ship slurm: {s.last_error}", file=sys.stderr, flush=True)
+            return False
         s.messages += pub.stats.messages - before
         return True
 

@@ -10,7 +10,9 @@ import importlib.util
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -138,10 +140,62 @@ def test_ship_slurm_charges_held_idle_nodes_to_the_waiting_job(
     while time.monotonic() < deadline:
         rows = live.influx.influxql("SELECT last(*) FROM drain_job GROUP BY job")
         got = {r["job"]: r for r in rows}
-        if big in got and got[big]["last_drain_node_seconds"] * 1000 == total_ms:
+        if big in got and round(got[big]["last_drain_node_seconds"] * 1000) == total_ms:
             break
         time.sleep(0.5)
     assert set(got) == {big}, got
-    assert got[big]["last_drain_node_seconds"] * 1000 == total_ms
+    assert round(got[big]["last_drain_node_seconds"] * 1000) == total_ms
     assert got[big]["last_nodes_charged"] == 3
     _slurm(senv, "scancel", holder, big)
+
+
+def _wait_no_jobs(env: dict[str, str], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while _slurm(env, "squeue", "-h", "-o", "%i").strip():
+        assert time.monotonic() < deadline, "jobs still queued"
+        time.sleep(0.3)
+
+
+def test_ship_jobs_sacct_on_real_slurm_sends_each_ended_job_once(
+    cluster: tuple[Path, dict[str, str]], stack: Any, tmp_path: Path
+) -> None:
+    """Two polls of the real sacct (its jobcomp/filetxt file: this cluster has no slurmdbd),
+    jobs ending between them: the events on Kafka equal one read of the whole file."""
+    from streams.driver import RejectLog
+    from streams.sources.jobevents import read_job_events
+    from tests.integration.kafka_read import read_topic
+
+    d, senv = cluster
+    _slurm(senv, "scancel", "--user", "root")
+    _wait_no_jobs(senv)
+    since = time.time() + 1  # the jobs just cancelled ended before it
+    time.sleep(1.5)
+    prefix = f"t{uuid.uuid4().hex[:8]}."
+    env = {k: v for k, v in senv.items() if not k.startswith("DRAINWATCH_")}
+    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+                "DRAINWATCH_TOPIC_PREFIX": prefix, "PYTHONPATH": str(REPO),
+                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--sacct", "--sacct-completion",
+            "--since", datetime.fromtimestamp(since, UTC).isoformat(), "--count", "1"]  # fmt: skip
+    ids = []
+    for _ in range(2):
+        for n in (1, 2):
+            job = _slurm(senv, "sbatch", "--parsable", "-N", str(n), "-t", "1",
+                         f"--chdir={d}", "-o", "/dev/null", "--wrap", "true")  # fmt: skip
+            ids.append(job.strip())
+        _wait_no_jobs(senv)
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert run.returncode == 0, run.stderr
+        assert "1 sacct polls (0 failed), 6 events" in run.stderr, run.stderr
+    whole = tmp_path / "sacct.txt"
+    r = subprocess.run(["sacct", "--completion", "--allusers", "--parsable2", "--format",
+                        "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,"
+                        "eligible,start,end,elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,"
+                        "reqtres,alloctres,timelimit,nodelist,jobname,flags"],
+                       env={**senv, "TZ": "UTC"}, capture_output=True, timeout=30)  # fmt: skip
+    whole.write_bytes(r.stdout)
+    expect, _ = read_job_events("sacct", [str(whole)], RejectLog())
+    expect = [e for e in expect if e.job in ids]
+    got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    lines = [line for _, v, _ in got for line in v.split(b"\n")]
+    assert len(expect) == 12 and sorted(lines) == sorted(e.to_json() for e in expect)
