@@ -159,3 +159,24 @@ def test_cli_dry_run_and_user_errors(tmp_path: Path) -> None:
     r = _cli("--dry-run", "--count", "1", "--scontrol", cmds.scontrol, "--squeue", "/bin/false",
              "--retries", "0", env=env)  # fmt: skip
     assert r.returncode == 1 and "no snapshot could be taken" in r.stderr
+
+
+def test_json_snapshot_of_23_11(tmp_path: Path) -> None:
+    v = CAPTURED.parent / "23.11"
+    sc = _tool(tmp_path, "scontrol", f"""case "$*" in
+  --version) echo "slurm 23.11.4";;
+  "show node --json") cat {v}/scontrol_show_node.json;;
+  "show reservation --json") cat {v}/scontrol_show_reservation.json;;
+  *) echo "unexpected: $*" >&2; exit 1;;
+esac
+""")  # fmt: skip
+    sq = _tool(tmp_path, "squeue", f"""[ "$*" = "--all --array --json" ] || exit 1
+cat {v}/squeue.json
+""")  # fmt: skip
+    cmds = SlurmCommands(sc, sq)
+    it = take_snapshot(cmds, cmds.resolved_form(), lambda: 1795473650.0)
+    got = {r.node: (r.state, r.rsvlist, r.joblist) for r in it.records}
+    assert got["n7"] == ("Idle", ("3", "4"), ())
+    assert got["n11"] == ("Idle", ("resv_a",), ())
+    assert got["n10"] == ("Down", (), ())
+    assert got["n1"] == ("Running", ("3", "4"), ("1",))
