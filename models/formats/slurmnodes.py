@@ -179,16 +179,45 @@ def _names(expr: str | None, max_hosts: int) -> tuple[str, ...]:
         raise SlurmOutputError(e.reason, str(e)) from None
 
 
+_NODE_KEYS = re.compile(r"(?:^|\s)(NodeName|State|ReservationName)=(\S*)")
+
+
 def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
-    """``scontrol show node [--oneliner]`` text -> nodes, in the order printed."""
-    out = []
-    for d in _records(text, "NodeName"):
-        if "State" not in d or not d["NodeName"]:
-            raise SlurmOutputError("bad_node_record", d.get("NodeName", "")[:80])
-        base, flags = split_state(d["State"])
-        rsv = d.get("ReservationName") or d.get("Reservation") or ""
-        rsvs = tuple(r for r in rsv.split(",") if r and r != "(null)")
-        out.append(SlurmNode(d["NodeName"], base, flags, rsvs))
+    """``scontrol show node [--oneliner]`` text -> nodes, in the order printed. Only NodeName,
+    State and ReservationName are read (the first of each in a record: Reason comes later)."""
+    if not text.strip() or text.strip().startswith("No "):  # 'No nodes in the system'
+        return []
+    out: list[SlurmNode] = []
+    name: str | None = None
+    state: str | None = None
+    rsv = ""
+    first = True
+
+    def close() -> None:
+        if name is not None:
+            if not name or state is None:
+                raise SlurmOutputError("bad_node_record", (name or "")[:80])
+            base, flags = split_state(state)
+            rsvs = tuple(r for r in rsv.split(",") if r and r != "(null)")
+            out.append(SlurmNode(name, base, flags, rsvs))
+
+    for m in _NODE_KEYS.finditer(text):
+        key, value = m.group(1), m.group(2)
+        if key == "NodeName":
+            if first and text[: m.start()].strip():
+                raise SlurmOutputError("bad_scontrol_output", text.strip()[:120])
+            first = False
+            close()
+            name, state, rsv = value, None, ""
+        elif name is None:
+            raise SlurmOutputError("bad_scontrol_output", text.strip()[:120])
+        elif key == "State" and state is None:
+            state = value
+        elif key == "ReservationName" and not rsv:
+            rsv = value
+    if first:
+        raise SlurmOutputError("bad_scontrol_output", text.strip()[:120])
+    close()
     return out
 
 
