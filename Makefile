@@ -63,6 +63,7 @@ bench: venv
 	$(PY) bench/bench_samples.py
 	$(PY) bench/bench_sampler_overhead.py --pairs 0
 	$(PY) bench/bench_jobevents_parse.py
+	$(PY) bench/bench_slurmnodes.py
 	$(PY) bench/bench_report.py
 	if [ -f bench/bench_jobs.py ]; then $(PY) bench/bench_jobs.py; fi
 
