@@ -8,9 +8,10 @@ fails, times out or prints what cannot be read, the whole snapshot is taken agai
 ``retries`` more times) and, if it still fails, the iteration is skipped and counted — never a
 partial iteration. Each iteration is stamped with the time its first command started.
 
-``text``: ``scontrol show node --oneliner``, ``squeue --format=%i|%T|%S|%Y|%N``, ``scontrol show
-reservation --oneliner``; ``json``: the ``--json`` forms (Slurm 23.02+; ``scontrol`` has no
-``--json`` before). ``auto`` asks ``scontrol --version`` once and picks json from 23.02.
+``text``: ``scontrol --all --oneliner show node``, ``squeue --format=%i|%T|%S|%Y|%N``,
+``scontrol --oneliner show reservation``; ``json``: the ``--json`` forms (Slurm 23.02+;
+``scontrol`` has no ``--json`` before). Options go before scontrol's command, as its manual
+writes them. ``auto`` asks ``scontrol --version`` once and picks json from 23.02.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from models.records.nodestatus import NodeStatusBatch
 from streams.format import instant_ms
 
 FORMATS = ("auto", "text", "json")
-JSON_SINCE = (23, 2)  # first release with `scontrol show node --json`
+JSON_SINCE = (23, 2)  # first release with `scontrol --json show node`
 
 
 class SnapshotFailed(RuntimeError):
@@ -95,16 +96,16 @@ def take_snapshot(cmds: SlurmCommands, form: str, clock: Callable[[], float]) ->
     sc, sq, mh = cmds.scontrol, cmds.squeue, cmds.max_hosts
     try:
         if form == "json":
-            nodes = parse_nodes_json(cmds.run([sc, "show", "node", "--json"]))
+            nodes = parse_nodes_json(cmds.run([sc, "--json", "show", "node"]))
             jobs = parse_squeue_json(cmds.run([sq, "--all", "--array", "--json"]), mh)
-            rsv = (parse_reservations_json(cmds.run([sc, "show", "reservation", "--json"]),
+            rsv = (parse_reservations_json(cmds.run([sc, "--json", "show", "reservation"]),
                                            ts_ms / 1000, mh)
                    if cmds.reservations else [])  # fmt: skip
         else:
-            nodes = parse_scontrol_nodes(cmds.run([sc, "show", "node", "--oneliner", "--all"]))
+            nodes = parse_scontrol_nodes(cmds.run([sc, "--all", "--oneliner", "show", "node"]))
             out = cmds.run([sq, "--all", "--array", f"--format={SQUEUE_FORMAT}"])
             jobs = parse_squeue_text(out, SQUEUE_FORMAT, mh)
-            rsv = (parse_reservations_text(cmds.run([sc, "show", "reservation", "--oneliner"]), mh)
+            rsv = (parse_reservations_text(cmds.run([sc, "--oneliner", "show", "reservation"]), mh)
                    if cmds.reservations else [])  # fmt: skip
     except SlurmOutputError as e:
         raise SnapshotFailed(f"unreadable Slurm output ({e})") from None

@@ -41,8 +41,8 @@ def _tool(d: Path, name: str, body: str) -> str:
 def _stand_ins(d: Path, squeue_body: str | None = None) -> SlurmCommands:
     sc = _tool(d, "scontrol", f"""case "$*" in
   --version) echo "slurm 22.05.8";;
-  "show node --oneliner --all") cat {CAPTURED}/scontrol_show_node_oneliner.txt;;
-  "show reservation --oneliner") cat {CAPTURED}/scontrol_show_reservation.txt;;
+  "--all --oneliner show node") cat {CAPTURED}/scontrol_show_node_oneliner.txt;;
+  "--oneliner show reservation") cat {CAPTURED}/scontrol_show_reservation.txt;;
   *) echo "unexpected: $*" >&2; exit 1;;
 esac
 """)  # fmt: skip
@@ -165,8 +165,8 @@ def test_json_snapshot_of_23_11(tmp_path: Path) -> None:
     v = CAPTURED.parent / "23.11"
     sc = _tool(tmp_path, "scontrol", f"""case "$*" in
   --version) echo "slurm 23.11.4";;
-  "show node --json") cat {v}/scontrol_show_node.json;;
-  "show reservation --json") cat {v}/scontrol_show_reservation.json;;
+  "--json show node") cat {v}/scontrol_show_node.json;;
+  "--json show reservation") cat {v}/scontrol_show_reservation.json;;
   *) echo "unexpected: $*" >&2; exit 1;;
 esac
 """)  # fmt: skip
