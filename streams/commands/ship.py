@@ -120,6 +120,8 @@ def _ship_moab(args: argparse.Namespace) -> int:
     settings = load_settings(getattr(args, "config", None))
     if args.follow and len(args.paths) != 1:
         raise UserError("--follow takes exactly one log (the live one)")
+    if args.follow and args.dry_run:
+        raise UserError("--dry-run reads whole files: give no --follow")
     if not args.follow:
         check_inputs(args.paths)
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
@@ -130,11 +132,16 @@ def _ship_moab(args: argparse.Namespace) -> int:
     async def main() -> int:
         from aiokafka import AIOKafkaProducer
 
-        await wait_for_kafka(settings, "drainwatch ship moab")
-        await ensure_topics(settings)
-        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
-                                    max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
-        await producer.start()
+        if args.dry_run:
+            from streams.sources.dryrun import DryRunProducer
+
+            producer: Any = DryRunProducer(settings.topic_partitions)
+        else:
+            await wait_for_kafka(settings, "drainwatch ship moab")
+            await ensure_topics(settings)
+            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
+                                        max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+            await producer.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -246,10 +253,17 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
     async def main() -> int:
         from aiokafka import AIOKafkaProducer
 
-        await wait_for_kafka(settings, f"drainwatch ship {what}")
-        parts = await ensure_topics(settings)
-        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
-        await producer.start()
+        if getattr(args, "dry_run", False):
+            from streams.sources.dryrun import DryRunProducer
+
+            producer: Any = DryRunProducer(settings.topic_partitions)
+            parts = {settings.topic_prefix + t: settings.topic_partitions
+                     for t in ("job-events", "node-samples")}  # fmt: skip
+        else:
+            await wait_for_kafka(settings, f"drainwatch ship {what}")
+            parts = await ensure_topics(settings)
+            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+            await producer.start()
         try:
             line = await publish(producer, settings, bounds, parts)
         finally:
@@ -376,19 +390,27 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await wait_for_kafka(settings, "drainwatch ship jobs")
-        await ensure_topics(settings)
-        producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+        dry = args.dry_run
+        if dry:  # read without a group: nothing committed, nothing sent
+            from streams.sources.dryrun import DryRunProducer
+
+            producer: Any = DryRunProducer(settings.topic_partitions)
+        else:
+            await ensure_topics(settings)
+            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
+            await producer.start()
         consumer = AIOKafkaConsumer(args.jobcomp_topic, **settings.aiokafka_kwargs(),
-                                    group_id=args.group, enable_auto_commit=False,
+                                    group_id=None if dry else args.group,
+                                    enable_auto_commit=False,
                                     auto_offset_reset="earliest")  # fmt: skip
-        await producer.start()
         await consumer.start()
         try:
             topic = settings.topic_prefix + "job-events"
             parts = len(await producer.partitions_for(topic))
             js, st = await relay_jobcomp(consumer, producer, topic,
                                          settings.topic_prefix + "dead-letter", parts, bounds,
-                                         args.start_records, stop, args.count)  # fmt: skip
+                                         args.start_records, stop, args.count,
+                                         commit=not dry)  # fmt: skip
         finally:
             await consumer.stop()
             await producer.stop()
@@ -457,6 +479,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     m.add_argument("--poll", type=float, default=0.5, metavar="S",
                    help="--follow: seconds between looks at the log (0.5)")  # fmt: skip
     m.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    m.add_argument("--dry-run", action="store_true",
+                   help="print the records as JSON lines instead of sending them")  # fmt: skip
     m.set_defaults(func=_ship_moab)
     sl = ssub.add_parser(
         "slurm",
@@ -524,7 +548,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument(
         "--dry-run",
         action="store_true",
-        help="--sacct: print the events as JSON lines instead of sending them",
+        help="print the events as JSON lines instead of sending them",
     )
     j.add_argument("--sacct-completion", action="store_true",
                    help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm "
@@ -549,6 +573,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rejected lines go to <prefix>dead-letter.",
     )
     f.add_argument("paths", nargs="+", metavar="FILE", help="sample traces (any compression)")
+    f.add_argument("--dry-run", action="store_true",
+                   help="print the samples as JSON lines instead of sending them")  # fmt: skip
     f.set_defaults(func=_ship_sample_files)
     s = ssub.add_parser(
         "samples",

@@ -53,8 +53,10 @@ async def relay_jobcomp(
     start_records: bool = False,
     stop: asyncio.Event | None = None,
     count: int | None = None,
+    commit: bool = True,
 ) -> tuple[JobcompStats, JobShipStats]:
-    """Consume, normalise, publish, then commit, until ``stop`` or ``count`` records."""
+    """Consume, normalise, publish, then commit (unless a dry run: ``commit`` False), until
+    ``stop`` or ``count`` records."""
     stop = stop or asyncio.Event()
     js, st = JobcompStats(), JobShipStats()
     while not stop.is_set() and (count is None or js.records < count):
@@ -78,5 +80,6 @@ async def relay_jobcomp(
                                                 key=r.source.encode()))  # fmt: skip
                 st.dead_letters += 1
         await send_events(producer, topic, sort_events(events), partitions, st, futs)
-        await consumer.commit()  # only now: the events are acknowledged
+        if commit:
+            await consumer.commit()  # only now: the events are acknowledged
     return js, st

@@ -61,6 +61,11 @@ def test_jobcomp_topic_to_job_events(stack, tmp_path: Path) -> None:  # type: ig
                 "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
     argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--jobcomp-topic", source,
             "--group", f"g{prefix}"]  # fmt: skip
+    dry = subprocess.run([*argv, "--count", "23", "--dry-run"], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert len(dry.stdout.splitlines()) == 62 and "3 dead letters" in dry.stderr
+    # the dry run committed nothing: the real run reads every record
     run = subprocess.run([*argv, "--count", "23"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr
