@@ -16,11 +16,12 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from models.records.nodesample import sort_order
 from models.records.reject import RecordError
+
+if TYPE_CHECKING:  # numpy only in counter_deltas: the parsers and resolvers load without it
+    import numpy as np
 
 
 class ProcParseError(RecordError):
@@ -292,6 +293,10 @@ def counter_deltas(
     a series gives ``value`` where ``first_from_zero`` is True (the process started inside the
     sampling window) else 0 (the baseline); a decrease gives ``value`` (restart from zero).
     """
+    import numpy as np
+
+    from models.records.nodesample import sort_order
+
     n = value.shape[0]
     out = np.zeros(value.shape, dtype=np.float64)
     if n == 0:

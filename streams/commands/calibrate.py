@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.samples.dfs import hot_zone_threshold
 from streams.errors import UserError, option_type
 
 MB = 10**6
@@ -71,6 +70,8 @@ def calibrate(
         shutil.rmtree(work, ignore_errors=True)
     mean = statistics.fmean(rates)
     std = statistics.pstdev(rates, mean)
+    from models.samples.dfs import hot_zone_threshold
+
     return Calibration(rates, mean, std, hot_zone_threshold(mean, std))
 
 

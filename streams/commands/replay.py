@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models.drain.basis import QUALITY_MIN
 from models.drain.jobs import FAILURE_TO_LAUNCH_S, SIZE_GROUP_MODES
@@ -31,10 +31,6 @@ from models.jobs.fairshare import DEFAULT_HALF_LIFE_S
 from models.jobs.runtime import DEFAULT_HISTORY
 from models.jobs.shortjobs import DEFAULT_INTERVAL_S, DEFAULT_LAMBDA, DEFAULT_THRESHOLD_S
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S
-from models.records.nodestatus import Codebook
-from models.records.plausible import TimeBounds
-from models.samples.dfs import Rate, hot_zone_threshold, parse_rate
-from streams import driver
 from streams.errors import (
     UnusableInput,
     UserError,
@@ -50,15 +46,12 @@ from streams.errors import (
     positive_float,
     positive_int,
 )
-from streams.sinks.adjust import AdjustTableFile
-from streams.sinks.files import DirectorySink
-from streams.sources.files import check_format
-from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
-from streams.sources.moab import MoabFiles
-from streams.sources.samples import LlviewDirs, SampleTraceFiles
-from streams.stages import drain as drain_stages
-from streams.stages import jobs as job_stages
-from streams.stages import samples as sample_stages
+
+if TYPE_CHECKING:  # the run's modules (polars, numpy) are imported when a run starts, so
+    # that `drainwatch replay --help` and a mistyped option answer at once
+    from models.records.plausible import TimeBounds
+    from streams import driver
+    from streams.stages import samples as sample_stages
 
 ENGINES: dict[str, str] = {
     "moab": "drain",
@@ -319,6 +312,10 @@ def run(args: argparse.Namespace) -> int:
         _check_adjust_out(args)
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
+    from models.records.plausible import TimeBounds
+    from streams import driver
+    from streams.sinks.files import DirectorySink
+
     args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
     if args.influx:
         if args.format != "moab":
@@ -332,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
         except Unreachable as e:
             raise UserError(f"--influx: {e}") from None
     engine = ENGINES[args.format]
-    build, owned = _ENGINE_RUNS[engine]
+    build, owned = _engine_runs()[engine]
     rejects = driver.RejectLog(args.rejects)
     try:
         r = build(args, rejects)
@@ -403,6 +400,11 @@ def report_line(what: str, s: dict[str, Any], out: str) -> str:
 
 
 def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    from models.records.nodestatus import Codebook
+    from streams import driver
+    from streams.sources.moab import MoabFiles
+    from streams.stages import drain as drain_stages
+
     book = Codebook()
     source = MoabFiles(
         args.paths,
@@ -456,6 +458,8 @@ class _LazyJobFiles:
         max_line_bytes: int,
         max_hosts: int,
     ) -> None:
+        from streams.sources.files import check_format
+
         for p in paths:  # an archive is refused before the node-status feed runs
             check_format(p)
         self.fmt, self.paths, self.tz, self.bounds = fmt, paths, tz, bounds
@@ -463,6 +467,8 @@ class _LazyJobFiles:
         self.inputs: list[driver.InputStats] = []
 
     def batches(self, rejects: driver.RejectLog) -> Any:
+        from streams.sources.jobevents import JobEventFiles, read_job_events
+
         events, self.inputs = read_job_events(
             self.fmt, self.paths, rejects, self.bounds, self.max_line_bytes, self.max_hosts
         )
@@ -470,6 +476,11 @@ class _LazyJobFiles:
 
 
 def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    from streams import driver
+    from streams.sinks.adjust import AdjustTableFile
+    from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
+    from streams.stages import jobs as job_stages
+
     paths = [str(p) for p in args.paths]
     # read and sorted before the stages are built: the capability section size may come from
     # the events
@@ -513,6 +524,9 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
     """Thresholds keep their units (a plain number = the source's unit/s); the stage converts
     them exactly to the source's unit. Two units in one MEAN,STD, or --hot-zone beside
     --hot-zone-bw, are refused rather than guessed."""
+    from models.samples.dfs import Rate, hot_zone_threshold, parse_rate
+    from streams.stages import samples as sample_stages
+
     thr, origin = sample_stages.DEFAULT_HOT_ZONE, sample_stages.DEFAULT_HOT_ZONE_ORIGIN
     if args.hot_zone_bw is not None and args.hot_zone is not None:
         raise UserError("--hot-zone and --hot-zone-bw both set the threshold: give one")
@@ -557,6 +571,10 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
 
 
 def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    from streams import driver
+    from streams.sources.samples import LlviewDirs, SampleTraceFiles
+    from streams.stages import samples as sample_stages
+
     kw: dict[str, Any] = {
         "mem_per_core_gib": args.mem_per_core,
         "cores_per_node": args.cores_per_node,
@@ -575,12 +593,17 @@ def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.
     return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)
 
 
-# engine -> (how its run is built, the files its runs write: a rerun removes those it no
-# longer writes)
-_ENGINE_RUNS: dict[
+def _engine_runs() -> dict[
     str, tuple[Callable[[argparse.Namespace, driver.RejectLog], driver.Run], list[str]]
-] = {
-    "drain": (_drain_run, drain_stages.FILES),
-    "jobs": (_jobs_run, job_stages.FILES),
-    "samples": (_samples_run, sample_stages.FILES),
-}
+]:
+    """engine -> (how its run is built, the files its runs write: a rerun removes those it no
+    longer writes)."""
+    from streams.stages import drain as drain_stages
+    from streams.stages import jobs as job_stages
+    from streams.stages import samples as sample_stages
+
+    return {
+        "drain": (_drain_run, drain_stages.FILES),
+        "jobs": (_jobs_run, job_stages.FILES),
+        "samples": (_samples_run, sample_stages.FILES),
+    }

@@ -12,21 +12,6 @@ from pathlib import Path
 from typing import IO, Any
 from zoneinfo import ZoneInfo
 
-from models.formats.sampletrace import dumps
-from models.formats.swf import parse_swf
-from models.records.jobevent import JobEvent
-from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS
-from models.records.reject import Reject, count_reasons
-from models.sim.findings import concat, findings_workload
-from models.sim.lublin import LublinModel
-from models.sim.nodesamples import node_samples
-from models.sim.simulator import (
-    SimConfig,
-    random_outages,
-    simulate,
-    workload_from_lublin,
-    workload_from_swf,
-)
 from streams.errors import (
     UnusableInput,
     UserError,
@@ -38,8 +23,6 @@ from streams.errors import (
     option_type,
     positive_int,
 )
-from streams.sinks.files import atomic_file
-from streams.sources.files import open_text, reading
 
 # What a simulation can be asked for: beyond these it runs out of memory or never ends
 MAX_NODES = 1_000_000  # Fugaku has 158,976
@@ -59,6 +42,8 @@ def parse_start(text: str, tz: str) -> float:
 def check_start(text: str, tz: str, days: float) -> float:
     """``--start`` as POSIX seconds; the log it begins lies inside the times replay accepts
     (1970-01-01 to 2100-01-01 UTC by default)."""
+    from models.records.plausible import DEFAULT_NOT_AFTER_MS, DEFAULT_NOT_BEFORE_MS
+
     try:
         start = parse_start(text, tz)
     except ValueError:
@@ -76,6 +61,23 @@ def check_start(text: str, tz: str, days: float) -> float:
 
 def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     """Run the simulation described by ``args`` and write its files; return the summary."""
+    from models.formats.sampletrace import dumps
+    from models.formats.swf import parse_swf
+    from models.records.jobevent import JobEvent
+    from models.records.reject import Reject, count_reasons
+    from models.sim.findings import concat, findings_workload
+    from models.sim.lublin import LublinModel
+    from models.sim.nodesamples import node_samples
+    from models.sim.simulator import (
+        SimConfig,
+        random_outages,
+        simulate,
+        workload_from_lublin,
+        workload_from_swf,
+    )
+    from streams.sinks.files import atomic_file
+    from streams.sources.files import open_text, reading
+
     out = Path(args.out)
     cfg = SimConfig(
         nodes=args.nodes,

@@ -10,7 +10,6 @@ are created (streams/kafka.py). ``--no-influx`` runs without InfluxDB (metric to
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -61,6 +60,8 @@ def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> InfluxSin
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     try:
         settings = load_settings(getattr(args, "config", None))
     except ConfigError as e:
