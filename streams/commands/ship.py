@@ -305,7 +305,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
     poller = SacctPoller(args.sacct, cp, since, args.overlap, max_window=args.max_window,
                          bounds=bounds, max_line_bytes=settings.max_line_bytes,
                          max_hosts=settings.max_hosts,
-                         completion=args.sacct_completion)  # fmt: skip
+                         completion=args.sacct_completion, starts=args.starts)  # fmt: skip
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -553,6 +553,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument("--sacct-completion", action="store_true",
                    help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm "
                    "without slurmdbd")  # fmt: skip
+    j.add_argument("--starts", action="store_true",
+                   help="--sacct: also poll running jobs (sacct --state R) to send each start "
+                   "when it happens, not with its end")  # fmt: skip
     j.add_argument("--jobcomp-topic", default=None, metavar="TOPIC",
                    help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
                    "publish its records as job events")  # fmt: skip

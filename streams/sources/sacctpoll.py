@@ -14,6 +14,10 @@ high-water mark and that set are one checkpoint file, written atomically only af
 acknowledged the poll's events; a shipper killed in between sends that poll again on restart
 (at-least-once, the worker's job analytics key events by job). A window is at most
 ``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
+
+With ``starts``, a second query (``--state R``: running during the window) sends the submit
+and start of each job that started in the window right away; their keys stay remembered
+until the job's end record arrives, which then brings only the end.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from models.formats.hostlist import MAX_HOSTS
+from models.formats.jobsource import sort_events
 from models.formats.sacct import FIELDS_27
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
@@ -40,6 +45,7 @@ from streams.sources.jobship import RejectCollector
 from streams.sources.slurmship import SnapshotFailed
 
 END_STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"  # every state a job ends in (sacct --state)
+RUNNING = 1e18  # the "end" of a started job whose end was not seen yet: never pruned
 
 
 def _iso(ts: float) -> str:
@@ -94,9 +100,11 @@ class SacctPoller:
         max_hosts: int = MAX_HOSTS,
         env: dict[str, str] | None = None,
         completion: bool = False,
+        starts: bool = False,
     ) -> None:
         self.sacct = sacct
         self.completion = completion  # sacct -c: the jobcomp/filetxt file, no slurmdbd
+        self.starts = starts  # also poll running jobs, for their start events
         self.path = checkpoint
         self.overlap, self.lag, self.max_window, self.timeout = overlap, lag, max_window, timeout
         self.bounds = bounds or TimeBounds()
@@ -110,21 +118,16 @@ class SacctPoller:
         """The next window's start: whole seconds, as sacct reads ``--starttime``."""
         return float(max(math.floor(hwm - self.overlap), math.floor(self.cp.since)))
 
-    def argv(self, start: float, end: float) -> list[str]:
+    def argv(self, start: float, end: float, states: str = END_STATES) -> list[str]:
         head = [self.sacct, "--completion"] if self.completion else [self.sacct]
         return [*head, "--allusers", "--parsable2", "--allocations", "--duplicates",
-                "--format", ",".join(FIELDS_27), "--state", END_STATES,
+                "--format", ",".join(FIELDS_27), "--state", states,
                 "--starttime", _iso(start), "--endtime", _iso(end)]  # fmt: skip
 
-    def poll(self, now: float) -> Poll:
-        """The events of jobs that ended in [hwm - overlap, min(now - lag, hwm + max_window)]
-        not sent before. Raises SnapshotFailed when sacct fails or times out."""
-        start = self._start(self.cp.hwm)
-        # whole seconds, as sacct reads them: the next window starts exactly where pruning cuts
-        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.max_window),
-                                   self.cp.hwm)))  # fmt: skip
+    def _query(self, start: float, end: float, states: str) -> tuple[list[JobEvent], list[Reject]]:
+        """sacct's records of the window, read as the replay reads a file."""
         try:
-            r = subprocess.run(self.argv(start, end), capture_output=True, env=self.env,
+            r = subprocess.run(self.argv(start, end, states), capture_output=True, env=self.env,
                                timeout=self.timeout, stdin=subprocess.DEVNULL)  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SnapshotFailed(f"sacct timed out after {self.timeout:g} s") from None
@@ -143,24 +146,51 @@ class SacctPoller:
         finally:
             os.unlink(tmp)
         src = f"sacct:{_iso(start)}..{_iso(end)}"
-        bad = [Reject(rj.reason, src, rj.lineno, rj.text) for rj in rejects.items]
+        return events, [Reject(rj.reason, src, rj.lineno, rj.text) for rj in rejects.items]
+
+    def poll(self, now: float) -> Poll:
+        """The events of jobs that ended in [hwm - overlap, min(now - lag, hwm + max_window)]
+        not sent before (with ``starts``: also the submit and start of jobs that started in
+        it). Raises SnapshotFailed when sacct fails or times out."""
+        start = self._start(self.cp.hwm)
+        # whole seconds, as sacct reads them: the next window starts exactly where pruning cuts
+        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.max_window),
+                                   self.cp.hwm)))  # fmt: skip
+        events, bad = self._query(start, end, END_STATES)
+        running: list[JobEvent] = []
+        if self.starts:
+            running, bad2 = self._query(start, end, "R")
+            bad += bad2
+        sent = self.cp.sent
+        new = []
         ends: dict[str, float] = {}
         for e in events:
             if e.type == "end":
                 ends[e.job] = max(ends.get(e.job, e.ts), e.ts)
-        new = []
         for e in events:
             ended = ends.get(e.job)
             if ended is None or not start <= ended <= end:
                 continue  # sacct -c, and some versions, list jobs outside the window too
             k = event_key(e)
-            if k in self.cp.sent:
+            if k in sent:
+                self.dropped += 1
+                sent[k] = ended  # a start sent while it ran: forgotten with its end
+                continue
+            sent[k] = ended
+            new.append(e)
+        started = {e.job: e.ts for e in running if e.type == "start"}
+        for e in running:
+            t0 = started.get(e.job)
+            if e.type == "end" or t0 is None or not start <= t0 <= end:
+                continue  # ends come from the end-state query; starts of this window only
+            k = event_key(e)
+            if k in sent:
                 self.dropped += 1
                 continue
-            self.cp.sent[k] = ended
+            sent[k] = RUNNING  # kept until the job's end is seen
             new.append(e)
         self.polls += 1
-        return Poll(new, bad, end, end < math.floor(now - self.lag))
+        return Poll(sort_events(new), bad, end, end < math.floor(now - self.lag))
 
     def commit(self, p: Poll, save: bool = True) -> None:
         """The poll's events were acknowledged: move the mark, forget what the next window

@@ -10,6 +10,7 @@ import stat
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from models.formats.sacct import parse_time
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.skipif(not DUMP.exists(), reason=f"{DUMP} (public test 
 
 # Serves the dump's records whose End is in [--starttime, --endtime] and that were "written to
 # the database" by --endtime: every 7th record reaches it LATE seconds after the job ended.
+# With --state R: the jobs running at some time in the window (started by --endtime, not ended
+# before --starttime); those whose end is not written yet as RUNNING with End Unknown.
 STAND_IN = """#!{python}
 import sys
 from datetime import datetime, timezone
@@ -31,15 +34,22 @@ a = sys.argv[1:]
 def t(s): return datetime.fromisoformat(s).replace(tzinfo=timezone.utc).timestamp()
 lo, hi = t(a[a.index("--starttime") + 1]), t(a[a.index("--endtime") + 1])
 fields = a[a.index("--format") + 1].split(",")
-assert a[a.index("--state") + 1] == "BF,CA,CD,DL,F,NF,OOM,PR,TO" and "--parsable2" in a
+states = a[a.index("--state") + 1]
+assert states in ("BF,CA,CD,DL,F,NF,OOM,PR,TO", "R") and "--parsable2" in a
 late = float(open("{late}").read())
 print("|".join(f.capitalize() if f != "jobid" else "JobID" for f in fields))
 for i, line in enumerate(open("{dump}")):
     f = line.rstrip("\\n").split("|")
-    end = t(f[13])
+    start, end = t(f[12]), t(f[13])
     delay = late if i % 7 == 3 else 0.0
-    if lo <= end <= hi and end + delay <= hi:
-        print(line.rstrip("\\n") + "|")  # a 27th field: Flags, empty
+    known = end + delay <= hi
+    if states == "R":
+        if start <= hi and end >= lo and f[24] != "None assigned":  # it ran
+            if not known:
+                f[13], f[16] = "Unknown", "RUNNING"
+            print("|".join(f) + "|")
+    elif lo <= end <= hi and known:
+        print("|".join(f) + "|")  # a 27th field: Flags, empty
 """
 
 
@@ -91,6 +101,31 @@ def test_polls_with_late_records_and_a_restart_send_each_event_once(
     assert sorted(sent) == want  # nothing lost, nothing twice
     assert poller.dropped > 0  # the overlap did see records again, and dropped them
     assert restarted
+
+
+def test_starts_are_sent_while_jobs_run_and_ends_bring_only_the_end(
+    sacct: tuple[str, Path], tmp_path: Path
+) -> None:
+    path, late = sacct
+    late.write_text("1500")
+    first, last = _ends()
+    poller = SacctPoller(path, tmp_path / "cp.json", since=first - 3600, overlap=1800,
+                         max_window=6 * 3600, starts=True)  # fmt: skip
+    sent: list[bytes] = []
+    now = first - 3600
+    while now < last + 7200:
+        now += 2917.5
+        while True:
+            p = poller.poll(now)
+            sent += [e.to_json() for e in p.events]
+            poller.commit(p)
+            if not p.behind:
+                break
+    assert sorted(sent) == _one_shot()  # each event once, starts sent ahead of their ends
+    ends = {orjson.loads(x)["job"]: i for i, x in enumerate(sent) if b'"type":"end"' in x}
+    starts = {orjson.loads(x)["job"]: i for i, x in enumerate(sent) if b'"type":"start"' in x}
+    assert sum(starts[j] < ends[j] for j in ends if j in starts) > 0.5 * len(ends)
+    assert all(v < 1e18 for v in poller.cp.sent.values())  # every started job has ended
 
 
 def test_records_later_than_the_overlap_are_lost_so_the_overlap_must_cover_them(
