@@ -553,9 +553,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument("--sacct-completion", action="store_true",
                    help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm "
                    "without slurmdbd")  # fmt: skip
-    j.add_argument("--starts", action="store_true",
-                   help="--sacct: also poll running jobs (sacct --state R) to send each start "
-                   "when it happens, not with its end")  # fmt: skip
+    j.add_argument(
+        "--starts",
+        action="store_true",
+        help="--sacct: also poll pending and running jobs (sacct --state PD, R) "
+        "to send each submit and start when it happens, not with the job's end",
+    )
     j.add_argument("--jobcomp-topic", default=None, metavar="TOPIC",
                    help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
                    "publish its records as job events")  # fmt: skip

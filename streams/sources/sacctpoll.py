@@ -15,9 +15,12 @@ acknowledged the poll's events; a shipper killed in between sends that poll agai
 (at-least-once, the worker's job analytics key events by job). A window is at most
 ``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
 
-With ``starts``, a second query (``--state R``: running during the window) sends the submit
-and start of each job that started in the window right away; their keys stay remembered
-until the job's end record arrives, which then brings only the end.
+With ``starts``, two more queries (``--state PD`` and ``--state R``: pending or running during
+the window) send each submit and start that happened in the window right away, so every
+event reaches Kafka within about a period of its time (the worker's lateness must cover the
+period plus the overlap); their keys stay remembered until the job's end record arrives,
+which then brings only the end. A submit sent early carries what sacct knew then (e.g. the
+requested CPUs), and is not sent again with the final record's values.
 """
 
 from __future__ import annotations
@@ -159,8 +162,10 @@ class SacctPoller:
         events, bad = self._query(start, end, END_STATES)
         running: list[JobEvent] = []
         if self.starts:
-            running, bad2 = self._query(start, end, "R")
-            bad += bad2
+            pending, bad2 = self._query(start, end, "PD")
+            running, bad3 = self._query(start, end, "R")
+            running = pending + running
+            bad += bad2 + bad3
         sent = self.cp.sent
         new = []
         ends: dict[str, float] = {}
@@ -178,11 +183,10 @@ class SacctPoller:
                 continue
             sent[k] = ended
             new.append(e)
-        started = {e.job: e.ts for e in running if e.type == "start"}
         for e in running:
-            t0 = started.get(e.job)
-            if e.type == "end" or t0 is None or not start <= t0 <= end:
-                continue  # ends come from the end-state query; starts of this window only
+            if e.type == "end" or not start <= e.ts <= end:
+                continue  # ends come from the end-state query; submits and starts of this
+                # window only
             k = event_key(e)
             if k in sent:
                 self.dropped += 1
