@@ -148,11 +148,11 @@ def jobs(s: Settings) -> Dashboard:
         [
             table(
                 "Top drain jobs",
-                "The 20 jobs charged the most drain (node-hours held idle for them before they "
-                "started, seed 000 §V-A), with size, run time and drain per node.",
+                "Jobs by drain charged, largest first (node-hours held idle for them before "
+                "they started, seed 000 §V-A), with size, run time and drain per node.",
                 target(
-                    'SELECT top("drain_node_seconds", 20) / 3600 AS "drain_node_hours", '
-                    '"job", "nodes_charged", "size", "runtime", "drain_per_node" FROM "job" '
+                    'SELECT "drain_node_seconds" / 3600 AS "drain_node_hours", "job", '
+                    '"nodes_charged", "size", "runtime", "drain_per_node" FROM "job" '
                     f"WHERE {JOB} AND {CLUSTER} AND $timeFilter",
                     fmt="table",
                 ),

@@ -1,0 +1,209 @@
+"""Every panel query of every generated dashboard, run by a real Grafana (``/api/ds/query``, so
+Grafana expands ``$timeFilter`` and ``$__interval``) on a simulated week that the live pipeline
+wrote into the real InfluxDB: each returns data, and the key panels are the replay's numbers
+(daily drain %, top drain jobs, CUP40 per day)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.integration.grafana_server import Grafana, grafana_server
+from tests.integration.test_live_drain import Live, _cli
+from tests.integration.test_live_jobs import _ship_jobs
+from tests.integration.test_live_samples import _trace
+from tests.paths import REPO
+
+pytestmark = pytest.mark.integration
+DASHBOARDS = REPO / "grafana" / "dashboards"
+START = datetime(2023, 11, 14, tzinfo=UTC)  # the samples trace's day (test_live_samples.T0)
+# What a dashboard opened with its defaults sends: All (allValue .*) and an empty job box.
+DEFAULTS = {"cluster": ".*", "user": ".*", "worker": ".*", "job": ""}
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def interpolate(query: str) -> str:
+    """The frontend's part: template variables at their defaults; Grafana's macros stay."""
+    return re.sub(r"\$(cluster|user|worker|job)\b", lambda m: DEFAULTS[m.group(1)], query)
+
+
+def frames(result: dict[str, Any]) -> list[dict[str, Any]]:
+    assert result.get("status", 200) == 200 and not result.get("error"), result
+    return [f for f in result.get("frames", []) if f["data"]["values"]
+            and f["data"]["values"][0]]  # fmt: skip
+
+
+def series(result: dict[str, Any]) -> dict[str, dict[int, float]]:
+    """time_series frames by display name -> {time ms: value}."""
+    out = {}
+    for f in frames(result):
+        field = f["schema"]["fields"][1]
+        name = (field.get("config") or {}).get("displayNameFromDS") or f["schema"].get("name")
+        out[name] = dict(zip(f["data"]["values"][0], f["data"]["values"][1], strict=True))
+    return out
+
+
+def table_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows as a table panel shows them. Grafana 10.0's backend answers InfluxQL with one
+    (time, value) frame per column and series, named measurement.column, tags as labels; the
+    frontend joins them (by row: per-job points may share a millisecond)."""
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for f in frames(result):
+        times, *cols = f["data"]["values"]
+        for fl, vals in zip(f["schema"]["fields"][1:], cols, strict=True):
+            labels = fl.get("labels") or {}
+            name = (fl.get("config") or {}).get("displayNameFromDS") or f["schema"]["name"]
+            column = name.split(" {")[0].split(".", 1)[-1]
+            for i, (t, v) in enumerate(zip(times, vals, strict=True)):
+                key = (i, *sorted(labels.items()))  # a series' columns share their rows
+                rows.setdefault(key, {"time": t, **labels})[column] = v
+    return list(rows.values())
+
+
+def run_panel(g: Grafana, panel: dict[str, Any], start_ms: int, end_ms: int) -> dict[str, Any]:
+    queries = [{**t, "query": interpolate(t["query"]), "intervalMs": 60_000,
+                "maxDataPoints": 2000} for t in panel["targets"]]  # fmt: skip
+    return g.query(queries, start_ms, end_ms)
+
+
+def _load_week(live: Live) -> tuple[Path, Path]:
+    """A simulated week of 64 nodes (its jobs) and a 2-hour samples trace through the live
+    pipeline into the test's database; the replay's reports of the same inputs."""
+    sim, rep, repj = live.tmp / "sim", live.tmp / "replay", live.tmp / "replay-jobs"
+    subprocess.run(_cli("simulate", "--model", "lublin", "--nodes", "64", "--days", "7",
+                        "--period", "300", "--seed", "1", "--tz", "UTC", "--start",
+                        START.strftime("%Y-%m-%dT%H:%M:%S"), "--outages", "2", "--drained", "1",
+                        "--out", str(sim)), check=True, capture_output=True)  # fmt: skip
+    # the simulator names users only: give them groups, for the per-group penalties
+    events = [orjson.loads(line) for line in (sim / "jobs.jsonl").read_bytes().splitlines()]
+    (sim / "jobs.jsonl").write_bytes(b"".join(
+        orjson.dumps({**e, "group": f"grp{int(e['user'][-1]) % 3}"}) + b"\n" for e in events
+    ))  # fmt: skip
+    subprocess.run(_cli("replay", "--format", "moab", str(sim / "moab.log"), "--tz", "UTC",
+                        "--jobs", str(sim / "jobs.jsonl"), "--jobs-format", "jobevents",
+                        "--out", str(rep), "--no-progress"),
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(_cli("replay", "--format", "jobevents", str(sim / "jobs.jsonl"), "--tz", "UTC",
+                        "--section-nodes", "64", "--out", str(repj), "--no-progress"),
+                   check=True, capture_output=True)  # fmt: skip
+    trace = _trace(live.tmp / "samples.jsonl")
+    live.env.update({"DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_LIVE_SAMPLES": "on",
+                     "DRAINWATCH_SECTION_NODES": "64", "DRAINWATCH_MEM_PER_CORE": "6",
+                     "DRAINWATCH_LATENESS": "120"})  # fmt: skip
+    w = live.worker()
+    # day by day, node status and job events side by side, as they flow in production (the
+    # join forgets a job's drain two days after its last charge)
+    lines = (sim / "moab.log").read_bytes().splitlines(keepends=True)
+    events = [orjson.loads(line) for line in (sim / "jobs.jsonl").read_bytes().splitlines()]
+    for k in range(7):
+        lo = (START + timedelta(days=k)).timestamp()
+        day = (START + timedelta(days=k)).strftime("%Y-%m-%d").encode()
+        (live.tmp / "day.log").write_bytes(b"".join(x for x in lines if x.startswith(day)))
+        (live.tmp / "day.jsonl").write_bytes(b"".join(
+            orjson.dumps(e) + b"\n" for e in events
+            if (k == 0 or e["ts"] >= lo) and (k == 6 or e["ts"] < lo + 86400)
+        ))  # fmt: skip
+        live.ship(str(live.tmp / "day.log"), "--no-progress")
+        assert _ship_jobs(live, "--format", "jobevents", str(live.tmp / "day.jsonl"),
+                          "--no-progress").wait(120) == 0  # fmt: skip
+    p = subprocess.run(_cli("ship", "sample-files", str(trace)), env=live.env,
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    # until the worker has it all: the replay's day rows, its failures to launch, every table
+    want_days = [float(r["drain_node_seconds"]) for r in _csv(rep / "drain_daily.csv")]
+    want_ftl = sorted(r["job"] for r in _csv(rep / "failure_to_launch.csv"))
+    deadline = time.monotonic() + 120
+    while True:
+        counts = {m: live.influx.influxql(f'SELECT count(*) FROM "{m}"') for m in
+                  ("capability", "dfs", "job_util", "runtime_prediction", "pipeline", "alerts",
+                   "hot_zone", "fairshare", "turnover", "usage")}  # fmt: skip
+        days = [r["drain_node_seconds"] for r in
+                live.influx.influxql('SELECT * FROM "drain" WHERE "window" = \'day\'')]  # fmt: skip
+        ftl = sorted(r["job"] for r in live.influx.influxql('SELECT * FROM "job" WHERE '
+                                                             '"runtime" < 30'))  # fmt: skip
+        if days == want_days and ftl == want_ftl and all(counts.values()):
+            break
+        assert w.poll() is None, "the worker stopped"
+        assert time.monotonic() < deadline, (
+            [(i, a, b) for i, (a, b) in enumerate(zip(days, want_days, strict=False)) if a != b],
+            len(days), ftl, want_ftl, [m for m, c in counts.items() if not c],
+        )  # fmt: skip
+        time.sleep(2)
+    return rep, repj
+
+
+def test_every_panel_query_returns_data_and_key_panels_equal_the_replay(live: Live) -> None:
+    rep, repj = _load_week(live)
+    boards = {p.stem: json.loads(p.read_text()) for p in sorted(DASHBOARDS.glob("*.json"))}
+    week = (int(START.timestamp() * 1000) - 86_400_000, int(START.timestamp() * 1000)
+            + 8 * 86_400_000)  # fmt: skip
+    now = int(time.time() * 1000)
+    ranges = {name: week for name in boards} | {"pipeline": (now - 3_600_000, now)}
+    with grafana_server(live.stack, live.influx.database, live.tmp) as g:
+        deadline = time.monotonic() + 60  # the provisioner loads files after /api/health is ok
+        while not {b["uid"] for b in boards.values()} <= {
+            d["uid"] for d in g.get("/api/search?type=dash-db")
+        }:
+            assert time.monotonic() < deadline, g.get("/api/search?type=dash-db")
+            time.sleep(0.5)
+        for b in boards.values():  # file-provisioned, as in production
+            assert g.get(f"/api/dashboards/uid/{b['uid']}")["meta"]["provisioned"] is True
+        results: dict[tuple[str, str], dict[str, Any]] = {}
+        empty = []
+        for name, b in boards.items():
+            start, end = ranges[name]
+            for v in b["templating"]["list"]:  # the variables' own queries
+                if v["type"] == "query":
+                    r = g.query([{"refId": "V", "datasource": v["datasource"], "query":
+                                  v["query"], "rawQuery": True, "resultFormat": "table"}],
+                                start, end)["V"]  # fmt: skip
+                    if not frames(r):
+                        empty.append((name, f"variable {v['name']}"))
+            for p in b["panels"]:
+                res = run_panel(g, p, start, end)
+                results[(name, p["title"])] = res
+                if not any(frames(r) for r in res.values()):
+                    empty.append((name, p["title"]))
+        assert not empty, f"panels without data: {empty}"
+
+    # daily drain %, both bases: the replay's drain_daily.csv
+    got = series(results[("drain", "Drain % per day")]["A"])
+    assert sorted(got) == ["drain.dynamic basis", "drain.static basis"]  # measurement.alias
+    for e in _csv(rep / "drain_daily.csv"):
+        t = int(datetime.fromisoformat(e["day"]).replace(tzinfo=UTC).timestamp() * 1000)
+        for col, name in (("drain_pct_static", "drain.static basis"),
+                          ("drain_pct_dynamic", "drain.dynamic basis")):  # fmt: skip
+            assert math.isclose(got[name][t], float(e[col]), rel_tol=1e-9), (e["day"], col)
+    # top drain jobs: the 20 largest of drain_jobs.csv, in node-hours
+    rows = table_rows(results[("jobs", "Top drain jobs")]["A"])
+    want = sorted(_csv(rep / "drain_jobs.csv"), key=lambda r: -float(r["drain_node_seconds"]))
+    assert len(rows) == len(want)  # every job charged drain; the panel sorts them
+    got_top = sorted(((r["job"], r["drain_node_hours"]) for r in rows), key=lambda x: -x[1])
+    for (job, hours), w in zip(got_top, want[:20], strict=True):
+        assert job == w["job"] and math.isclose(hours, float(w["drain_node_seconds"]) / 3600,
+                                                rel_tol=1e-9), (job, w)  # fmt: skip
+    # failure to launch: the replay's failure_to_launch.csv
+    ftl = {r["job"] for r in table_rows(results[("jobs", "Failure to launch (drained, "
+                                                  "then ran < 30 s)")]["A"])}  # fmt: skip
+    assert ftl == {r["job"] for r in _csv(rep / "failure_to_launch.csv")} != set()
+    # CUP40 per day: capability_daily.csv for every day the live pipeline has closed
+    cup = series(results[("capability", "CUP40 and modified CUP per day vs target")]["A"])
+    want_cup = {int(datetime.fromisoformat(r["day"]).replace(tzinfo=UTC).timestamp() * 1000):
+                float(r["cup40"]) for r in _csv(repj / "capability_daily.csv")}  # fmt: skip
+    assert len(cup["capability.CUP40"]) >= 5
+    for t, v in cup["capability.CUP40"].items():
+        assert math.isclose(v, want_cup[t], rel_tol=1e-9, abs_tol=1e-12), t
