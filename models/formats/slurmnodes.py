@@ -422,9 +422,12 @@ def slurm_iteration(
     nodes: Sequence[SlurmNode],
     jobs: Sequence[SlurmJob],
     reservations: Sequence[SlurmReservation] = (),
+    planned_flag: bool = True,
 ) -> SlurmIteration:
     """One NodeStatus per node at ``ts_ms`` (the snapshot time), by the table of the module
-    docstring; nodes in the order given, a node listed twice is kept once (its first line)."""
+    docstring; nodes in the order given, a node listed twice is kept once (its first line).
+    ``planned_flag`` False (Slurm before 21.08 has no PLANNED flag): an IDLE node in a pending
+    job's SchedNodes is held for it, flag or not."""
     planned = _planned_by_node(jobs)
     running: dict[str, list[str]] = {}
     for j in jobs:
@@ -465,7 +468,7 @@ def slurm_iteration(
                 it.planned_unnamed += 1
             if flags & _RESERVED_FLAGS and not rsvs:
                 rsvs = [RESERVED_UNKNOWN]
-        if state == IDLE and "PLANNED" not in flags:
+        if state == IDLE and "PLANNED" not in flags and planned_flag:
             plan = []  # SchedNodes name a node the controller does not hold: not drain (yet)
         it.records.append(NodeStatus(ts_ms, node.name, state, (*plan, *rsvs), joblist))
     return it

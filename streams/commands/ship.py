@@ -186,7 +186,8 @@ def _ship_slurm(args: argparse.Namespace) -> int:
         if shutil.which(path) is None:
             raise UserError(f"{opt} {path}: no such executable (give the client's path)")
     cmds = SlurmCommands(args.scontrol, args.squeue, args.slurm_format, args.timeout,
-                         not args.no_reservations, settings.max_hosts)  # fmt: skip
+                         not args.no_reservations, settings.max_hosts,
+                         planned_flag=not args.sched_nodes_hold)  # fmt: skip
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -513,6 +514,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="do not read advance reservations (scontrol show reservation)",
     )
+    sl.add_argument("--sched-nodes-hold", action="store_true",
+                    help="an idle node in a pending job's SchedNodes is held for it without "
+                    "the PLANNED flag (Slurm before 21.08 has none)")  # fmt: skip
     sl.set_defaults(func=_ship_slurm)
     j = ssub.add_parser(
         "jobs",

@@ -64,6 +64,7 @@ class SlurmCommands:
     reservations: bool = True
     max_hosts: int = MAX_HOSTS
     env: dict[str, str] | None = None  # None: this process's environment
+    planned_flag: bool = True  # False: SchedNodes alone hold an idle node (Slurm < 21.08)
 
     def run(self, argv: Sequence[str]) -> str:
         """stdout of ``argv`` (no shell); SnapshotFailed on a non-zero exit or a timeout."""
@@ -111,7 +112,7 @@ def take_snapshot(cmds: SlurmCommands, form: str, clock: Callable[[], float]) ->
         raise SnapshotFailed(f"unreadable Slurm output ({e})") from None
     if not nodes:
         raise SnapshotFailed("scontrol listed no node")
-    return slurm_iteration(ts_ms, nodes, jobs, rsv)
+    return slurm_iteration(ts_ms, nodes, jobs, rsv, cmds.planned_flag)
 
 
 @dataclass

@@ -269,3 +269,12 @@ def test_unreadable_output_refuses_the_iteration(reader: object, text: str, reas
 def test_no_nodes() -> None:
     assert parse_scontrol_nodes("No nodes in the system\n") == []
     assert parse_scontrol_nodes("") == []
+
+
+def test_without_the_planned_flag_sched_nodes_hold_idle_nodes() -> None:
+    # Slurm before 21.08 prints no PLANNED: --sched-nodes-hold trusts SchedNodes alone
+    nodes = parse_scontrol_nodes(_read("24.05", "scontrol_show_node_oneliner.txt"))
+    jobs = parse_squeue_text(_read("24.05", "squeue.txt"))
+    got = _by_node(slurm_iteration(0, nodes, jobs, planned_flag=False))
+    assert _rec(got["c14"]) == ("Idle", ("5010",), ())
+    assert _rec(got["c02"]) == ("Running", ("5010",), ("5001", "5003_7"))
