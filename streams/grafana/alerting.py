@@ -214,7 +214,7 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     "DFS hot zone",
                     'SELECT min("write_mb_s") FROM (SELECT "write_mb_s" FROM "dfs" WHERE '
                     f'$timeFilter GROUP BY "cluster" ORDER BY time DESC LIMIT {hz_n}) '
-                    'GROUP BY "cluster"',
+                    'GROUP BY "cluster" ORDER BY time DESC',
                     30 * 60,
                     "last",
                     "gt",
