@@ -1,4 +1,5 @@
-"""Fixtures for tests that need the real local stack (Kafka + InfluxDB, deploy/local/stack.py).
+"""Fixtures for tests that need the real local stack (Kafka + InfluxDB + Grafana,
+deploy/local/stack.py).
 
 * `stack` (session): uses a running stack (stack.env in the state dir), else starts one with
   deploy/local/stack.py. If the stack cannot come up:
@@ -145,6 +146,8 @@ def _stop_started(control: ModuleType, cfg: Any, was_up: dict[str, bool]) -> Non
         control.stop_kafka(cfg)
     if not was_up["influxdb"]:
         control.stop_influx(cfg)
+    if not was_up.get("grafana", True):
+        control.stop_grafana(cfg)
 
 
 @pytest.fixture(scope="session")

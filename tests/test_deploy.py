@@ -34,7 +34,7 @@ DS_UID = "drainwatch-influxdb"
 # The measurements and fields the pipeline writes (streaming issue's InfluxDB sink).
 SCHEMA: dict[str, dict[str, set[str]]] = {
     "drain": {
-        "tags": {"window"},
+        "tags": {"cluster", "window"},
         "fields": {
             "drain_node_seconds",
             "accounted_node_seconds",
@@ -43,9 +43,20 @@ SCHEMA: dict[str, dict[str, set[str]]] = {
             "unaccounted_node_seconds",
             "drain_pct_static",
             "drain_pct_dynamic",
+            "basis_seconds_per_node",
+            "length_seconds",
+            "provisional",
         },
     },
-    "drain_job": {"tags": {"job"}, "fields": {"drain_node_seconds"}},
+    "node_states": {
+        "tags": {"cluster", "window", "state", "has_rsv", "has_job"},
+        "fields": {"node_seconds"},
+    },
+    "drain_size_group": {"tags": {"cluster", "group"}, "fields": {"drain_node_seconds"}},
+    "drain_job": {
+        "tags": {"cluster", "job"},
+        "fields": {"drain_node_seconds", "nodes_charged", "nodes_running"},
+    },
 }
 WINDOWS = {"day", "hour", "minute"}
 
@@ -364,7 +375,7 @@ def check_influxql(query: str) -> str:
         assert ident in schema["fields"] or ident in aliases, (ident, query)
     where, _, group = rest.partition(" GROUP BY ")
     for ident in re.findall(r'"([^"]+)"', where)[1:]:  # [0] is the measurement
-        assert ident in schema["tags"], (ident, query)
+        assert ident in schema["tags"] | schema["fields"], (ident, query)
     for value in re.findall(r'"window"\s*=\s*\'([^\']+)\'', where):
         assert value in WINDOWS, (value, query)
     assert "$timeFilter" in where, query
@@ -416,7 +427,10 @@ def test_dashboard_panels_queries_and_datasource() -> None:
         "unaccounted_node_seconds",
     ):
         assert needed in fields_used, needed
-    assert ("drain_job", "drain_node_seconds") in measured  # drain by job
+    jobs = json.loads((GRAFANA / "dashboards" / "jobs.json").read_text(encoding="utf-8"))
+    sliding = [t["query"] for p in jobs["panels"] for t in p["targets"]
+               if 'FROM "drain_job"' in t["query"]]  # fmt: skip
+    assert sliding and all(check_influxql(q) == "drain_job" for q in sliding)  # drain by job
 
 
 # --- example TOML -----------------------------------------------------------------------------
