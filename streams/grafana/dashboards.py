@@ -207,7 +207,7 @@ def jobs(s: Settings) -> Dashboard:
                 "Run-time predictions vs actual",
                 "Per (user, job name): trimmed mean of past runs, upper estimate (mean + 1.96 "
                 "σ, at least the longest), actual run time; overran = past upper + 60 s "
-                "(seed 001 §4).",
+                "(seed 001).",
                 target(
                     'SELECT "job", "name", "history_runs", "predicted_s", "upper_s", '
                     '"actual_s", "overran" FROM "runtime_prediction" WHERE "user" =~ '
@@ -220,7 +220,7 @@ def jobs(s: Settings) -> Dashboard:
             table(
                 "Running jobs past their prediction (seed 001's red rows)",
                 f"Jobs still running {s.alert_overrun_margin:g} s past their upper estimate "
-                "(seed 001 Fig. 6): the worker's overrun alerts, firing = 1 while they run on.",
+                "(seed 001's red rows): the worker's overrun alerts, firing = 1 while they run on.",
                 target(
                     'SELECT last("firing") AS "firing", last("value") AS "running_s", '
                     'last("threshold") AS "upper_s" FROM "alerts" WHERE "kind" = \'overrun\' '
@@ -262,7 +262,7 @@ def shortjobs(s: Settings) -> Dashboard:
         [
             timeseries(
                 "Short-job penalty A(t) per user",
-                "A(t) = 0.9 A(t−1) + 0.1 T_s(t) every 3 minutes (seed 002 §4); the flood "
+                "A(t) = 0.9 A(t−1) + 0.1 T_s(t) every 3 minutes (seed 002, short jobs); the flood "
                 f"alert fires above {s.alert_shortjob_flood:g} slot-seconds.",
                 target(
                     'SELECT "adjust" FROM "shortjobs" WHERE "kind" = \'user\' AND '
@@ -273,7 +273,7 @@ def shortjobs(s: Settings) -> Dashboard:
             ),
             timeseries(
                 "Short-job penalty A(t) per group",
-                "The same penalty per group (seed 002 §4).",
+                "The same penalty per group (seed 002, short jobs).",
                 target(
                     'SELECT "adjust" FROM "shortjobs" WHERE "kind" = \'group\' AND '
                     f'{where} GROUP BY "holder"',
@@ -284,7 +284,7 @@ def shortjobs(s: Settings) -> Dashboard:
             timeseries(
                 "N_s and T_s per 3-minute tick (all users)",
                 "N_s: jobs under 600 s ended in the tick; T_s: their slots x 600 s, charged as "
-                "if each ran 600 s (seed 002 §4).",
+                "if each ran 600 s (seed 002, short jobs).",
                 target(
                     'SELECT sum("n_short") AS "N_s" FROM "shortjobs" WHERE "kind" = \'user\' '
                     f"AND {USER} AND {where} GROUP BY time($__interval) fill(none)",
@@ -300,7 +300,7 @@ def shortjobs(s: Settings) -> Dashboard:
             timeseries(
                 "Slot turnover U",
                 "Unusable slots U = (1/T) Σ w_n, slots idle between one job and the next while "
-                "a job waited (seed 002 §3), beside the idle slots nobody waited for.",
+                "a job waited (seed 002 §2), beside the idle slots nobody waited for.",
                 target(
                     'SELECT "unusable_slots" AS "U (turnover)", "idle_slots" AS "idle" FROM '
                     f'"turnover" WHERE {where}'
@@ -308,7 +308,7 @@ def shortjobs(s: Settings) -> Dashboard:
             ),
             timeseries(
                 "Fair-share usage per user (node-hours, 7-day half-life)",
-                "Decayed node-hours per user, NODE_FAIL jobs refunded (seed 004 §3).",
+                "Decayed node-hours per user, NODE_FAIL jobs refunded (seed 004, PBS fair share).",
                 target(
                     'SELECT "usage_node_hours" FROM "fairshare" WHERE "kind" = \'user\' AND '
                     f'{USER} AND {where} GROUP BY "holder"',
@@ -411,7 +411,7 @@ def capability(s: Settings) -> Dashboard:
             timeseries(
                 "CUP40 and modified CUP per day vs target",
                 "Share of node-hours used by jobs of at least 40 % of the section; modified "
-                "CUP without backfill node-hours (seed 004 §2); the target is "
+                "CUP without backfill node-hours (seed 004); the target is "
                 f"{s.alert_cup40_target:.0%}.",
                 target(
                     'SELECT "cup40" AS "CUP40", "cup40_modified" AS "modified CUP" FROM '
@@ -424,7 +424,7 @@ def capability(s: Settings) -> Dashboard:
             timeseries(
                 "Large, small and backfill node-hours per day",
                 "Node-hours of large jobs (≥ 40 % of the section), small jobs and backfilled "
-                "jobs (seed 004 §2).",
+                "jobs (seed 004).",
                 target(
                     'SELECT "large_node_hours" AS "large", "small_node_hours" AS "small", '
                     f'"backfill_node_hours" AS "backfill" FROM "capability" WHERE {where}'
@@ -443,7 +443,7 @@ def capability(s: Settings) -> Dashboard:
             ),
             stat(
                 "P_CUP day term (0.80 − CUP40 while below the goal)",
-                "The day's term of the capability penalty P_CUP (seed 004 §4).",
+                "The day's term of the capability penalty P_CUP (seed 004).",
                 target(f'SELECT last("p_cup_factor") FROM "capability" WHERE {where}'),
             ),
         ],
