@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from models.drain.basis import QUALITY_MIN
@@ -96,3 +97,27 @@ def test_provisioning_files_carry_no_secret() -> None:
                 continue
             assert "password" not in line, (path, line)
             assert "token" not in line or "token $__file{" in line, (path, line)
+
+
+def test_provisioning_files_match_their_json_schemas() -> None:
+    """Every provisioning file against the JSON Schema written from Grafana's documentation."""
+    import json
+
+    import jsonschema
+
+    prov, schemas = REPO / "grafana" / "provisioning", REPO / "grafana" / "schemas"
+    kinds = {"datasources": "datasources", "dashboards": "dashboards", "alerting": "alerting"}
+    seen = 0
+    for sub, kind in kinds.items():
+        schema = json.loads((schemas / f"{kind}.schema.json").read_text())
+        jsonschema.Draft202012Validator.check_schema(schema)
+        for path in sorted((prov / sub).glob("*.yaml")):
+            jsonschema.validate(yaml.safe_load(path.read_text()), schema,
+                                cls=jsonschema.Draft202012Validator)  # fmt: skip
+            seen += 1
+    assert seen == 5
+    schema = json.loads((schemas / "alerting.schema.json").read_text())
+    bad = rules_file(Settings())
+    bad["groups"][0]["interval"] = "every minute"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
