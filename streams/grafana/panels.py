@@ -31,12 +31,12 @@ def target(query: str, ref: str = "A", fmt: str = "time_series", alias: str = ""
 def query_variable(name: str, label: str, query: str, *, multi: bool = True) -> dict[str, Any]:
     """A variable filled by an InfluxQL query (SHOW TAG VALUES ...), with All = any value."""
     return {
+        "id": "",
         "name": name,
         "label": label,
         "type": "query",
         "datasource": DATASOURCE,
         "query": query,
-        "definition": query,
         "refresh": 2,  # on time-range change
         "includeAll": True,
         "allValue": ".*",
@@ -52,9 +52,11 @@ def query_variable(name: str, label: str, query: str, *, multi: bool = True) -> 
 
 def textbox_variable(name: str, label: str, description: str) -> dict[str, Any]:
     return {
+        "id": "",
         "name": name,
         "label": label,
         "type": "textbox",
+        "datasource": None,
         "description": description,
         "query": "",
         "current": {"selected": False, "text": "", "value": ""},
@@ -114,8 +116,8 @@ class Panel:
             "fieldConfig": {"defaults": defaults, "overrides": list(self.overrides)},
             "options": dict(self.options),
         }
-        if self.transformations:
-            p["transformations"] = list(self.transformations)
+        p["transformations"] = list(self.transformations)
+        p["transparent"] = False
         return p
 
 
@@ -318,8 +320,15 @@ class Dashboard:
             "schemaVersion": SCHEMA_VERSION,
             "version": 1,
             "time": {"from": self.time_from, "to": "now"},
-            "timepicker": {},
+            "timepicker": {
+                "hidden": False,
+                "collapse": False,
+                "enable": True,
+                "refresh_intervals": ["30s", "1m", "5m", "15m", "1h"],
+                "time_options": ["1h", "6h", "24h", "2d", "7d", "30d"],
+            },
             "timezone": "utc",
+            "style": "dark",
             "refresh": self.refresh,
             "fiscalYearStartMonth": 0,
             "liveNow": False,
