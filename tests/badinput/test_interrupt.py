@@ -34,10 +34,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _sigint_default() -> None:
+    # a test run started as a background job inherits SIGINT ignored (as sh starts them), and
+    # Python then installs no KeyboardInterrupt handler: the CLI gets the disposition a user's
+    # terminal gives it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(*argv: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "streams.cli", *argv], cwd=cwd, env=_env(),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_default,  # noqa: PLW1509 (no threads are started before it)
     )  # fmt: skip
 
 
