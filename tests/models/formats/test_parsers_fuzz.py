@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import fields as dc_fields
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.formats import llview, procfs
+from models.formats import llview, procfs, slurmnodes
 from models.formats.hostlist import MAX_HOSTS, HostlistError, compress_hostlist, expand_hostlist
 from models.formats.jobcomp import jobcomp_record_events
 from models.formats.jobsource import FORMATS, iter_job_events
@@ -1233,6 +1234,51 @@ def test_every_parser_module_is_fuzzed() -> None:
     here = pathlib.Path(models.formats.__file__).parent
     modules = {p.stem for p in here.glob("*.py")} - {"__init__"}
     fuzzed = {"moab", "hostlist", "sacct", "jobcomp", "swf", "swfevents", "jobsource"}
-    fuzzed |= {"sampletrace", "llview", "procfs"}
+    fuzzed |= {"sampletrace", "llview", "procfs", "slurmnodes"}
     assert modules == fuzzed
     assert set(FORMATS) == set(job_line)
+
+
+# ---- Slurm snapshots (models/formats/slurmnodes.py) --------------------------------------------
+_SLURM = Path(__file__).parent / "slurm"
+
+
+def _slurm_text(version: str, name: str) -> str:
+    return (_SLURM / version / name).read_text()
+
+
+SLURM: dict[str, tuple[Callable[[str], list[Any]], str]] = {
+    "scontrol_text": (slurmnodes.parse_scontrol_nodes,
+                      _slurm_text("22.05", "scontrol_show_node.txt")),
+    "scontrol_oneliner": (slurmnodes.parse_scontrol_nodes,
+                          _slurm_text("22.05", "scontrol_show_node_oneliner.txt")),
+    "scontrol_json": (slurmnodes.parse_nodes_json, _slurm_text("23.11", "scontrol_show_node.json")),
+    "squeue_text": (slurmnodes.parse_squeue_text, _slurm_text("22.05", "squeue.txt")),
+    "squeue_json": (slurmnodes.parse_squeue_json, _slurm_text("23.11", "squeue.json")),
+    "reservations_text": (slurmnodes.parse_reservations_text,
+                          _slurm_text("22.05", "scontrol_show_reservation.txt")),
+    "reservations_json": (lambda t: slurmnodes.parse_reservations_json(t, 1_795_473_700.0),
+                          _slurm_text("23.11", "scontrol_show_reservation.json")),
+}  # fmt: skip
+
+
+@FUZZ
+@given(st.data(), st.sampled_from(sorted(SLURM)))
+def test_slurm_readers_raise_only_slurm_output_error(data: st.DataObject, name: str) -> None:
+    # mutated captures and junk: records of the documented types, or SlurmOutputError with a
+    # reason; and an iteration built from whatever was read maps every node once, to a state
+    parse, good = SLURM[name]
+    text = data.draw(st.one_of(st.just(good), near_tokens(good), near_tokens(good, "|"),
+                               near_tokens(good, "="), junk_text))  # fmt: skip
+    try:
+        out = parse(text)
+    except slurmnodes.SlurmOutputError as e:
+        assert e.reason and isinstance(e.reason, str)
+        return
+    kinds = (slurmnodes.SlurmNode, slurmnodes.SlurmJob, slurmnodes.SlurmReservation)
+    assert isinstance(out, list) and all(isinstance(r, kinds) for r in out)
+    nodes = [r for r in out if isinstance(r, slurmnodes.SlurmNode)]
+    jobs = [r for r in out if isinstance(r, slurmnodes.SlurmJob)]
+    it = slurmnodes.slurm_iteration(1_700_000_000_000, nodes, jobs)
+    assert [r.node for r in it.records] == list(dict.fromkeys(n.name for n in nodes))
+    assert all(r.state and r.ts_ms == 1_700_000_000_000 for r in it.records)
