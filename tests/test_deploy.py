@@ -45,7 +45,7 @@ SCHEMA: dict[str, dict[str, set[str]]] = {
             "drain_pct_dynamic",
         },
     },
-    "drain_job": {"tags": {"job"}, "fields": {"drain_node_seconds"}},
+    "drain_job": {"tags": set(), "fields": {"job", "drain_node_seconds", "nodes_charged"}},
 }
 WINDOWS = {"day", "hour", "minute"}
 
