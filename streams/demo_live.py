@@ -99,8 +99,8 @@ def main() -> int:
               f"{float(e['drain_pct_dynamic'] or 0):>7.4f}"
               f"{'   (provisional)' if r['provisional'] else ''}")  # fmt: skip
     jobs = _query(stack["DRAINWATCH_INFLUX_URL"], token, db,
-                  'SELECT last("drain_node_seconds") AS drain, last("nodes_charged") AS nodes '
-                  'FROM drain_job GROUP BY "job"')  # fmt: skip
+                  'SELECT "job", "drain_node_seconds" AS drain, "nodes_charged" AS nodes '
+                  'FROM drain_job')  # fmt: skip
     top = sorted(jobs, key=lambda j: -float(j["drain"]))[:5]  # type: ignore[arg-type]
     print("top drain jobs (live): " + "; ".join(
         f"job {j.get('job')}: {float(j['drain']):,.0f} node-s on {j['nodes']} nodes"  # type: ignore[arg-type]

@@ -54,8 +54,8 @@ SCHEMA: dict[str, dict[str, set[str]]] = {
     },
     "drain_size_group": {"tags": {"cluster", "group"}, "fields": {"drain_node_seconds"}},
     "drain_job": {
-        "tags": {"cluster", "job"},
-        "fields": {"drain_node_seconds", "nodes_charged", "nodes_running"},
+        "tags": {"cluster"},
+        "fields": {"job", "drain_node_seconds", "nodes_charged", "nodes_running"},
     },
 }
 WINDOWS = {"day", "hour", "minute"}

@@ -106,15 +106,16 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                 Rule(
                     "sliding_job",
                     "Sliding job",
-                    'SELECT last("drain_node_seconds") / 3600 FROM "drain_job" WHERE '
-                    '"nodes_running" = 0 AND $timeFilter GROUP BY "cluster", "job"',
+                    'SELECT "drain_node_seconds" / 3600 FROM "drain_job" WHERE '
+                    '"nodes_running" = 0 AND $timeFilter GROUP BY "cluster"',
                     2 * 86400,
-                    "last",
+                    "max",
                     "gt",
                     s.alert_sliding_node_hours,
                     "critical",
-                    f"Job {{{{ $labels.job }}}} has held {val} node-hours idle without running "
-                    f"(alerts.sliding_node_hours = {s.alert_sliding_node_hours:g}).",
+                    f"A job never seen running has held {val} node-hours idle "
+                    f"(alerts.sliding_node_hours = {s.alert_sliding_node_hours:g}); the jobs "
+                    "dashboard's sliding-jobs table names it.",
                     "Seed 000 §V-A.2: the scheduler keeps reserving nodes for a job whose start "
                     "slides into the future. Check the job's reservation (showres, scontrol show "
                     "job); lower its priority, hold it or fix its request, so the nodes go back "

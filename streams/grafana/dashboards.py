@@ -167,11 +167,10 @@ def jobs(s: Settings) -> Dashboard:
                 f"(seed 000 §V-A.2); the worker alerts past {s.alert_sliding_node_hours:g} "
                 "node-hours.",
                 target(
-                    'SELECT last("drain_node_seconds") / 3600 AS "drain_node_hours", '
-                    'last("nodes_charged") AS "nodes_charged", last("drain_node_seconds") / '
-                    'last("nodes_charged") / 3600 AS "drain_per_node_h" FROM "drain_job" '
-                    f'WHERE "nodes_running" = 0 AND {JOB} AND {CLUSTER} AND $timeFilter '
-                    'GROUP BY "job"',
+                    'SELECT "job", "drain_node_seconds" / 3600 AS "drain_node_hours", '
+                    '"nodes_charged", "drain_node_seconds" / "nodes_charged" / 3600 AS '
+                    '"drain_per_node_h" FROM "drain_job" '
+                    f'WHERE "nodes_running" = 0 AND {JOB} AND {CLUSTER} AND $timeFilter',
                     fmt="table",
                 ),
                 unit="short",

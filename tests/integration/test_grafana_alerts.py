@@ -74,7 +74,7 @@ def quiet(pts: Points) -> None:
         f"capability,cluster=c,day=today cup40=0.9,cup40_modified=0.95 {ago(7200)}",
         f"drain,cluster=c,window=hour basis_seconds_per_node=3600,length_seconds=3600,"
         f'provisional=false,data_quality="ok",drain_node_seconds=100 {ago(7200)}',
-        f"drain_job,cluster=c,job=J1 drain_node_seconds=180000,nodes_running=0i,"
+        f'drain_job,cluster=c job="J1",drain_node_seconds=180000,nodes_running=0i,'
         f"nodes_charged=8i {ago(3600)}",
         f'job,cluster=c job="F1",drain_node_seconds=7200,runtime=5,size=8i {ago(3600)}',
         f'alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,'
@@ -92,7 +92,7 @@ def crafted(pts: Points, t0: int) -> None:
         f"capability,cluster=c,day=today cup40=0.5,cup40_modified=0.6 {ago(3600)}",
         f"drain,cluster=c,window=hour basis_seconds_per_node=3000,length_seconds=3600,"
         f'provisional=false,data_quality="short",drain_node_seconds=100 {ago(3600)}',
-        f"drain_job,cluster=c,job=J2 drain_node_seconds=540000,nodes_running=0i,"
+        f'drain_job,cluster=c job="J2",drain_node_seconds=540000,nodes_running=0i,'
         f"nodes_charged=30i {t0}",  # its first charge: the job's point, overwritten later
         f'job,cluster=c job="F2",drain_node_seconds=72000,runtime=5,size=30i {ago(3000)}',
         f'alerts,cluster=c,kind=overrun,subject=J9,state=firing,severity=warning firing=1i,'
@@ -110,7 +110,7 @@ def cleared(pts: Points, influx: Any, t0: int) -> None:
         f"capability,cluster=c,day=today cup40=0.95,cup40_modified=0.97 {ago(1800)}",
         f"drain,cluster=c,window=hour basis_seconds_per_node=3600,length_seconds=3600,"
         f'provisional=false,data_quality="ok",drain_node_seconds=100 {ago(1800)}',
-        f"drain_job,cluster=c,job=J2 drain_node_seconds=540000,nodes_running=30i,"
+        f'drain_job,cluster=c job="J2",drain_node_seconds=540000,nodes_running=30i,'
         f"nodes_charged=30i {t0}",  # now seen running
         f'alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,'
         f'id="overrun:J9" {ago(0)}',

@@ -3,6 +3,7 @@ a job's re-written row is the same point; a row's columns become tags/fields by 
 
 from __future__ import annotations
 
+import zlib
 from zoneinfo import ZoneInfo
 
 from streams.sinks.jobpoints import MEASUREMENTS, runtime_point
@@ -34,3 +35,21 @@ def test_a_day_row_is_a_point_at_the_zone_midnight() -> None:
     assert lp.endswith(" 1711839600000000000")  # 2024-03-31T00:00+01:00
     assert "jobs_started=3i" in lp and "cpu_hours=12.5" in lp
     assert RUNTIME_PREDICTIONS.file in MEASUREMENTS
+
+
+def test_drain_job_point_keeps_the_job_in_a_field_one_point_per_job() -> None:
+    # InfluxDB 1.x refuses a tag's 100,001st value: the job id is a field; the point's time is
+    # the job's first charge, its nanoseconds below the millisecond crc32(job) % 10**6
+    from models.drain.live import LiveJob
+    from streams.sinks.influx import job_point
+
+    a1 = job_point("c", LiveJob("1001", 5_000, 2, 1_000, 3_000, 0, 1_000))
+    a2 = job_point("c", LiveJob("1001", 9_000, 3, 1_000, 4_000, 1, 1_000))
+    b = job_point("c", LiveJob("1002", 5_000, 2, 1_000, 3_000, 0, 1_000))
+    lines = [p.to_line_protocol() for p in (a1, a2, b)]
+    assert all(line.startswith("drain_job,cluster=c ") for line in lines)
+    assert 'job="1001"' in lines[0] and 'job="1002"' in lines[2]
+    t = [int(line.rsplit(" ", 1)[1]) for line in lines]
+    assert t[0] == t[1] == 1_000 * 1_000_000 + zlib.crc32(b"1001") % 1_000_000  # overwritten
+    assert t[2] != t[0] and t[2] // 1_000_000 == 1_000
+    assert "drain_node_seconds=9," in lines[1] and "nodes_running=1i" in lines[1]
