@@ -137,6 +137,7 @@ class DrainPipeline:
         self.stall_loaded = False
         self.last_snapshot = time.time()
         self._last_pipeline = (time.time(), 0)
+        self._last_sink = (0, 0.0)  # the sink's writes and seconds at the last pipeline point
         self.bounds = TimeBounds(settings.not_before, settings.not_after,
                                  round(settings.max_jump * 1000))  # fmt: skip
 
@@ -394,6 +395,11 @@ class DrainPipeline:
             .field("snapshot_age_s", now - self.last_snapshot)
             .time(round(now * 1000), WritePrecision.MS)
         )
+        st = self.sink.stats
+        writes, seconds = st.writes - self._last_sink[0], st.seconds - self._last_sink[1]
+        if writes > 0:  # mean seconds per InfluxDB write since the last point, retries included
+            p = p.field("sink_latency_s", seconds / writes)
+        self._last_sink = (st.writes, st.seconds)
         self._last_pipeline = (now, records)
         await asyncio.to_thread(self.sink.write, [p])
 

@@ -492,6 +492,16 @@ def pipeline(s: Settings) -> Dashboard:
                 ),
             ),
             timeseries(
+                "Sink latency",
+                "Mean seconds per InfluxDB write of each worker's sink since its last pipeline "
+                "point, retries included (a write waits, holding its Kafka acks, until it lands).",
+                target(
+                    f'SELECT max("sink_latency_s") FROM "pipeline" WHERE {where} {per}',
+                    alias="$tag_worker",
+                ),
+                unit="s",
+            ),
+            timeseries(
                 "Sink retries (cumulative)",
                 "InfluxDB writes retried by the worker's sink: its latency stays behind this.",
                 target(
