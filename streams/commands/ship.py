@@ -22,12 +22,55 @@ from models.formats.procfs import RESOLVERS
 from streams.errors import UserError, option_type, positive_int
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable, Coroutine
+
+    from streams.config import Settings
     from streams.sources.sampler import JsonLinesSink, Sampler
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGINT and SIGTERM set (the running loop's handlers): a shipper ends its step,
+    reports and exits."""
+    import asyncio
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _producer(settings: Settings, what: str, **kw: Any) -> tuple[Any, dict[str, int]]:
+    """Kafka waited for, the topics made (their partitions), and a started producer that waits
+    for every replica's acknowledgement."""
+    from aiokafka import AIOKafkaProducer
+
+    from streams.kafka import ensure_topics, wait_for_kafka
+
+    await wait_for_kafka(settings, f"drainwatch ship {what}")
+    parts = await ensure_topics(settings)
+    producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20, **kw)
+    await producer.start()
+    return producer, parts
+
+
+def _run_main(main: Callable[[], Coroutine[Any, Any, int]], what: str) -> int:
+    """A shipper's ``main`` to its end; Kafka that stayed unreachable is one line, exit 1."""
+    import asyncio
+
+    from streams.kafka import Unreachable
+
+    try:
+        return asyncio.run(main())
+    except Unreachable as e:
+        print(f"drainwatch ship {what}: {e}", file=sys.stderr)
+        return 1
 
 
 def _ship_samples_kafka(args: argparse.Namespace) -> int:
     import asyncio
-    import signal
 
     from streams.config import load_settings
     from streams.kafka import ensure_topics
@@ -55,10 +98,7 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
                                  args.buffer_max)  # fmt: skip
 
     async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
         try:
             await run_sampler(sampler, shipper, args.period, args.count, stop)
         finally:
@@ -107,13 +147,11 @@ def _run(sampler: Sampler, sink: JsonLinesSink, args: argparse.Namespace) -> int
 
 
 def _ship_moab(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
     from streams.errors import UserError, check_inputs
-    from streams.kafka import MAX_MESSAGE_BYTES, Unreachable, ensure_topics, wait_for_kafka
+    from streams.kafka import MAX_MESSAGE_BYTES
     from streams.sources.moab import in_time_order
     from streams.sources.moabship import MoabShipper, follow, ship_files
 
@@ -130,22 +168,14 @@ def _ship_moab(args: argparse.Namespace) -> int:
     )
 
     async def main() -> int:
-        from aiokafka import AIOKafkaProducer
-
         if args.dry_run:
             from streams.sources.dryrun import DryRunProducer
 
             producer: Any = DryRunProducer(settings.topic_partitions)
         else:
-            await wait_for_kafka(settings, "drainwatch ship moab")
-            await ensure_topics(settings)
-            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
-                                        max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
-            await producer.start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            producer, _ = await _producer(settings, "moab",
+                                          max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+        stop = _stop_on_signals()
         try:
             topic = settings.topic_prefix + "node-status"
             parts = len(await producer.partitions_for(topic))
@@ -164,20 +194,14 @@ def _ship_moab(args: argparse.Namespace) -> int:
             await producer.stop()
         return 130 if stop.is_set() and not args.follow else 0
 
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship moab: {e}", file=sys.stderr)
-        return 1
+    return _run_main(main, "moab")
 
 
 def _ship_slurm(args: argparse.Namespace) -> int:
-    import asyncio
     import shutil
-    import signal
 
     from streams.config import load_settings
-    from streams.kafka import MAX_MESSAGE_BYTES, Unreachable, ensure_topics, wait_for_kafka
+    from streams.kafka import MAX_MESSAGE_BYTES
     from streams.sources.moabship import MoabShipper
     from streams.sources.slurmship import SlurmCommands, SlurmShipper
 
@@ -190,20 +214,12 @@ def _ship_slurm(args: argparse.Namespace) -> int:
                          planned_flag=not args.sched_nodes_hold)  # fmt: skip
 
     async def main() -> int:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
         producer = None
         publisher = None
         if not args.dry_run:
-            from aiokafka import AIOKafkaProducer
-
-            await wait_for_kafka(settings, "drainwatch ship slurm")
-            await ensure_topics(settings)
-            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20,
-                                        max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
-            await producer.start()
+            producer, _ = await _producer(settings, "slurm",
+                                          max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
         try:
             if producer is not None:
                 topic = settings.topic_prefix + "node-status"
@@ -229,31 +245,23 @@ def _ship_slurm(args: argparse.Namespace) -> int:
             return 1
         return 0
 
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship slurm: {e}", file=sys.stderr)
-        return 1
+    return _run_main(main, "slurm")
 
 
 def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
     """The file shippers' frame: settings, inputs checked, Kafka waited for and the topics
     made, one producer (all acks) for ``publish(producer, settings, bounds, partitions)``,
     whose summary line goes to stderr."""
-    import asyncio
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
     from streams.errors import check_inputs
-    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
 
     settings = load_settings(getattr(args, "config", None))
     check_inputs(args.paths)
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
 
     async def main() -> int:
-        from aiokafka import AIOKafkaProducer
-
         if getattr(args, "dry_run", False):
             from streams.sources.dryrun import DryRunProducer
 
@@ -261,10 +269,7 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
             parts = {settings.topic_prefix + t: settings.topic_partitions
                      for t in ("job-events", "node-samples")}  # fmt: skip
         else:
-            await wait_for_kafka(settings, f"drainwatch ship {what}")
-            parts = await ensure_topics(settings)
-            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
-            await producer.start()
+            producer, parts = await _producer(settings, what)
         try:
             line = await publish(producer, settings, bounds, parts)
         finally:
@@ -272,22 +277,16 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
         print(f"ship {what}: {line}", file=sys.stderr)
         return 0
 
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship {what}: {e}", file=sys.stderr)
-        return 1
+    return _run_main(main, what)
 
 
 def _ship_jobs_sacct(args: argparse.Namespace) -> int:
     import asyncio
     import shutil
-    import signal
     import time
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
-    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
     from streams.sources.jobship import JobShipStats, dead_letter_rejects, send_events
     from streams.sources.sacctpoll import SacctPoller, parse_since
     from streams.sources.slurmship import SnapshotFailed
@@ -309,19 +308,11 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
                          completion=args.sacct_completion, starts=args.starts)  # fmt: skip
 
     async def main() -> int:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
         st = JobShipStats()
         producer = None
         if not args.dry_run:
-            from aiokafka import AIOKafkaProducer
-
-            await wait_for_kafka(settings, "drainwatch ship jobs")
-            await ensure_topics(settings)
-            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
-            await producer.start()
+            producer, _ = await _producer(settings, "jobs")
         topic = settings.topic_prefix + "job-events"
         failed = 0
         try:
@@ -362,20 +353,14 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
               f"re-sent, {st.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
         return 0
 
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
-        return 1
+    return _run_main(main, "jobs")
 
 
 def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
-    from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
+    from streams.kafka import wait_for_kafka
     from streams.sources.jobcompship import relay_jobcomp
 
     settings = load_settings(getattr(args, "config", None))
@@ -384,12 +369,9 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
 
     async def main() -> int:
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka import AIOKafkaConsumer
 
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = _stop_on_signals()
         await wait_for_kafka(settings, "drainwatch ship jobs")
         dry = args.dry_run
         if dry:  # read without a group: nothing committed, nothing sent
@@ -397,9 +379,7 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
 
             producer: Any = DryRunProducer(settings.topic_partitions)
         else:
-            await ensure_topics(settings)
-            producer = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=20)
-            await producer.start()
+            producer, _ = await _producer(settings, "jobs")
         consumer = AIOKafkaConsumer(args.jobcomp_topic, **settings.aiokafka_kwargs(),
                                     group_id=None if dry else args.group,
                                     enable_auto_commit=False,
@@ -420,11 +400,7 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 0
 
-    try:
-        return asyncio.run(main())
-    except Unreachable as e:
-        print(f"drainwatch ship jobs: {e}", file=sys.stderr)
-        return 1
+    return _run_main(main, "jobs")
 
 
 def _ship_jobs(args: argparse.Namespace) -> int:
