@@ -687,27 +687,32 @@ def _messages(fmt: str, path: Path, settings: Settings) -> list[_Event]:
     return msgs
 
 
-async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int) -> Any:
-    """JobsPipeline (the worker's job path) over ``msgs`` without a broker: job-events takes of
-    512 messages, every ``per_flush`` events a publish, the partials in takes of 64, a flush."""
+async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
+                      samples: bool = False) -> Any:  # fmt: skip
+    """JobsPipeline (the worker's job path; ``samples``: SamplesPipeline) over ``msgs`` without
+    a broker: input takes of 512 messages (64 for samples), every ``per_flush`` records a
+    publish, the partials in takes of 64, a flush."""
     from types import SimpleNamespace
 
     from streams.app import AppTopics
     from streams.jobagents import JobsPipeline
+    from streams.sampleagents import SamplesPipeline
 
     parts = settings.topic_partitions
     topics = {f: _Topic(f) for f in AppTopics.__annotations__}
     app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics),
                           conf=SimpleNamespace(id="bench"))  # fmt: skip
     sink = _LineSink()
-    pipe = JobsPipeline(app, settings, sink, parts)  # type: ignore[arg-type]
+    cls = SamplesPipeline if samples else JobsPipeline
+    pipe = cls(app, settings, sink, parts)  # type: ignore[arg-type]
+    take_n = 64 if samples else 512
 
     async def no_state(owner: str) -> None:  # a first start: no saved state to read
         return None
 
     pipe.store.load = no_state  # type: ignore[method-assign]
     take = getattr(pipe, "on_input", None) or pipe.on_job_events  # type: ignore[attr-defined]
-    partials, poff = topics["jobs_partials"], 0
+    partials, poff = topics["samples_partials" if samples else "jobs_partials"], 0
     chunks: list[list[_Event]] = [[]]
     n = 0
     for m in msgs:  # about ``per_flush`` events between two flushes
@@ -717,10 +722,10 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int) ->
             chunks.append([])
             n = 0
     for chunk in chunks:
-        for i in range(0, len(chunk), 512):
-            await take(chunk[i : i + 512])
+        for i in range(0, len(chunk), take_n):
+            await take(chunk[i : i + take_n])
         await pipe.publish()
-        got = [_Event("jobs-partials", 0, poff + i, v) for i, (_, v) in enumerate(partials.sent)]
+        got = [_Event(partials.name, 0, poff + i, v) for i, (_, v) in enumerate(partials.sent)]
         poff += len(got)
         partials.sent.clear()
         for i in range(0, len(got), 64):

@@ -43,9 +43,8 @@ from bench_live_jobs import (  # noqa: E402
     Run,
     Stack,
     _Event,
-    _LineSink,
+    _in_process,
     _Recorder,
-    _Topic,
     _where,
     cpu_s,
     free_port,
@@ -153,46 +152,6 @@ def _messages(trace: Path, settings: Settings) -> list[_Event]:
     return msgs
 
 
-async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int) -> Any:
-    """SamplesPipeline without a broker: takes of 64 messages, a publish every ``per_flush``
-    samples, the partials in takes of 64, a flush."""
-    from types import SimpleNamespace
-
-    from streams.app import AppTopics
-    from streams.sampleagents import SamplesPipeline
-
-    topics = {f: _Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics),
-                          conf=SimpleNamespace(id="bench"))  # fmt: skip
-    sink = _LineSink()
-    pipe = SamplesPipeline(app, settings, sink, settings.topic_partitions)  # type: ignore[arg-type]
-
-    async def no_state(owner: str) -> None:
-        return None
-
-    pipe.store.load = no_state  # type: ignore[method-assign]
-    partials, poff = topics["samples_partials"], 0
-    chunks: list[list[_Event]] = [[]]
-    n = 0
-    for m in msgs:
-        chunks[-1].append(m)
-        n += m.value.count(b"\n") + 1
-        if n >= per_flush:
-            chunks.append([])
-            n = 0
-    for chunk in chunks:
-        for i in range(0, len(chunk), 64):
-            await pipe.on_input(chunk[i : i + 64])
-        await pipe.publish()
-        got = [_Event("samples-partials", 0, poff + i, v) for i, (_, v) in enumerate(partials.sent)]
-        poff += len(got)
-        partials.sent.clear()
-        for i in range(0, len(got), 64):
-            await pipe.on_partials(got[i : i + 64])
-        await pipe.flush()
-    return pipe, sink
-
-
 def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> dict[str, Any]:
     import cProfile
     import pstats
@@ -202,7 +161,7 @@ def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> 
     t0 = time.perf_counter()
     if prof is not None:
         prof.enable()
-    pipe, sink = asyncio.run(_in_process(msgs, settings, 50_000))
+    pipe, sink = asyncio.run(_in_process(msgs, settings, 50_000, samples=True))
     if prof is not None:
         prof.disable()
     t = time.perf_counter() - t0
