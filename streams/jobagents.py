@@ -337,7 +337,7 @@ class JobsPipeline:
                 p = int(d["partition"])
                 if "drain" in d:  # the drain combiner's job totals, to join
                     if self.join is not None:
-                        self.join.drain(d["drain"])
+                        self.join.drain(d["drain"], d.get("watermark_ms"))
                     self.offset = off
                     self.comb_held.append(ev)
                     continue

@@ -319,6 +319,11 @@ JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
             "description": "[job, drain ms, nodes charged, first charged ms, last charged ms, "
             "nodes running] per job whose totals changed",
         },
+        "watermark_ms": {
+            **_INT,
+            "description": "with drain: the combiner's watermark (every node-status partition "
+            "is past it), so the join keeps a job's events while the drain stream lags",
+        },
         "events": {
             "type": "array",
             "items": {

@@ -26,8 +26,12 @@ its group, with its latest total, cumulative since the worker's state began (job
 memory keep their part): the live ``size_groups.csv``. Sums are exact (Shewchuk partials), so
 the rows equal the replay's ``math.fsum`` figures whatever the order of the updates.
 
-Memory: jobs leave when ``retention_s`` of event time (the latest job event) has passed since
-their last charge and their end.
+Memory: jobs leave when ``retention_s`` of event time has passed since their last charge and
+their end. Event time here is the earlier of the latest job event and the drain stream's
+watermark (sent with its totals): the drain stream can lag the job events by much more than
+their lateness (a loaded worker, a node-status shipper catching up), and a job's events must
+still be there when its drain arrives, or its row would have no size and run time and its
+failure to launch would go unseen.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class DrainJobJoin:
         "_gsums",
         "_gdirty",
         "_ranked",
+        "drain_clock",
     )
 
     def __init__(
@@ -104,6 +109,7 @@ class DrainJobJoin:
         self._gsums: dict[str, _GroupSums] = {}
         self._gdirty: set[str] = set()
         self._ranked: set[str] = set()  # jobs whose sliding_rank alert is firing
+        self.drain_clock: float | None = None  # the drain stream's watermark, seconds
 
     def configure(self, groups: SizeGroups, top_k: int, rank_node_hours: float) -> None:
         """Settings (not state): applied again to a join restored from a snapshot."""
@@ -131,8 +137,13 @@ class DrainJobJoin:
             if self.now is None or e.ts > self.now:
                 self.now = e.ts
 
-    def drain(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Totals ``(job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running)``."""
+    def drain(self, rows: Iterable[Sequence[Any]], watermark_ms: int | None = None) -> None:
+        """Totals ``(job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running)``, and the
+        drain stream's watermark when known."""
+        if watermark_ms is not None:
+            wm = watermark_ms / 1000
+            if self.drain_clock is None or wm > self.drain_clock:
+                self.drain_clock = wm
         for job, d, charged, first, last, running in rows:
             self.drains[job] = (int(d), int(charged), int(first), int(last), int(running))
             self.dirty.add(job)
@@ -286,6 +297,8 @@ class DrainJobJoin:
 
     def _prune(self) -> None:
         now = self.now
+        if now is not None and self.drain_clock is not None:
+            now = min(now, self.drain_clock)
         if now is None or self._prune_at is not None and now < self._prune_at:
             return
         self._prune_at = now + self.retention_s / 8

@@ -144,3 +144,35 @@ def test_sliding_rank_fires_for_the_top_k_and_resolves_past_2k_or_at_start() -> 
     assert [(a.id, a.state, a.at) for a in alerts] == [("sliding_rank:c", RESOLVED, 3500.0)]
     join.drain([["d", 0.9 * h, 1, 0, 3600_000, 0]])  # below 1 node-hour: never ranked
     assert join.take()[1] == []
+
+
+def test_a_lagging_drain_stream_still_finds_the_jobs_events() -> None:
+    # the job events run days ahead of the drain stream (a loaded worker): the join keeps a
+    # job's events until the drain stream's watermark is past its retention, so its failure to
+    # launch is seen when its drain arrives
+    day = 86400.0
+    join = DrainJobJoin(ftl_node_hours=10.0, retention_s=2 * day)
+    join.drain([], watermark_ms=0)  # the drain stream is at the start
+    join.events([JobEvent("submit", 0.0, "big", nodes=64),
+                 JobEvent("start", 3 * day, "big", nodes=64),
+                 JobEvent("end", 3 * day + 27, "big", nodes=64)])  # fmt: skip
+    for k in range(4, 8):  # other jobs' events, four more days
+        join.events([JobEvent("end", k * day, f"o{k}", nodes=1)])
+        join.take()
+    assert "big" in join.times  # held: the drain stream has not passed it
+    join.drain([["big", 64 * 3 * 86_400_000, 64, 0, 3 * 86_400_000, 0]],
+               watermark_ms=round(3 * day * 1000))  # fmt: skip
+    rows, alerts = join.take()
+    assert [(r[0], r[5], r[6]) for r in rows] == [("big", 64, 27.0)]
+    assert [(a.id, a.state) for a in alerts] == [
+        ("failure_to_launch:big", FIRING),
+        ("failure_to_launch:big", RESOLVED),
+    ]
+    # without the drain stream's watermark the events would have left memory at day 5
+    join2 = DrainJobJoin(ftl_node_hours=10.0, retention_s=2 * day)
+    join2.events([JobEvent("submit", 0.0, "big", nodes=64),
+                  JobEvent("end", 3 * day + 27, "big", nodes=64)])  # fmt: skip
+    for k in range(4, 8):
+        join2.events([JobEvent("end", k * day, f"o{k}", nodes=1)])
+        join2.take()
+    assert "big" not in join2.times
