@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -82,7 +83,7 @@ class Stack:
         self.token = Path(self.env["DRAINWATCH_INFLUX_TOKEN_FILE"]).read_text().strip()
         self.url = self.env["DRAINWATCH_INFLUX_URL"]
 
-    def query(self, q: str, db: str | None = None) -> dict:
+    def query(self, q: str, db: str | None = None) -> dict[str, Any]:
         import base64
         import json
 
@@ -92,7 +93,13 @@ class Stack:
             headers={"Authorization": "Basic " + base64.b64encode(self.token.encode()).decode()},
         )  # fmt: skip
         with urllib.request.urlopen(req, timeout=10) as r:
-            return json.loads(r.read())
+            doc: dict[str, Any] = json.loads(r.read())
+        return doc
+
+    def count(self, db: str, measurement: str, field: str) -> int:
+        r = self.query(f'SELECT count("{field}") FROM "{measurement}"', db=db)
+        series = r["results"][0].get("series")
+        return int(series[0]["values"][0][1]) if series else 0
 
 
 def run_env(stack: Stack, tag: str, port: int) -> dict[str, str]:

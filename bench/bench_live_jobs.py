@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -76,38 +75,15 @@ from streams.config import Settings, load_settings  # noqa: E402
 from streams.driver import RejectLog  # noqa: E402
 from streams.sources.jobevents import read_job_events  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_live import Stack  # noqa: E402
+
+from tests.integration.kafka_read import read_records  # noqa: E402
+
 KTH = ROOT.parent / "shared" / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 OUT = ROOT / "bench" / "out"
 D = 1_704_067_200.0  # 2024-01-01T00:00Z, a multiple of the 3-minute tick
 H = 3600.0
-
-
-class Stack:
-    """The running local stack as the clients see it (``.drainwatch/stack.env``)."""
-
-    def __init__(self) -> None:
-        env_file = ROOT / ".drainwatch" / "stack.env"
-        self.env = dict(
-            line.split("=", 1) for line in env_file.read_text().splitlines()
-            if line and not line.startswith("#")
-        )  # fmt: skip
-        self.token = Path(self.env["DRAINWATCH_INFLUX_TOKEN_FILE"]).read_text().strip()
-        self.url = self.env["DRAINWATCH_INFLUX_URL"]
-
-    def query(self, q: str, db: str | None = None) -> dict[str, Any]:
-        params = {"q": q, "epoch": "ms", **({"db": db} if db else {})}
-        req = urllib.request.Request(
-            f"{self.url}/query?{urllib.parse.urlencode(params)}", method="POST",
-            headers={"Authorization": "Basic " + base64.b64encode(self.token.encode()).decode()},
-        )  # fmt: skip
-        with urllib.request.urlopen(req, timeout=10) as r:
-            doc: dict[str, Any] = json.loads(r.read())
-        return doc
-
-    def count(self, db: str, measurement: str, field: str) -> int:
-        r = self.query(f'SELECT count("{field}") FROM "{measurement}"', db=db)
-        series = r["results"][0].get("series")
-        return int(series[0]["values"][0][1]) if series else 0
 
 
 class Run:
@@ -263,30 +239,11 @@ def cpu_s(pid: int) -> float:
 def forwarded(settings: Settings, prefix: str) -> list[tuple[float, int, int]]:
     """(broker timestamp s, job-events partition, events) of every jobs-partials message: when
     the worker's first stage forwarded which events to its merger."""
-
-    async def go() -> list[tuple[float, int, int]]:
-        from aiokafka import AIOKafkaConsumer
-
-        c = AIOKafkaConsumer(prefix + "jobs-partials", **settings.aiokafka_kwargs(),
-                             group_id=None, auto_offset_reset="earliest")  # fmt: skip
-        await c.start()
-        try:
-            deadline = time.monotonic() + 10
-            while not c.assignment() and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            parts = list(c.assignment())
-            end = await c.end_offsets(parts)
-            out = []
-            while [tp for tp in parts if await c.position(tp) < end[tp]]:
-                for recs in (await c.getmany(timeout_ms=1000)).values():
-                    for r in recs:
-                        d = orjson.loads(r.value)
-                        out.append((r.timestamp / 1000, int(d["partition"]), len(d["events"])))
-            return sorted(out)
-        finally:
-            await c.stop()
-
-    return asyncio.run(go())
+    out = []
+    for r in read_records(prefix + "jobs-partials", **settings.aiokafka_kwargs()):
+        d = orjson.loads(r.value)
+        out.append((r.timestamp / 1000, int(d["partition"]), len(d["events"])))
+    return sorted(out)
 
 
 def source_fingerprint() -> dict[str, Any]:
@@ -327,36 +284,17 @@ def make_input(copies: int, out: Path) -> tuple[str, Path]:
 def shipped(settings: Settings, prefix: str) -> tuple[int, int, dict[int, float]]:
     """(messages, events, latest event time by partition) of ``<prefix>job-events`` as shipped
     (a message holds one event or several as JSON lines, whatever ``ship jobs`` sends)."""
-
-    async def go() -> tuple[int, int, dict[int, float]]:
-        from aiokafka import AIOKafkaConsumer
-
-        c = AIOKafkaConsumer(prefix + "job-events", **settings.aiokafka_kwargs(),
-                             group_id=None, auto_offset_reset="earliest")  # fmt: skip
-        await c.start()
-        try:
-            deadline = time.monotonic() + 10
-            while not c.assignment() and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            parts = list(c.assignment())
-            end = await c.end_offsets(parts)
-            latest: dict[int, float] = {}
-            messages = events = 0
-            while [tp for tp in parts if await c.position(tp) < end[tp]]:
-                for tp, recs in (await c.getmany(timeout_ms=1000, max_records=10_000)).items():
-                    for r in recs:
-                        messages += 1
-                        for line in r.value.splitlines():
-                            if line.strip():
-                                ts = float(orjson.loads(line)["ts"])
-                                events += 1
-                                if ts > latest.get(tp.partition, float("-inf")):
-                                    latest[tp.partition] = ts
-            return messages, events, latest
-        finally:
-            await c.stop()
-
-    return asyncio.run(go())
+    latest: dict[int, float] = {}
+    messages = events = 0
+    for r in read_records(prefix + "job-events", **settings.aiokafka_kwargs()):
+        messages += 1
+        for line in r.value.splitlines():
+            if line.strip():
+                ts = float(orjson.loads(line)["ts"])
+                events += 1
+                if ts > latest.get(r.partition, float("-inf")):
+                    latest[r.partition] = ts
+    return messages, events, latest
 
 
 def expected_rows(
@@ -662,29 +600,29 @@ class _Recorder:
     async def partitions_for(self, topic: str) -> set[int]:
         return set(range(self.parts))
 
+    def events(self, topic: str) -> list[_Event]:
+        """What was sent to ``topic``, as a consumer hands it over: value, partition, offset."""
+        offsets = [0] * self.parts
+        out = []
+        for t, p, value in self.sent:
+            if t == topic:
+                out.append(_Event(topic, p, offsets[p], value))
+                offsets[p] += 1
+        return out
+
 
 def _messages(fmt: str, path: Path, settings: Settings) -> list[_Event]:
     """The job-events messages ``drainwatch ship jobs`` would send for ``path`` (its own
     function, recorded), as the consumer hands them over: value, partition, offset."""
-    import inspect
-
     from streams.sources.jobship import ship_job_files
 
     parts = settings.topic_partitions
     rec = _Recorder(parts)
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
-    kw: dict[str, Any] = {"progress": False}
-    if "partitions" in inspect.signature(ship_job_files).parameters:
-        kw["partitions"] = parts
     asyncio.run(ship_job_files(rec, "job-events", "dead-letter", fmt, [str(path)], bounds,
-                               settings.max_line_bytes, settings.max_hosts, **kw))  # fmt: skip
-    offsets = [0] * parts
-    msgs = []
-    for topic, p, value in rec.sent:
-        if topic == "job-events":
-            msgs.append(_Event("job-events", p, offsets[p], value))
-            offsets[p] += 1
-    return msgs
+                               settings.max_line_bytes, settings.max_hosts, progress=False,
+                               partitions=parts))  # fmt: skip
+    return rec.events("job-events")
 
 
 async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,

@@ -143,13 +143,7 @@ def _messages(trace: Path, settings: Settings) -> list[_Event]:
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
     asyncio.run(ship_sample_files(rec, "node-samples", "dead-letter", [str(trace)], bounds,
                                   settings.max_line_bytes, partitions=parts))  # fmt: skip
-    offsets = [0] * parts
-    msgs = []
-    for topic, p, value in rec.sent:
-        if topic == "node-samples":
-            msgs.append(_Event("node-samples", p, offsets[p], value))
-            offsets[p] += 1
-    return msgs
+    return rec.events("node-samples")
 
 
 def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> dict[str, Any]:

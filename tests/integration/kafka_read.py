@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 
 def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes, int]]:
     """Every message now in ``topic``: (key, value, partition), in order within a partition."""
+    recs = read_records(topic, bootstrap_servers=bootstrap)
+    return [(r.key, r.value, r.partition) for r in recs]
 
-    async def go() -> list[tuple[bytes | None, bytes, int]]:
+
+def read_records(topic: str, **consumer: Any) -> list[Any]:
+    """Every record now in ``topic`` (aiokafka ConsumerRecords: key, value, partition,
+    timestamp...), in order within a partition; ``consumer``: the consumer's connection
+    settings (bootstrap servers, security)."""
+
+    async def go() -> list[Any]:
         from aiokafka import AIOKafkaConsumer
 
-        c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             group_id=None)  # fmt: skip
+        c = AIOKafkaConsumer(topic, **consumer, auto_offset_reset="earliest", group_id=None)
         await c.start()
         try:
             deadline = time.monotonic() + 10
@@ -21,13 +29,13 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes, in
                 await asyncio.sleep(0.1)
             parts = list(c.assignment())
             end = await c.end_offsets(parts)
-            out = []
+            out: list[Any] = []
             while True:
                 behind = [tp for tp in parts if await c.position(tp) < end[tp]]
                 if not behind:
                     return out
-                for tp, recs in (await c.getmany(timeout_ms=1000)).items():
-                    out += [(r.key, r.value, tp.partition) for r in recs]
+                for recs in (await c.getmany(timeout_ms=1000)).values():
+                    out += recs
         finally:
             await c.stop()
 
