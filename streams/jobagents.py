@@ -362,7 +362,7 @@ class JobsPipeline:
         if self.join is not None:
             rows, alerts = self.join.take()
             self.points += table_points(cluster, DRAIN_JOBS_WITH_EVENTS, rows, zone)
-            at = self.join._clock()
+            at = self.join.clock()
             self.points += [
                 timed_point(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
                 for g in self.join.size_group_rows()

@@ -79,6 +79,7 @@ class DrainJobJoin:
         "_gdirty",
         "_ranked",
         "drain_clock",
+        "last_charge",
     )
 
     def __init__(
@@ -110,6 +111,7 @@ class DrainJobJoin:
         self._gdirty: set[str] = set()
         self._ranked: set[str] = set()  # jobs whose sliding_rank alert is firing
         self.drain_clock: float | None = None  # the drain stream's watermark, seconds
+        self.last_charge = 0.0  # the latest last charge of any job's totals, seconds
 
     def configure(self, groups: SizeGroups, top_k: int, rank_node_hours: float) -> None:
         """Settings (not state): applied again to a join restored from a snapshot."""
@@ -123,6 +125,8 @@ class DrainJobJoin:
         fresh = DrainJobJoin()  # defaults for what an older snapshot lacks
         for k in self.__slots__:
             setattr(self, k, state[k] if k in state else getattr(fresh, k))
+        if "last_charge" not in state:
+            self.last_charge = max((v[3] for v in self.drains.values()), default=0) / 1000
 
     def events(self, events: Iterable[JobEvent]) -> None:
         """Job events (as :func:`models.drain.jobs.job_times` folds them: the latest wins)."""
@@ -147,6 +151,8 @@ class DrainJobJoin:
         for job, d, charged, first, last, running in rows:
             self.drains[job] = (int(d), int(charged), int(first), int(last), int(running))
             self.dirty.add(job)
+            if last / 1000 > self.last_charge:
+                self.last_charge = last / 1000
 
     def record(self, job: str) -> JobDrain:
         d, charged, first, last, running = self.drains[job]
@@ -269,7 +275,7 @@ class DrainJobJoin:
         k = self.top_k
         top = heapq.nsmallest(2 * k, self._queued())
         rank = {job: i + 1 for i, (_, job, _j) in enumerate(top)}
-        at = self._clock()
+        at = self.clock()
         alerts: list[Alert] = []
         for key, job, j in top[:k]:
             if job in self._ranked:
@@ -290,10 +296,11 @@ class DrainJobJoin:
                 alerts.append(a)
         return alerts
 
-    def _clock(self) -> float:
-        """Event time of the join: the latest job event or charge, whichever is later."""
-        last = max((v[3] for v in self.drains.values()), default=0) / 1000
-        return max(last, self.now or 0.0)
+    def clock(self) -> float:
+        """Event time of the join: the latest job event or charge, whichever is later (a job
+        leaves memory only long after both, so the running maximum is the same as over the jobs
+        in memory)."""
+        return max(self.last_charge, self.now or 0.0)
 
     def _prune(self) -> None:
         now = self.now
