@@ -1031,23 +1031,15 @@ def _number(raw: Any, where: str, typ: Callable[[Any], Any]) -> Any:
 def _fs_rates(raw: Any, where: str) -> tuple[tuple[str, float], ...]:
     """``FS=RATE[,FS=RATE...]`` (``scratch=1.2GiB/s,home=500MB/s``; a plain number is MB/s)
     -> ((fs, MB/s), ...), in the order given."""
-    from models.samples.dfs import parse_rate
+    from models.samples.dfs import parse_fs_rates
 
     if not isinstance(raw, str):
         raise ConfigError(where, f"expected a string FS=RATE[,FS=RATE...], got {raw!r}")
-    out: dict[str, float] = {}
-    for item in raw.split(","):
-        fs, eq, value = item.strip().rpartition("=")
-        fs = fs.strip()
-        if not eq or not fs:
-            raise ConfigError(where, f"{item.strip()!r}: expected FS=RATE (e.g. scratch=1.2GiB/s)")
-        if fs in out:
-            raise ConfigError(where, f"{fs} has a threshold already")
-        try:
-            out[fs] = parse_rate(value).to("MB/s")
-        except ValueError as e:
-            raise ConfigError(where, f"{item.strip()!r}: {e}") from None
-    return tuple(out.items())
+    try:
+        rates = parse_fs_rates(item.strip() for item in raw.split(","))
+    except ValueError as e:
+        raise ConfigError(where, str(e)) from None
+    return tuple((fs, rate.to("MB/s")) for fs, rate in rates.items())
 
 
 def _check_bootstrap(value: str, where: str) -> str:

@@ -17,6 +17,7 @@ with MiB/s as if it were 93 MiB/s.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -218,6 +219,26 @@ def parse_rate(text: str, zero_ok: bool = False) -> Rate:
         f"{text!r}: unit {unit!r} is not one of {', '.join(RATE_UNITS)} "
         "(MB/s = 10**6 bytes/s, MiB/s = 2**20 bytes/s; a plain number = the source's unit)"
     )
+
+
+def parse_fs_rates(items: Iterable[str]) -> dict[str, Rate]:
+    """Per-file-system hot-zone thresholds, ``FS=RATE`` items (``scratch=1.2GiB/s``) -> file
+    system -> rate, in the order given; ValueError starting with the item (``'x': expected
+    FS=RATE ...``, ``'a=2': a has a threshold already``, ``'a=1Mb/s': <why the rate is not
+    one>``)."""
+    out: dict[str, Rate] = {}
+    for item in items:
+        fs, eq, value = item.rpartition("=")
+        fs = fs.strip()
+        if not eq or not fs:
+            raise ValueError(f"{item!r}: expected FS=RATE (e.g. scratch=1.2GiB/s)")
+        if fs in out:
+            raise ValueError(f"{item!r}: {fs} has a threshold already")
+        try:
+            out[fs] = parse_rate(value)
+        except ValueError as e:
+            raise ValueError(f"{item!r}: {e}") from None
+    return out
 
 
 @dataclass(slots=True)

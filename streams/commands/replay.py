@@ -524,7 +524,7 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
     """Thresholds keep their units (a plain number = the source's unit/s); the stage converts
     them exactly to the source's unit. Two units in one MEAN,STD, or --hot-zone beside
     --hot-zone-bw, are refused rather than guessed."""
-    from models.samples.dfs import Rate, hot_zone_threshold, parse_rate
+    from models.samples.dfs import Rate, hot_zone_threshold, parse_fs_rates, parse_rate
     from streams.stages import samples as sample_stages
 
     thr, origin = sample_stages.DEFAULT_HOT_ZONE, sample_stages.DEFAULT_HOT_ZONE_ORIGIN
@@ -553,18 +553,10 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
         except ValueError as e:
             raise UserError(f"--hot-zone: {e}") from None
         origin = f"--hot-zone {args.hot_zone}"
-    per_fs: dict[str, Rate] = {}
-    for item in args.hot_zone_fs:
-        fs, eq, value = item.rpartition("=")
-        fs = fs.strip()
-        if not eq or not fs:
-            raise UserError(f"--hot-zone-fs {item!r}: expected FS=RATE (e.g. scratch=1.2GiB/s)")
-        if fs in per_fs:
-            raise UserError(f"--hot-zone-fs {item!r}: {fs} has a threshold already")
-        try:
-            per_fs[fs] = parse_rate(value)
-        except ValueError as e:
-            raise UserError(f"--hot-zone-fs {item!r}: {e}") from None
+    try:
+        per_fs = parse_fs_rates(args.hot_zone_fs)
+    except ValueError as e:
+        raise UserError(f"--hot-zone-fs {e}") from None
     return sample_stages.HotZoneOptions(
         thr, tuple(per_fs.items()), args.hot_zone_gap, args.hot_zone_top, origin
     )
