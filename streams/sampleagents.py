@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from models.alerts import Alert
 from models.formats.sampletrace import SampleTraceError, parse_sample, sample_to_dict
 from models.records.reject import Reject
 from models.samples.dfslive import DfsStream, FsStreams
@@ -108,31 +109,13 @@ class SamplesPipeline(JobsPipeline):
         dfs.update(released)
         # every sample at or before the released time is in: the minutes before its are final
         assert self.merger is not None and self.merger.released_to is not None
-        minutes, zones, alerts = dfs.close(math.floor(self.merger.released_to / 60))
-        cluster, zone = self.settings.cluster, self.zone
-        rows = [(m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
-        self.points += table_points(cluster, DFS_MINUTELY, rows, zone)
-        topic = self.topics.metrics_dfs
-        for r in rows:
-            msg = orjson.dumps(row_message(cluster, DFS_MINUTELY, r))
-            self.messages.append((topic, str(r[0]).encode(), msg))
-        self.points += table_points(cluster, HOT_ZONES, [_zone_row(z) for z in zones], zone)
-        self.counts["rows"] += len(rows) + len(zones)
-        self._alerts(alerts)
+        until = math.floor(self.merger.released_to / 60)
+        self._dfs_out(None, *dfs.close(until))
         fs_streams: FsStreams = stages["fs"]
         fs_streams.update(released)
-        for fs, fminutes, fzones, falerts in fs_streams.close(
-            math.floor(self.merger.released_to / 60)
-        ):
-            frows = [(fs, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in fminutes]
-            self.points += table_points(cluster, DFS_MINUTELY_FS, frows, zone)
-            for fr in frows:
-                msg = orjson.dumps(row_message(cluster, DFS_MINUTELY_FS, fr))
-                self.messages.append((topic, f"{fs}:{fr[1]}".encode(), msg))
-            zrows = [(fs, *_zone_row(z)) for z in fzones]
-            self.points += table_points(cluster, HOT_ZONES_FS, zrows, zone)
-            self.counts["rows"] += len(frows) + len(zrows)
-            self._alerts(falerts)
+        for fs, fminutes, fzones, falerts in fs_streams.close(until):
+            self._dfs_out(fs, fminutes, fzones, falerts)
+        cluster, zone = self.settings.cluster, self.zone
         # per-job utilisation: the jobs with new measures, provisional until quiet
         util: JobUtilStream = stages["util"]
         util.update(released)
@@ -144,6 +127,24 @@ class SamplesPipeline(JobsPipeline):
             self.points.append(p.field("final", int(job in done)))
         util.forget(final)
         dfs.forget_jobs(final)
+
+    def _dfs_out(self, fs: str | None, minutes: list[Any], zones: list[Any],
+                 alerts: list[Alert]) -> None:  # fmt: skip
+        """A DFS stream's final minutes (InfluxDB and metrics.dfs, keyed ``<minute_ms>``, or
+        ``<fs>:<minute_ms>`` for a file system's), ended episodes and alert changes."""
+        cluster, zone = self.settings.cluster, self.zone
+        head: tuple[str, ...] = () if fs is None else (fs,)
+        mt, zt = (DFS_MINUTELY, HOT_ZONES) if fs is None else (DFS_MINUTELY_FS, HOT_ZONES_FS)
+        rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
+        self.points += table_points(cluster, mt, rows, zone)
+        topic = self.topics.metrics_dfs
+        for r in rows:
+            key = ":".join([*head, str(r[len(head)])])
+            self.messages.append((topic, key.encode(), orjson.dumps(row_message(cluster, mt, r))))
+        zrows = [(*head, *_zone_row(z)) for z in zones]
+        self.points += table_points(cluster, zt, zrows, zone)
+        self.counts["rows"] += len(rows) + len(zrows)
+        self._alerts(alerts)
 
     def _saved(self) -> bytes:
         assert self.merger is not None and self.stages is not None
