@@ -341,7 +341,8 @@ class DrainPipeline:
                         key=b"drain",
                         value=orjson.dumps({"partition": -1, "drain": [
                             [j.job, j.drain_ms, j.nodes_charged, j.first_charged_ms,
-                             j.last_charged_ms, j.nodes_running] for j in jobs[i : i + 2000]],
+                             j.last_charged_ms, j.nodes_running, j.time_ms]
+                            for j in jobs[i : i + 2000]],
                             "watermark_ms": comb.watermark_ms}),
                     )
                     for i in range(0, len(jobs), 2000)

@@ -360,8 +360,11 @@ class JobsPipeline:
         for table, rows in self.stages["usage"].changed():
             self.points += table_points(cluster, table, rows, zone)
         if self.join is not None:
-            rows, alerts = self.join.take()
-            self.points += table_points(cluster, DRAIN_JOBS_WITH_EVENTS, rows, zone)
+            rows, alerts, stamps = self.join.take()
+            self.points += [  # at the job's stamp: its first charge moves as partitions report
+                timed_point(DRAIN_JOBS_WITH_EVENTS, cluster, row, ms / 1000, zone)
+                for row, ms in zip(rows, stamps, strict=True)
+            ]
             at = self.join.clock()
             self.points += [
                 timed_point(SIZE_GROUPS, cluster, size_group_row(g), at, zone)

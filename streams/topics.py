@@ -312,12 +312,14 @@ JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "array",
-                "prefixItems": [_STR, _INT, _INT, _INT, _INT, _INT],
+                "prefixItems": [_STR, _INT, _INT, _INT, _INT, _INT, _INT],
                 "minItems": 6,
-                "maxItems": 6,
+                "maxItems": 7,
             },
             "description": "[job, drain ms, nodes charged, first charged ms, last charged ms, "
-            "nodes running] per job whose totals changed",
+            "nodes running, point time ms] per job whose totals changed (the point time: the "
+            "job's first charge as first reported, its drain_job point; absent from older "
+            "workers)",
         },
         "watermark_ms": {
             **_INT,

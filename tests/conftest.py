@@ -24,8 +24,9 @@ import importlib.util
 import os
 import re
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -99,6 +100,19 @@ class InfluxTarget:
                     row.update(series.get("tags", {}))
                     rows.append(row)
         return rows
+
+    def influxql_until(
+        self, q: str, done: Callable[[list[dict[str, Any]]], bool], timeout: float = 30
+    ) -> list[dict[str, Any]]:
+        """The rows of ``q`` once ``done(rows)``, or as they are at ``timeout`` (the worker
+        writes its points at its next flush, after the topic records a test may have waited
+        for)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.influxql(q)
+            if done(rows) or time.monotonic() > deadline:
+                return rows
+            time.sleep(0.5)
 
 
 def _safe_name(text: str, allowed: str, limit: int) -> str:

@@ -5,7 +5,12 @@ charged drain gets its size (job events, else the nodes seen running it), run ti
 node and drain / run time (:class:`models.drain.jobs.JobDrain`, the replay's own record), and
 is written again whenever either side changes. Both sides arrive in their own order (the drain
 combiner's totals as it flushes, job events in event time), so a row is final once both have
-stopped changing: the join is eventually the replay's.
+stopped changing: the join is eventually the replay's. A job's totals grow as the node-status
+partitions report, and its first charge can move earlier (a partition that charged it first
+reports after one that charged it later), so a row's point time is not its first charge but
+the job's *stamp*: the combiner's point time of the job (its first charge as first reported),
+or the first charge as this join first saw it, kept for the job's life in memory. Every row of
+a job then overwrites one point.
 
 Alert ``failure_to_launch`` (seed 000 §V-C): a job that was held idle for at least
 ``ftl_node_hours`` of drain, then ran less than ``ftl_s`` (30 s). It is an event, not a state:
@@ -93,8 +98,8 @@ class DrainJobJoin:
         rank_node_hours: float = 1.0,
     ) -> None:
         self.times: dict[str, JobTimes] = {}
-        # job -> (drain_ms, nodes_charged, first_ms, last_ms, nodes_running)
-        self.drains: dict[str, tuple[int, int, int, int, int]] = {}
+        # job -> (drain_ms, nodes_charged, first_ms, last_ms, nodes_running, stamp_ms)
+        self.drains: dict[str, tuple[int, int, int, int, int, int]] = {}
         self.dirty: set[str] = set()
         self.ftl_s = ftl_s
         self.ftl_ms = ftl_node_hours * 3_600_000.0
@@ -127,6 +132,8 @@ class DrainJobJoin:
             setattr(self, k, state[k] if k in state else getattr(fresh, k))
         if "last_charge" not in state:
             self.last_charge = max((v[3] for v in self.drains.values()), default=0) / 1000
+        if any(len(v) == 5 for v in self.drains.values()):  # an older snapshot: no stamps
+            self.drains = {k: (*v[:5], v[2]) for k, v in self.drains.items()}
 
     def events(self, events: Iterable[JobEvent]) -> None:
         """Job events (as :func:`models.drain.jobs.job_times` folds them: the latest wins)."""
@@ -142,20 +149,25 @@ class DrainJobJoin:
                 self.now = e.ts
 
     def drain(self, rows: Iterable[Sequence[Any]], watermark_ms: int | None = None) -> None:
-        """Totals ``(job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running)``, and the
-        drain stream's watermark when known."""
+        """Totals ``(job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running[,
+        stamp_ms])`` (the stamp: the combiner's point time of the job), and the drain stream's
+        watermark when known."""
         if watermark_ms is not None:
             wm = watermark_ms / 1000
             if self.drain_clock is None or wm > self.drain_clock:
                 self.drain_clock = wm
-        for job, d, charged, first, last, running in rows:
-            self.drains[job] = (int(d), int(charged), int(first), int(last), int(running))
+        drains = self.drains
+        for row in rows:
+            job, d, charged, first, last, running = row[:6]
+            old = drains.get(job)
+            stamp = old[5] if old is not None else int(row[6] if len(row) > 6 else first)
+            drains[job] = (int(d), int(charged), int(first), int(last), int(running), stamp)
             self.dirty.add(job)
             if last / 1000 > self.last_charge:
                 self.last_charge = last / 1000
 
     def record(self, job: str) -> JobDrain:
-        d, charged, first, last, running = self.drains[job]
+        d, charged, first, last, running, _stamp = self.drains[job]
         jt = self.times.get(job)
         size = jt.nodes if jt and jt.nodes else (running or None)
         return JobDrain(
@@ -169,16 +181,18 @@ class DrainJobJoin:
             running > 0 or bool(jt and jt.start is not None),
         )
 
-    def take(self) -> tuple[list[tuple[Any, ...]], list[Alert]]:
+    def take(self) -> tuple[list[tuple[Any, ...]], list[Alert], list[int]]:
         """The changed jobs' rows (``drain_jobs.csv`` with job events: job, drain_ms,
-        nodes_charged, first_ms, last_ms, size, runtime, drain per node, drain / run time) and
-        the failure-to-launch records."""
+        nodes_charged, first_ms, last_ms, size, runtime, drain per node, drain / run time), the
+        failure-to-launch records, and each row's point time (the job's stamp, ms)."""
         rows: list[tuple[Any, ...]] = []
         alerts: list[Alert] = []
+        stamps: list[int] = []
         for job in sorted(self.dirty):
             j = self.record(job)
-            d_ms = self.drains[job][0]
+            d_ms, stamp = self.drains[job][0], self.drains[job][5]
             rows.append(drain_jobs_row(j, d_ms))
+            stamps.append(stamp)
             self._count(j)
             jt = self.times.get(job)
             if (
@@ -216,7 +230,7 @@ class DrainJobJoin:
             alerts += self._rank()
         self.dirty.clear()
         self._prune()
-        return rows, alerts
+        return rows, alerts, stamps
 
     # ---- drain by size group ----------------------------------------------------------------
     def _count(self, j: JobDrain) -> None:

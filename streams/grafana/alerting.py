@@ -98,7 +98,9 @@ class Rule:
 def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
     """(group, rules): the drain group, the job group, the samples group, the pipeline group."""
     hz_n = s.alert_hot_zone_minutes
-    val = "{{ humanize $values.B.Value }}"
+    # B has no value on a series the query left empty (Grafana expands the annotations for
+    # every series, firing or not): "no value" then, not a template error in the log
+    val = "{{ if $values.B.Value }}{{ humanize $values.B.Value }}{{ else }}no value{{ end }}"
     return [
         (
             "drain",

@@ -123,8 +123,9 @@ MEASUREMENTS: dict[str, Measurement] = {
         Measurement("dfs", DFS_MINUTELY, "minute", ()),
         # time: the job's first measure (set by the caller)
         Measurement("job_util", JOB_UTILIZATION, "", (), per_job=True),
-        # time: the first charge, fixed for the job: every later row overwrites the point
-        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "first_charged", (), per_job=True),
+        # time: the job's stamp (set by the caller: models.drain.jobjoin), fixed for the job,
+        # so every later row overwrites the point; the first charge itself can move earlier
+        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "", (), per_job=True),
         Measurement("hot_zone", HOT_ZONES, "start", ()),
         Measurement("dfs_fs", DFS_MINUTELY_FS, "minute", ("fs",)),
         Measurement("hot_zone_fs", HOT_ZONES_FS, "start", ("fs",)),
@@ -136,7 +137,7 @@ MEASUREMENTS: dict[str, Measurement] = {
 
 def timed_point(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo) -> Any:
     """A point of a table without a time column (``runtime_prediction``: the job's end;
-    ``job_util``: its first measure) at ``ts``."""
+    ``job_util``: its first measure; ``job``: the join's stamp of the job) at ``ts``."""
     from influxdb_client import WritePrecision
 
     m = MEASUREMENTS[table.file]

@@ -169,6 +169,13 @@ def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
             wait("a firing notification per rule",
                  lambda: {n for st, n in hook.alerts() if st == "firing"} == TITLES, 90,
                  lambda: hook.alerts())  # fmt: skip
+            # each summary names the value that fired it (its template expanded without error)
+            for b in hook.bodies:
+                for a in b.get("alerts", []):
+                    if a["status"] == "firing":
+                        text = a["annotations"].get("summary", "")
+                        assert text and "no value" not in text, a
+                        assert "error" not in text.lower(), a
 
             # cleared: each resolves and the webhook hears it
             beat.on.set()

@@ -137,7 +137,9 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
     for recs in got.values():
         for r in recs:
             schema.validate(r)
-    points = live.influx.influxql('SELECT "id", "firing", "value", "state" FROM "alerts"')
-    assert sorted((p["id"], p["state"]) for p in points) == sorted(
-        (aid, s) for aid in want for s in ("firing", "resolved")
-    )  # a re-sent change overwrote its own point
+    want_points = sorted((aid, s) for aid in want for s in ("firing", "resolved"))
+    points = live.influx.influxql_until(
+        'SELECT "id", "firing", "value", "state" FROM "alerts"',
+        lambda rows: len(rows) >= len(want_points),
+    )
+    assert sorted((p["id"], p["state"]) for p in points) == want_points  # re-sent: overwritten

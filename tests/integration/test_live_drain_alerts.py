@@ -80,10 +80,11 @@ def test_sliding_jobs_and_data_quality_alerts(live: Live) -> None:
     on, off = got["data_quality:hour"]
     assert (on["since"], on["at"], off["at"]) == (t0 + 7 * 3600, t0 + 8 * 3600, t0 + 9 * 3600)
     assert on["value"] < 0.95 * 3600 and off["value"] == 3600.0
-    points = live.influx.influxql('SELECT "id", "state" FROM "alerts"')
-    assert sorted((p["id"], p["state"]) for p in points) == sorted(
-        (aid, st) for aid in got for st in ("firing", "resolved")
+    want_points = sorted((aid, st) for aid in got for st in ("firing", "resolved"))
+    points = live.influx.influxql_until(
+        'SELECT "id", "state" FROM "alerts"', lambda rows: len(rows) >= len(want_points)
     )
+    assert sorted((p["id"], p["state"]) for p in points) == want_points
 
 
 def test_a_stalled_topic_fires_on_the_worker_clock_and_resolves_on_input(live: Live) -> None:

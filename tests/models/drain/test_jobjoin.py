@@ -50,7 +50,7 @@ def test_join_equals_the_replay_record_whichever_side_comes_first(
             join.events([x])
         else:
             join.drain([x])
-        got, a = join.take()
+        got, a, _ = join.take()
         rows.update({r[0]: r for r in got})
         alerts += a
     times = job_times(events)
@@ -76,7 +76,7 @@ def test_failure_to_launch_the_seed_way() -> None:
     join.drain([["big", 1000 * 1800 * 1000, 1000, 0, 1_800_000, 0]])  # 500 node-hours
     join.events([JobEvent("start", 1800.0, "big", nodes=1000),
                  JobEvent("end", 1810.0, "big", nodes=1000)])  # fmt: skip
-    rows, alerts = join.take()
+    rows, alerts, _ = join.take()
     assert rows == [("big", 1_800_000_000, 1000, 0, 1_800_000, 1000, 10.0, 1800.0, 180.0)]
     assert [(a.id, a.state, a.at, a.value) for a in alerts] == [
         ("failure_to_launch:big", FIRING, 1810.0, 500.0),
@@ -125,22 +125,22 @@ def test_sliding_rank_fires_for_the_top_k_and_resolves_past_2k_or_at_start() -> 
     join.events([JobEvent("submit", 0.0, j, nodes=n) for j, n in (("a", 10), ("b", 10), ("c", 5))])
     h = 3_600_000
     join.drain([["a", 40 * h, 10, 0, 1000_000, 0], ["b", 0.5 * h, 10, 0, 1000_000, 0]])
-    _, alerts = join.take()
+    _, alerts, _ = join.take()
     assert [(a.id, a.state, a.value, a.details["rank"]) for a in alerts] == [
         ("sliding_rank:a", FIRING, 4 * 3600.0, 1)
     ]
     join.drain([["b", 50 * h, 10, 0, 2000_000, 0]])  # b overtakes a: a is rank 2, still firing
-    _, alerts = join.take()
+    _, alerts, _ = join.take()
     assert [(a.id, a.state, a.at) for a in alerts] == [("sliding_rank:b", FIRING, 2000.0)]
     join.drain([["c", 30 * h, 5, 0, 3000_000, 0]])  # c overtakes both: a is past rank 2
-    _, alerts = join.take()
+    _, alerts, _ = join.take()
     assert [(a.id, a.state, a.at) for a in alerts] == [
         ("sliding_rank:c", FIRING, 3000.0),
         ("sliding_rank:a", RESOLVED, 3000.0),
     ]
     # c runs: resolved at its start; a is rank 2 again, but only the top K fire
     join.events([JobEvent("start", 3500.0, "c", nodes=5)])
-    _, alerts = join.take()
+    _, alerts, _ = join.take()
     assert [(a.id, a.state, a.at) for a in alerts] == [("sliding_rank:c", RESOLVED, 3500.0)]
     join.drain([["d", 0.9 * h, 1, 0, 3600_000, 0]])  # below 1 node-hour: never ranked
     assert join.take()[1] == []
@@ -162,7 +162,7 @@ def test_a_lagging_drain_stream_still_finds_the_jobs_events() -> None:
     assert "big" in join.times  # held: the drain stream has not passed it
     join.drain([["big", 64 * 3 * 86_400_000, 64, 0, 3 * 86_400_000, 0]],
                watermark_ms=round(3 * day * 1000))  # fmt: skip
-    rows, alerts = join.take()
+    rows, alerts, _ = join.take()
     assert [(r[0], r[5], r[6]) for r in rows] == [("big", 64, 27.0)]
     assert [(a.id, a.state) for a in alerts] == [
         ("failure_to_launch:big", FIRING),
@@ -176,3 +176,22 @@ def test_a_lagging_drain_stream_still_finds_the_jobs_events() -> None:
         join2.events([JobEvent("end", k * day, f"o{k}", nodes=1)])
         join2.take()
     assert "big" not in join2.times
+
+
+def test_a_jobs_rows_keep_one_point_time_while_its_first_charge_moves_earlier() -> None:
+    # two node-status partitions charged the job: the one that charged it later reports first,
+    # so the first charge moves from 07:40 to 07:20 between two totals; both rows carry the
+    # stamp of the first report (the combiner's, when it sends one), one InfluxDB point
+    join = DrainJobJoin()
+    join.drain([["j1", 32_100_503, 19, 27_600_000, 73_200_000, 0]])
+    rows1, _, stamps1 = join.take()
+    join.drain([["j1", 53_100_765, 30, 26_400_000, 73_200_000, 0]])
+    rows2, _, stamps2 = join.take()
+    assert (rows1[0][3], rows2[0][3]) == (27_600_000, 26_400_000)  # first_charged moved
+    assert stamps1 == stamps2 == [27_600_000]
+    join.drain([["j2", 1000, 1, 5000, 6000, 0, 4000]])  # the combiner's stamp wins
+    join.drain([["j2", 2000, 2, 3000, 6000, 0, 4000]])
+    assert join.take()[2] == [4000]
+    restored = pickle.loads(pickle.dumps(join))  # kept in the snapshot
+    restored.drain([["j1", 60_000_000, 31, 20_000_000, 80_000_000, 0]])
+    assert restored.take()[2] == [27_600_000]
