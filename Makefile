@@ -7,10 +7,15 @@ STACK := $(PY) deploy/local/stack.py
 
 .PHONY: venv demo demo-live test test-unit lint browser slurm stack-start stack-stop stack-status bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The compiled Moab tokenizer (native/: Rust, PyO3, built by maturin from crates.io) where a
+# Rust toolchain is (rustup's ~/.cargo/bin counts); without one the replay uses polars' reader.
+$(VENV)/.installed: pyproject.toml native/Cargo.toml native/pyproject.toml native/src/lib.rs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	@export PATH="$$PATH:$$HOME/.cargo/bin"; if command -v cargo >/dev/null; then \
+	  echo "venv: building the compiled tokenizer (native/)"; $(PY) -m pip install -q ./native; \
+	else echo "venv: no Rust toolchain: native/ not built; the replay uses polars' reader"; fi
 	touch $@
 
 venv: $(VENV)/.installed

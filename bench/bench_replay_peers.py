@@ -5,8 +5,9 @@ with the same rules, checked equal to drainwatch's output, each in a fresh proce
 Logs: the 5M-line simulated log of ``bench_replay.py`` (400 nodes, a report every 120 s) and a
 1,024-node two-day log (a report every 60 s: about 2.95M lines), both America/Chicago. Reported
 per log: wall seconds, CPU seconds (all threads) and peak RSS of each, and drainwatch / peer
-ratios (below 1: drainwatch is faster). DuckDB is a benchmark-only dependency
-(``.venv/bin/pip install duckdb``).
+ratios (below 1: drainwatch is faster); drainwatch twice, with the compiled tokenizer (native/)
+and with polars' reader (the compiled one hidden), both checked equal. DuckDB is a
+benchmark-only dependency (``.venv/bin/pip install duckdb``).
 
     .venv/bin/python bench/bench_replay_peers.py [--only 5m|1024] [--repeat 1]
 """
@@ -50,9 +51,13 @@ def logs(only: str | None) -> list[tuple[str, Path]]:
     return out
 
 
-def run_drainwatch(log: Path, out: Path) -> dict[str, Any]:
+def run_drainwatch(log: Path, out: Path, tokenizer: str = "native") -> dict[str, Any]:
+    """The whole replay command in a fresh process; ``tokenizer="polars"`` hides the compiled
+    tokenizer (native/) so the replay cuts lines with polars' CSV reader, as where no Rust
+    toolchain built it."""
+    hide = "sys.modules['drainwatch_native']=None;" if tokenizer == "polars" else ""
     code = (
-        "import resource,sys,time; from streams.cli import main; t=time.perf_counter();"
+        f"import resource,sys,time; {hide} from streams.cli import main; t=time.perf_counter();"
         "c=time.process_time();"
         f"rc=main(['replay','--format','moab',{str(log)!r},'--out',{str(out)!r},"
         f"'--no-progress','--tz',{TZ!r}]);"
@@ -127,12 +132,16 @@ def main() -> None:
         lines = sum(1 for _ in open(log, "rb"))
         print(f"\n{name}: {log.relative_to(ROOT)} ({log.stat().st_size / 1e6:.0f} MB, "
               f"{lines:,} lines)")  # fmt: skip
-        out = log.parent / "out-peers"
+        out, out2 = log.parent / "out-peers", log.parent / "out-peers-polars-tokenizer"
         runs: dict[str, dict[str, Any]] = {}
-        for who in ("drainwatch", "polars", "duckdb"):
+        for who in ("drainwatch", "drainwatch-polars-tokenizer", "polars", "duckdb"):
             best: dict[str, Any] | None = None
             for _ in range(a.repeat):
-                r = run_drainwatch(log, out) if who == "drainwatch" else run_peer(who, log)
+                if who.startswith("drainwatch"):
+                    tok = "polars" if who.endswith("tokenizer") else "native"
+                    r = run_drainwatch(log, out if tok == "native" else out2, tok)
+                else:
+                    r = run_peer(who, log)
                 if best is None or r["wall_s"] < best["wall_s"]:
                     best = r
             assert best is not None
@@ -140,6 +149,8 @@ def main() -> None:
         jobs, days = drainwatch_tables(out)
         row: dict[str, Any] = {"lines": lines, "bytes": log.stat().st_size}
         dw = runs["drainwatch"]
+        runs["drainwatch-polars-tokenizer"] |= dict(zip(("jobs", "days"), drainwatch_tables(out2),
+                                                        strict=True))  # fmt: skip
         for who, r in runs.items():
             check = "" if who == "drainwatch" else same(r, jobs, days)
             ratio = ("" if who == "drainwatch" else
@@ -147,7 +158,7 @@ def main() -> None:
                      f"{dw['cpu_s'] / r['cpu_s']:.2f}x CPU")  # fmt: skip
             verdict = "" if who == "drainwatch" else f"; DIFFERENT: {check}" if check else (
                 "; same tables")  # fmt: skip
-            print(f"  {who:10s} {r['wall_s']:6.2f} s wall {r['cpu_s']:6.2f} s CPU "
+            print(f"  {who:28s} {r['wall_s']:6.2f} s wall {r['cpu_s']:6.2f} s CPU "
                   f"{r['peak_rss_mb']:6.0f} MB peak{ratio}{verdict}")  # fmt: skip
             row[who] = {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_mb")}
             if who != "drainwatch":

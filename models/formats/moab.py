@@ -3,10 +3,12 @@
     2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle'
         rsvlist='1292428,1292433' joblist='none'     (one line)
 
-Fast path: the chunk is split on the quote character by polars' CSV reader (a Rust tokenizer,
-~2M lines/s on one core, where a Python regex loop manages ~0.3M), and every string column is
-turned into codes through a per-chunk categorical, so Python only sees the distinct values
-(distinct seconds, offsets, nodes, states, id lists). Lines that are not node-status lines at all
+Fast path: a tokenizer cuts each line at its quotes and turns every string column into
+per-chunk codes, so Python only sees the distinct values (distinct seconds, offsets, nodes,
+states, id lists). Two tokenizers give the same columns: the compiled one of ``native/`` (one
+pass in Rust, dictionary-encoding as it goes; built where a Rust toolchain is) and polars' CSV
+reader split on the quote, each column cast to a per-chunk categorical (~2M lines/s on one
+core, where a Python regex loop manages ~0.3M). Lines that are not node-status lines at all
 (other Moab messages) are counted as ignored; node-status lines that are malformed are rejected
 with a reason; both never stop the run. A slow line-by-line path handles chunks the tokenizer
 refuses and serves as the executable definition of the format.
@@ -21,10 +23,14 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-import polars as pl
 
 from models.records.nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
 from models.records.reject import RecordError, Reject
+
+try:  # the compiled tokenizer (native/), built where a Rust toolchain is: optional
+    from drainwatch_native import tokenize_moab
+except ImportError:  # pragma: no cover - depends on the installation
+    tokenize_moab = None  # type: ignore[assignment, unused-ignore]
 
 LINE_RE = re.compile(
     r"^(?P<ts>\S+) \S+ \S+\s+Node '(?P<node>[^']*)' status: state='(?P<state>[^']*)'"
@@ -34,7 +40,6 @@ _TS_HEAD_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _TS_TAIL_RE = re.compile(r"^(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$")
 # after the canonical 28-character stamp and a blank, up to the first quote: as in LINE_RE
 _PID_LEVEL_NODE_RE = re.compile(r"\S+ \S+\s+Node ")
-_SCHEMA = {f"c{i}": pl.String for i in range(10)}  # 9 quotes at most; more is malformed
 # local_seconds() of a string that is not a valid 'YYYY-MM-DDTHH:MM:SS' wall-clock time. Valid
 # years 0001-9999 give -6.2e10 .. 2.5e11 s, far from it, so it cannot be a real time; rows that
 # carry it are rejected (bad_timestamp) before their milliseconds are used.
@@ -186,13 +191,15 @@ def parse_lines_slow(
     return ParsedChunk(NodeStatusBatch.from_records(records, book), rejects, len(lines), ignored)
 
 
-def _tokenise(data: bytes) -> pl.DataFrame:
+def _tokenise(data: bytes) -> Any:
+    import polars as pl  # only where the compiled tokenizer is not: ~0.15 s to import
+
     return pl.read_csv(
         data,
         has_header=False,
         separator="'",
         quote_char=None,
-        schema=_SCHEMA,
+        schema={f"c{i}": pl.String for i in range(10)},  # 9 quotes at most; more: malformed
         missing_columns="insert",
         truncate_ragged_lines=True,
         encoding="utf8",
@@ -213,19 +220,56 @@ def _line_bytes(data: bytes) -> npt.NDArray[np.int64]:
     return length
 
 
-def parse_moab_chunk(
-    data: bytes, book: Codebook, source: str = "", first_lineno: int = 1
-) -> ParsedChunk:
-    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
+# (codes per line, the distinct values they index, null -> the last, None)
+_Coded = tuple[npt.NDArray[np.int64], list[str | None]]
+_KEYS = ("sec", "tail", "node", "state", "rsv", "job")
+# the tokenizers a chunk can be cut by: the compiled one when it is installed, else polars'
+TOKENIZERS = ("native", "polars") if tokenize_moab is not None else ("polars",)
 
-    The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset, the
-    line ending at the joblist's closing quote); any other line goes through ``classify_line``,
-    which keeps valid variants and rejects the rest. Only values of accepted lines are interned.
-    """
-    if not data:
-        return ParsedChunk(NodeStatusBatch.empty())
-    if data.startswith(_COMPRESSED_MAGIC):
-        return parse_lines_slow(data, book, source, first_lineno)
+
+@dataclass(slots=True, frozen=True)
+class Tokens:
+    """A chunk cut by a tokenizer: lines, whether each has the canonical layout, and the six
+    columns (second, rest of the head, node, state, rsvlist, joblist) as per-chunk codes."""
+
+    lines: int
+    ok: npt.NDArray[np.bool_]
+    coded: dict[str, _Coded]
+
+
+def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
+    """The chunk's :class:`Tokens`, or None when it must take the line-by-line path. Pure (no
+    codebook): it may run on another thread while the previous chunk is accounted (the compiled
+    tokenizer releases the GIL). ``tokenizer``: one of :data:`TOKENIZERS`, default the first."""
+    if not data or data.startswith(_COMPRESSED_MAGIC):
+        return None
+    tokenizer = tokenizer or TOKENIZERS[0]
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer {tokenizer!r}: not one of {', '.join(TOKENIZERS)}")
+    t = _tokens_native(data) if tokenizer == "native" else _tokens_polars(data)
+    return None if t is None else Tokens(*t)
+
+
+def _tokens_native(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]]:
+    """The compiled tokenizer (native/src/lib.rs): the same columns as :func:`_tokens_polars`
+    for the lines it takes; it refuses any line that is not exactly canonical (the line parser
+    then decides), so it never accepts a line the polars path would not."""
+    assert tokenize_moab is not None
+    n_lines, ok_bytes, columns = tokenize_moab(data)
+    ok = np.frombuffer(ok_bytes, dtype=np.uint8).astype(bool)
+    coded: dict[str, _Coded] = {}
+    for k, (code_bytes, values) in zip(_KEYS, columns, strict=True):
+        codes = np.frombuffer(code_bytes, dtype="<u4").astype(np.int64)
+        codes[~ok] = len(values)  # refused lines: the null code
+        coded[k] = (codes, [*values, None])
+    return n_lines, ok, coded
+
+
+def _tokens_polars(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]] | None:
+    """polars' CSV reader split on the quote: per line whether it has the canonical layout,
+    and the six columns as per-chunk codes; None when the reader refuses the chunk."""
+    import polars as pl
+
     tokenised = data
     try:
         df = _tokenise(tokenised)
@@ -234,13 +278,12 @@ def parse_moab_chunk(
             tokenised = data.decode("utf-8", "replace").encode()
             df = _tokenise(tokenised)
         except (pl.exceptions.PolarsError, OSError):
-            return parse_lines_slow(data, book, source, first_lineno)
+            return None
     n_lines = df.height  # one row per line, blank lines included
     line_bytes = _line_bytes(tokenised)
     if line_bytes.size != n_lines:  # the tokenizer did not keep one row per line: be safe
-        return parse_lines_slow(data, book, source, first_lineno)
-    keys = ("sec", "tail", "node", "state", "rsv", "job")
-    cats = {k: pl.Categories.random() for k in keys}
+        return None
+    cats = {k: pl.Categories.random() for k in _KEYS}
 
     def code(expr: pl.Expr, k: str) -> pl.Expr:
         return expr.cast(pl.Categorical(cats[k])).alias(k)
@@ -276,16 +319,44 @@ def parse_moab_chunk(
     ok = cols.get_column("ok").to_numpy()
     ok &= line_bytes - cols.get_column("field_bytes").to_numpy() == 8
 
-    def coded(k: str) -> tuple[npt.NDArray[np.int64], list[str | None]]:
+    def coded(k: str) -> _Coded:
         """Per-chunk codes of one column and the distinct values they index (null -> last)."""
         col = cols.get_column(k)  # keeps the category mapping alive while it is read
         values: list[str | None] = cats[k].to_series().to_list()
         codes = col.to_physical().fill_null(len(values)).to_numpy().astype(np.int64)
         return codes, [*values, None]
 
+    return n_lines, ok, {k: coded(k) for k in _KEYS}
+
+
+def parse_moab_chunk(
+    data: bytes,
+    book: Codebook,
+    source: str = "",
+    first_lineno: int = 1,
+    tokenizer: str | None = None,
+    tokens: Tokens | None = None,
+) -> ParsedChunk:
+    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
+
+    The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset, the
+    line ending at the joblist's closing quote); any other line goes through ``classify_line``,
+    which keeps valid variants and rejects the rest. Only values of accepted lines are interned.
+    ``tokenizer`` (one of :data:`TOKENIZERS`; default the first) cuts the lines: the result is
+    the same whichever does. ``tokens``: ``tokenize(data)`` when the caller has it already.
+    """
+    if not data:
+        return ParsedChunk(NodeStatusBatch.empty())
+    if tokens is None:
+        tokens = tokenize(data, tokenizer)
+        if tokens is None:
+            return parse_lines_slow(data, book, source, first_lineno)
+    n_lines, coded = tokens.lines, tokens.coded
+    ok = tokens.ok.copy()
+
     # timestamps: wall-clock second + (fraction, offset), each parsed once per distinct value
-    sec_codes, sec_vals = coded("sec")
-    tail_codes, tail_vals = coded("tail")
+    sec_codes, sec_vals = coded["sec"]
+    tail_codes, tail_vals = coded["tail"]
     sec_lut = local_seconds([v if v is not None else "" for v in sec_vals])
     tail_lut = np.zeros(len(tail_vals), dtype=np.int64)
     tail_ok = np.zeros(len(tail_vals), dtype=bool)
@@ -300,9 +371,9 @@ def parse_moab_chunk(
     ok &= (sec != BAD_SECONDS) & tail_ok[tail_codes]
     ts_ms = sec * 1000 + tail_lut[tail_codes]
 
-    node_codes, node_vals = coded("node")
+    node_codes, node_vals = coded["node"]
     node_ok = np.array([bool(v) for v in node_vals], dtype=bool)
-    state_codes, state_vals = coded("state")
+    state_codes, state_vals = coded["state"]
     state_ok = np.array([bool(v and v.strip()) for v in state_vals], dtype=bool)
     ok &= node_ok[node_codes] & state_ok[state_codes]
     rows = np.flatnonzero(ok)
@@ -358,7 +429,7 @@ def parse_moab_chunk(
             state_lut[c] = book.states.code(cast(str, state_vals[c]))
         else:
             book.states.code(recs[k].state)
-    rsv_codes, rsv_vals = coded("rsv")
+    rsv_codes, rsv_vals = coded["rsv"]
     rsv_lut = np.full(len(rsv_vals), NO_JOB, dtype=np.int64)
     for c, k in in_line_order(rsv_codes, len(rsv_vals)):
         ids = split_idlist(rsv_vals[c]) if c >= 0 else recs[k].rsvlist
@@ -366,7 +437,7 @@ def parse_moab_chunk(
             first_id = book.jobs.code(ids[0])
             if c >= 0:
                 rsv_lut[c] = first_id
-    job_codes, job_vals = coded("job")
+    job_codes, job_vals = coded["job"]
     job_lists: list[list[int]] = [[] for _ in job_vals]
     for c, k in in_line_order(job_codes, len(job_vals)):
         ids = split_idlist(job_vals[c]) if c >= 0 else recs[k].joblist

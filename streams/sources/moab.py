@@ -11,11 +11,13 @@ other Moab messages are counted as ignored; a line longer than ``max_line_bytes`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from typing import BinaryIO
 
 import numpy as np
 
-from models.formats.moab import ParsedChunk, classify_line, parse_moab_chunk
+from models.formats.moab import ParsedChunk, Tokens, classify_line, parse_moab_chunk, tokenize
 from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
@@ -31,8 +33,12 @@ from streams.sources.files import (
     raw_position,
     reading,
 )
+from streams.sources.readahead import read_ahead
 
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
+# a chunk of whole lines, its overlong lines, its tokens (None: the line path) and the file
+# position after it
+_Cut = tuple[bytes, list[LongLine], Tokens | None, int]
 
 
 def first_record_ms(path: str) -> int | None:
@@ -78,11 +84,13 @@ class MoabFiles:
         done_before = 0
         previous: InputStats | None = None
         for path, stats in zip(self.paths, self.inputs, strict=True):
-            with reading(path), open_binary(path) as f:
+            with reading(path), open_binary(path) as f, closing(read_ahead(self._cut(f))) as cut:
                 lineno = 1
                 stats.lines = 0
-                for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes):
-                    parsed = parse_plausible(chunk, self.book, self.bounds, path, lineno, longs)
+                for chunk, longs, tokens, position in cut:
+                    parsed = parse_plausible(
+                        chunk, self.book, self.bounds, path, lineno, longs, tokens
+                    )
                     lineno += parsed.lines
                     stats.lines += parsed.lines
                     stats.ignored += parsed.ignored
@@ -96,12 +104,23 @@ class MoabFiles:
                         stats.seen(int(b.ts_ms.min()), int(b.ts_ms.max()))
                         self._check_overlap(previous, stats)
                         yield b
-                    self.progress.update(done_before + raw_position(f), self.lines)
+                    self.progress.update(done_before + position, self.lines)
             done_before += stats.bytes
             if stats.last_ms is not None:
                 previous = stats
         self.progress.update(done_before, self.lines, force=True)
         self.progress.close()
+
+    def _cut(self, f: BinaryIO) -> Callable[[], Iterator[_Cut]]:
+        """Chunks of whole lines, each with its tokens and the file position after it: made on
+        the read-ahead thread (reading and the compiled tokenizer release the GIL), so the next
+        chunk is read and cut while this one is interned and accounted."""
+
+        def cut() -> Iterator[_Cut]:
+            for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes):
+                yield chunk, longs, tokenize(chunk), raw_position(f)
+
+        return cut
 
     def _check_overlap(self, previous: InputStats | None, current: InputStats) -> None:
         if self.allow_overlap or previous is None or previous.last_ms is None:
@@ -131,15 +150,16 @@ def parse_plausible(
     path: str,
     lineno: int,
     longs: list[LongLine] | None = None,
+    tokens: Tokens | None = None,
 ) -> ParsedChunk:
     """Parse a Moab chunk, as the replay and the shipper both do. ``longs``: the lines of the
     chunk over the length cap (``line_chunks`` read them as empty lines), rejected as
     ``line_too_long``. Lines whose time is
     implausible (``implausible_time``, ``time_jump`` within the chunk) are rejected and the
     chunk parsed again without them, the codebook taken back to where it was, so they leave no
-    node, job or window behind."""
+    node, job or window behind. ``tokens``: the chunk's, when cut already."""
     mark = book.mark()
-    parsed = parse_moab_chunk(chunk, book, source=path, first_lineno=lineno)
+    parsed = parse_moab_chunk(chunk, book, source=path, first_lineno=lineno, tokens=tokens)
     if bounds.all_plausible(parsed.batch.ts_ms):
         if longs:
             _too_long(parsed, longs, path, lineno)

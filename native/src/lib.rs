@@ -1,0 +1,164 @@
+//! The Moab node-status tokenizer of `models/formats/moab.py` (seed 000 §III-A), compiled.
+//!
+//!     2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle'
+//!         rsvlist='1292428,1292433' joblist='none'     (one line)
+//!
+//! One pass over a chunk of whole lines: each line that has the canonical shape (exactly eight
+//! quotes, the constant texts between them, nothing after the last one but one CR, an ASCII
+//! head with a blank at byte 28 ending in " Node ") is `ok`, and its six values (the wall-clock
+//! second `head[..19]`, the rest of the head `head[19..]`, node, state, rsvlist, joblist) are
+//! dictionary-encoded per chunk: codes in first-seen order, each distinct value once. Every
+//! other line is left to the Python line parser (`classify_line`), which is the format's
+//! definition: this pass may refuse a line the format allows, never accept one it does not.
+//! The values' own checks (timestamp, node, state) stay in Python, once per distinct value.
+
+use memchr::{memchr, memchr_iter};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use rustc_hash::FxHashMap;
+
+const KEYS: usize = 6;
+const GAPS: [&[u8]; 3] = [b" status: state=", b" rsvlist=", b" joblist="];
+
+/// Distinct values of one column in first-seen order, with the previous line's value cached
+/// (consecutive lines share their second, their node's neighbours, their state).
+struct Column<'a> {
+    codes: Vec<u32>,
+    index: FxHashMap<&'a [u8], u32>,
+    values: Vec<&'a [u8]>,
+    last: Option<(&'a [u8], u32)>,
+}
+
+impl<'a> Column<'a> {
+    fn new(lines: usize) -> Self {
+        Column { codes: Vec::with_capacity(lines), index: FxHashMap::default(), values: Vec::new(), last: None }
+    }
+
+    #[inline]
+    fn code(&mut self, v: &'a [u8]) -> u32 {
+        if let Some((lv, lc)) = self.last {
+            if lv == v {
+                return lc;
+            }
+        }
+        let n = self.values.len() as u32;
+        let c = *self.index.entry(v).or_insert(n);
+        if c == n {
+            self.values.push(v);
+        }
+        self.last = Some((v, c));
+        c
+    }
+}
+
+/// The eight quote positions of a canonical line, or None.
+#[inline]
+fn quotes(line: &[u8]) -> Option<[usize; 8]> {
+    let mut q = [0usize; 8];
+    let mut n = 0;
+    for i in memchr_iter(b'\'', line) {
+        if n == 8 {
+            return None;
+        }
+        q[n] = i;
+        n += 1;
+    }
+    if n == 8 && q[7] == line.len() - 1 {
+        Some(q)
+    } else {
+        None
+    }
+}
+
+/// The six value slices of a canonical line, or None.
+#[inline]
+fn fields(line: &[u8]) -> Option<[&[u8]; KEYS]> {
+    let q = quotes(line)?;
+    let head = &line[..q[0]];
+    if head.len() < 29 || head[28] != b' ' || !head.ends_with(b" Node ") || !head.is_ascii() {
+        return None;
+    }
+    for (k, gap) in GAPS.iter().enumerate() {
+        if &line[q[2 * k + 1] + 1..q[2 * k + 2]] != *gap {
+            return None;
+        }
+    }
+    let vals = [&line[q[0] + 1..q[1]], &line[q[2] + 1..q[3]], &line[q[4] + 1..q[5]], &line[q[6] + 1..q[7]]];
+    if !vals.iter().all(|v| v.is_ascii() || std::str::from_utf8(v).is_ok()) {
+        return None;
+    }
+    Some([&head[..19], &head[19..], vals[0], vals[1], vals[2], vals[3]])
+}
+
+struct Tokens<'a> {
+    lines: usize,
+    ok: Vec<u8>,
+    cols: Vec<Column<'a>>,
+}
+
+fn tokenize(data: &[u8]) -> Tokens<'_> {
+    let guess = data.len() / 96 + 1;
+    let mut t = Tokens { lines: 0, ok: Vec::with_capacity(guess), cols: (0..KEYS).map(|_| Column::new(guess)).collect() };
+    let mut start = 0;
+    while start < data.len() {
+        let end = memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i);
+        let mut line = &data[start..end];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        match fields(line) {
+            Some(vals) => {
+                t.ok.push(1);
+                for (col, v) in t.cols.iter_mut().zip(vals) {
+                    let c = col.code(v);
+                    col.codes.push(c);
+                }
+            }
+            None => {
+                t.ok.push(0);
+                for col in t.cols.iter_mut() {
+                    col.codes.push(u32::MAX); // the Python side maps it to its null code
+                }
+            }
+        }
+        t.lines += 1;
+        start = end + 1;
+    }
+    t
+}
+
+fn u32_bytes(v: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 4);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// tokenize_moab(data: bytes) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
+/// list[str]) for head second, head rest, node, state, rsvlist, joblist)). A line the pass
+/// refuses has ok 0 and code 0xFFFFFFFF in every column.
+#[pyfunction]
+fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
+    let bytes = data.as_bytes();
+    let (lines, ok, cols) = py.allow_threads(|| {
+        let t = tokenize(bytes);
+        let cols: Vec<(Vec<u8>, Vec<&[u8]>)> = t.cols.into_iter().map(|c| (u32_bytes(&c.codes), c.values)).collect();
+        (t.lines, t.ok, cols)
+    });
+    let mut out = Vec::with_capacity(KEYS);
+    for (codes, values) in cols {
+        let strs: Vec<Bound<'py, PyString>> = values
+            .iter()
+            .map(|v| PyString::new(py, std::str::from_utf8(v).expect("checked in fields()")))
+            .collect();
+        out.push(PyTuple::new(py, [PyBytes::new(py, &codes).into_any(), PyList::new(py, strs)?.into_any()])?);
+    }
+    PyTuple::new(py, [lines.into_pyobject(py)?.into_any(), PyBytes::new(py, &ok).into_any(), PyTuple::new(py, out)?.into_any()])
+}
+
+#[pymodule]
+fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tokenize_moab, m)?)?;
+    Ok(())
+}
