@@ -64,6 +64,7 @@ from streams.stages.jobs import (
     SHORTJOBS,
     CapabilityStage,
     FairShareStage,
+    ReleaseForecastStage,
     RuntimeStage,
     ShortJobsStage,
     TurnoverStage,
@@ -95,7 +96,8 @@ def _chunks(entries: list[list[Any]]) -> Iterator[list[list[Any]]]:
 
 def live_stages(settings: Settings) -> dict[str, Any]:
     """The replay's job stages with the seeds' defaults and the settings' thresholds, by name;
-    capability only with a section size (``jobs.section_nodes``, else ``accounting.nodes``)."""
+    capability and the node-release forecast only with a section size (``jobs.section_nodes``,
+    else ``accounting.nodes``); the forecast also writes its rows at the submit (provisional)."""
     tz = settings.tz
     stages: dict[str, Any] = {
         "usage": UsageStage(tz, settings.cluster),
@@ -110,6 +112,7 @@ def live_stages(settings: Settings) -> dict[str, Any]:
     if section:
         use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
         stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
+        stages["release"] = ReleaseForecastStage(section, provisional=True)
     return stages
 
 
@@ -253,6 +256,9 @@ class JobsPipeline:
                 self.merger = JobEventMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
                 self.stages, self.offset = d["stages"], int(d["offset"])
+                fresh = live_stages(s)  # a stage this release added starts empty
+                for name in fresh.keys() - self.stages.keys():
+                    self.stages[name] = fresh[name]
                 self.alerts.restore(d["alerts"])
                 self.join = d["join"]
             self.join.configure(size_groups(s.size_groups, s.nodes), s.alert_sliding_top_k,

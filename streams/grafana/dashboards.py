@@ -229,6 +229,30 @@ def jobs(s: Settings) -> Dashboard:
                 unit="short",
                 width=24,
             ),
+            table(
+                "Node-release forecast (seed 001 Fig. 9)",
+                "At each submit, the running jobs in order of expected end (start + requested "
+                "walltime) whose release the job's nodes wait for: nodes still needed after "
+                "each (Need), when all are free and how late against its reservation (seed 001 "
+                "§17, Fig. 9); actual late fills in when the job starts.",
+                target(
+                    'SELECT "job", "step", "need", "missing", "holder_job", "holder_nodes", '
+                    '"release_at_s" * 1000 AS "release_at", "need_after", '
+                    '"ready_at_s" * 1000 AS "ready_at", "late_by_s", "actual_late_s" FROM '
+                    f'"release_forecast" WHERE {JOB} AND {CLUSTER} AND $timeFilter',
+                    fmt="table",
+                ),
+                unit="short",
+                sort="late_by_s",
+                link_job=True,
+                width=24,
+                units={
+                    "release_at": "dateTimeAsIso",
+                    "ready_at": "dateTimeAsIso",
+                    "late_by_s": "s",
+                    "actual_late_s": "s",
+                },  # fmt: skip
+            ),
             timeseries(
                 "Predicted vs actual run time",
                 "Each ended job's actual run time beside its upper estimate (seed 001 Fig. 4).",

@@ -179,8 +179,13 @@ def table(
     link_job: bool = False,
     width: int = 12,
     transformations: list[dict[str, Any]] | None = None,
+    units: dict[str, str] | None = None,
 ) -> Panel:
-    overrides = []
+    """A table panel; ``units``: a column's own unit where it is not ``unit`` (by name)."""
+    overrides: list[dict[str, Any]] = [
+        {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "unit", "value": u}]}
+        for name, u in (units or {}).items()
+    ]
     if link_job:
         overrides.append(
             {

@@ -24,6 +24,7 @@ from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
+    RELEASE_FORECAST,
     RUNTIME_PREDICTIONS,
     SHORTJOBS,
     TURNOVER,
@@ -53,10 +54,13 @@ class Measurement:
     per_job: bool = False
     time_kind: str = field(init=False, default="")
     tag_names: dict[str, str] = field(init=False, default_factory=dict)
+    job_col: int = field(init=False, default=0)  # the column of the job id (per_job)
 
     def __post_init__(self) -> None:  # looked up once, not per point
         kinds = {c.name: c.kind for c in self.table.columns}
         object.__setattr__(self, "time_kind", kinds.get(self.time, ""))
+        names = [c.name for c in self.table.columns]
+        object.__setattr__(self, "job_col", names.index("job") if "job" in names else 0)
         renamed = dict(self.rename)
         object.__setattr__(self, "tag_names", {t: renamed.get(t, t) for t in self.tags})
 
@@ -98,7 +102,7 @@ class Measurement:
     def time_ns(self, t: float, row: Row) -> int:
         ns = round(t * 1000) * 1_000_000
         if self.per_job:
-            ns += zlib.crc32(str(row[0]).encode()) % 1_000_000
+            ns += zlib.crc32(str(row[self.job_col]).encode()) % 1_000_000
         return ns
 
 
@@ -129,6 +133,9 @@ MEASUREMENTS: dict[str, Measurement] = {
         Measurement("hot_zone", HOT_ZONES, "start", ()),
         Measurement("dfs_fs", DFS_MINUTELY_FS, "minute", ("fs",)),
         Measurement("hot_zone_fs", HOT_ZONES_FS, "start", ("fs",)),
+        # time: the submit (the forecast is made then); a step of the forecast a point: the
+        # row written at the job's start (or end, if cancelled) overwrites the submit's
+        Measurement("release_forecast", RELEASE_FORECAST, "ts", ("step",), per_job=True),
         # time: the join's event time when the group changed (a cumulative gauge; last() is now)
         Measurement("drain_size_group", SIZE_GROUPS, "", ("group",)),
     )

@@ -42,7 +42,7 @@ from models.jobs.shortjobs import (
     lookup_table_json,
 )
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover
-from models.jobs.usage import UsageAccumulator
+from models.jobs.usage import UsageAccumulator, add_exact
 from models.records.jobevent import JobEvent
 from streams.stages.base import Output
 from streams.tables import Table, cols
@@ -619,32 +619,39 @@ class ReleaseForecastStage:
     walltime. A submit's ``reserved_start`` (the job's reservation) is when the nodes are
     needed, else the start event's (a reservation made after the submit, as the simulator
     writes it: the forecast made at the submit is then taken against it), else the submit time.
-    Rows are written at the job's start (with how late it actually started) or at the end."""
+    Rows are written at the job's start (with how late it actually started), at its end when
+    it never started (cancelled while pending), or at the end of the input. ``provisional``
+    (the live worker): also at the submit, without the actual start; the later rows have the
+    same (ts, job, step), so they overwrite them. Summary sums are exact and O(1) in memory."""
 
     name = "release"
 
-    def __init__(self, section_nodes: int) -> None:
+    def __init__(self, section_nodes: int, provisional: bool = False) -> None:
         self.section_nodes = section_nodes
+        self.provisional = provisional
         self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
         self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
         self.forecasts = 0
         self.late = 0
         self.never = 0
-        self.late_s: list[float] = []
-        self.waits: list[float] = []
+        self.late_sum: list[float] = []  # exact partial sums (add_exact) of the late_by values
+        self.late_n = 0
+        self.late_max: float | None = None
+        self.wait_sum: list[float] = []  # of start - reservation (or submit)
+        self.wait_n = 0
         self.too_large = 0
         self.holders_without_walltime = 0
 
     def tables(self) -> Sequence[Table]:
         return (RELEASE_FORECAST,)
 
-    def _forecast(self, e: JobEvent) -> None:
+    def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
         nodes = e.nodes or 0
         if nodes <= 0:
-            return
+            return None
         if nodes > self.section_nodes:
             self.too_large += 1
-            return
+            return None
         busy = sum(n for n, _, _ in self.running.values())
         holders = []
         for job, (n, end, name) in self.running.items():
@@ -656,12 +663,15 @@ class ReleaseForecastStage:
         f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
+        return f
 
     def _count(self, f: ReleaseForecast) -> None:
         if f.late_by is None:
             self.never += 1
         else:
-            self.late_s.append(f.late_by)
+            add_exact(self.late_sum, f.late_by)
+            self.late_n += 1
+            self.late_max = f.late_by if self.late_max is None else max(self.late_max, f.late_by)
             self.late += f.late_by > 0
 
     @staticmethod
@@ -689,7 +699,9 @@ class ReleaseForecastStage:
         rows: list[Any] = []
         for e in batch:
             if e.type == "submit":
-                self._forecast(e)
+                f = self._forecast(e)
+                if f is not None and self.provisional:
+                    rows += self._rows(e.job, e.ts, f, e.reserved_start, None)
             elif e.type == "start":
                 end = None if e.req_walltime is None else e.ts + e.req_walltime
                 self.running[e.job] = (e.nodes or 0, end, e.name)
@@ -700,10 +712,15 @@ class ReleaseForecastStage:
                         rsv = e.reserved_start
                         f = self._against(f, rsv, ts)
                     self._count(f)
-                    self.waits.append(e.ts - f.at)
+                    add_exact(self.wait_sum, e.ts - f.at)
+                    self.wait_n += 1
                     rows += self._rows(e.job, ts, f, rsv, e.ts)
             else:
                 self.running.pop(e.job, None)
+                p = self.pending.pop(e.job, None)  # ended without a start: cancelled
+                if p is not None:
+                    self._count(p[1])
+                    rows += self._rows(e.job, *p, None)
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
     def finish(self) -> Iterable[Output]:
@@ -715,14 +732,14 @@ class ReleaseForecastStage:
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
     def summary(self) -> dict[str, Any]:
-        n = len(self.late_s)
+        n = self.late_n
         return {
             "forecasts": self.forecasts,
             "forecasts_late": self.late,
             "forecasts_never_ready": self.never,
-            "mean_late_by_s": math.fsum(self.late_s) / n if n else None,
-            "max_late_by_s": max(self.late_s) if n else None,
-            "mean_actual_late_s": math.fsum(self.waits) / len(self.waits) if self.waits else None,
+            "mean_late_by_s": math.fsum(self.late_sum) / n if n else None,
+            "max_late_by_s": self.late_max,
+            "mean_actual_late_s": math.fsum(self.wait_sum) / self.wait_n if self.wait_n else None,
             "jobs_larger_than_section": self.too_large,
             "holders_without_walltime": self.holders_without_walltime,
         }

@@ -24,6 +24,7 @@ from streams.sinks.jobpoints import MEASUREMENTS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
+    RELEASE_FORECAST,
     RUNTIME_PREDICTIONS,
     SHORTJOBS,
     TURNOVER,
@@ -39,7 +40,7 @@ pytestmark = pytest.mark.integration
 KTH = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 
 
-def _watermark(live: Live) -> float:
+def _watermark(live: Live, lateness: float = 600) -> float:
     """The live merger's final watermark: the lowest over the partitions of their latest
     event time, minus the lateness (read back from job-events: each event's partition)."""
     latest: dict[int, float] = {}
@@ -48,7 +49,7 @@ def _watermark(live: Live) -> float:
             ts = orjson.loads(line)["ts"] if line.startswith(b"{") else None
             if isinstance(ts, float | int) and ts < 2e9:
                 latest[part] = max(latest.get(part, ts), ts)
-    return min(latest.values()) - 600
+    return min(latest.values()) - lateness
 
 
 def _replay(live: Live, wm: float) -> dict[str, list[list[str]]]:
@@ -64,7 +65,7 @@ def _replay(live: Live, wm: float) -> dict[str, list[list[str]]]:
                    capture_output=True)  # fmt: skip
     return {t.file: [r[:] for r in list(csv.reader((out / t.file).open()))[1:]]
             for t in (SHORTJOBS, USAGE_DAILY, TURNOVER, RUNTIME_PREDICTIONS, CAPABILITY_DAILY,
-                      FAIRSHARE_USAGE)}  # fmt: skip
+                      FAIRSHARE_USAGE, RELEASE_FORECAST)}  # fmt: skip
 
 
 def _released_events(live: Live) -> list[Any]:
@@ -167,6 +168,12 @@ def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     runtime = _influx_rows(live, RUNTIME_PREDICTIONS)
     assert runtime == sorted(want[RUNTIME_PREDICTIONS.file])
     assert len(runtime) > 25_000
+    # node-release forecasts (seed 001 Fig. 9): the rows the worker wrote at each submit,
+    # overwritten step by step at the start (or the end of a job cancelled while pending), are
+    # the replay's, which writes a job still pending at the watermark at its end of input
+    forecast = _influx_rows(live, RELEASE_FORECAST)
+    assert forecast == sorted(want[RELEASE_FORECAST.file])
+    assert len(forecast) > 25_000
     # turnover windows, capability and fair-share days: the replay's rows but the last few,
     # which its end of input closed (days with jobs still running, the windows after the
     # last event)

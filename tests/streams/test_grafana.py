@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 MEASUREMENTS = {
     "drain", "node_states", "drain_job", "drain_size_group", "job", "usage", "shortjobs",
     "turnover", "runtime_prediction", "capability", "fairshare", "dfs", "hot_zone", "job_util",
-    "alerts", "pipeline",
+    "alerts", "pipeline", "release_forecast",
 }  # fmt: skip
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings as st_settings
+from hypothesis import strategies as hst
 
 from models.records.jobevent import JobEvent, JobEventError, parse_jobevent_line
 from streams.cli import main
@@ -146,3 +150,59 @@ def test_jobevent_reserved_start_round_trip() -> None:
         with pytest.raises(JobEventError) as err:
             parse_jobevent_line(line)
         assert err.value.reason == "bad_reserved_start"
+
+
+def test_a_job_cancelled_while_pending_is_written_at_its_end() -> None:
+    st = ReleaseForecastStage(10)
+    assert list(st.step([ev("start", 0.0, "a", 8, 100.0), ev("submit", 10.0, "w", 4)])) == []
+    [(table, rows)] = list(st.step([ev("end", 30.0, "w", 4)]))  # never started
+    assert table is RELEASE_FORECAST
+    assert rows == [(10.0, "w", 4, 2, 2, 1, "a", "a", 8, 100.0, 10, 0, 100.0, 90.0, None, None)]
+    assert st.pending == {} and list(st.finish()) == []
+    assert st.summary()["forecasts_late"] == 1 and st.summary()["mean_late_by_s"] == 90.0
+
+
+@st_settings(max_examples=200, deadline=None)
+@given(
+    hst.lists(
+        hst.tuples(
+            hst.integers(1, 12),  # nodes
+            hst.integers(0, 50),  # submit
+            hst.one_of(hst.none(), hst.integers(0, 40)),  # wait, None: never starts
+            hst.one_of(hst.none(), hst.integers(1, 60)),  # run, None: no end in the input
+            hst.one_of(hst.none(), hst.integers(1, 80)),  # requested walltime
+            hst.booleans(),  # cancelled (ends without a start) when it never starts
+        ),
+        max_size=25,
+    )
+)
+def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any]) -> None:
+    """The live stage (rows at submit too) leaves, keyed by (ts, job, step) with the last write
+    winning, exactly the replay stage's rows, and the same summary."""
+    events = []
+    for k, (nodes, sub, wait, run, wall, cancel) in enumerate(jobs):
+        j = f"j{k}"
+        w = None if wall is None else float(wall)
+        events.append(JobEvent("submit", float(sub), j, name=j, nodes=nodes, req_walltime=w))
+        if wait is not None:
+            events.append(JobEvent("start", float(sub + wait), j, name=j, nodes=nodes,
+                                   req_walltime=w))  # fmt: skip
+            if run is not None:
+                events.append(JobEvent("end", float(sub + wait + run), j, name=j, nodes=nodes))
+        elif cancel:
+            events.append(JobEvent("end", float(sub + 5), j, name=j, nodes=nodes))
+    order = {"end": 0, "start": 1, "submit": 2}
+    events.sort(key=lambda e: (e.ts, order[e.type], e.job))
+    replay, live = ReleaseForecastStage(16), ReleaseForecastStage(16, provisional=True)
+    want = [r for _, rows in [*replay.step(events), *replay.finish()] for r in rows]
+    got: dict[tuple[Any, ...], Any] = {}
+    for e in events:  # one event a batch, as a worker may see them
+        for _, rows in live.step([e]):
+            got.update({(r[0], r[1], r[5]): r for r in rows})
+    pending = set(live.pending)
+    assert all(r[-2] is None for k, r in got.items() if k[1] in pending)  # not started yet
+    for _, rows in live.finish():
+        got.update({(r[0], r[1], r[5]): r for r in rows})
+    assert sorted(got.values(), key=repr) == sorted(want, key=repr)
+    assert len(got) == len(want)  # no stale step of a provisional forecast
+    assert live.summary() == replay.summary()
