@@ -28,6 +28,8 @@ from streams.grafana.panels import (
 
 JOB = '"job" =~ /^$job/'  # the jobs dashboard's job variable (a prefix; empty: every job)
 USER = '"holder" =~ /^$user$/'
+# the job's partition (a tag where the job events name one; All also takes jobs without one)
+PARTITION = '"partition" =~ /^$partition$/'
 
 
 def drain(s: Settings) -> Dashboard:
@@ -210,7 +212,7 @@ def jobs(s: Settings) -> Dashboard:
                 target(
                     'SELECT "job", "name", "history_runs", "predicted_s", "upper_s", '
                     '"actual_s", "overran" FROM "runtime_prediction" WHERE "user" =~ '
-                    f"/^$user$/ AND {JOB} AND {CLUSTER} AND $timeFilter",
+                    f"/^$user$/ AND {PARTITION} AND {JOB} AND {CLUSTER} AND $timeFilter",
                     fmt="table",
                 ),
                 unit="s",
@@ -258,8 +260,8 @@ def jobs(s: Settings) -> Dashboard:
                 "Each ended job's actual run time beside its upper estimate (seed 001 Fig. 4).",
                 target(
                     'SELECT "actual_s" AS "actual", "upper_s" AS "upper estimate" FROM '
-                    f'"runtime_prediction" WHERE "user" =~ /^$user$/ AND {JOB} AND '
-                    f"{CLUSTER} AND $timeFilter"
+                    f'"runtime_prediction" WHERE "user" =~ /^$user$/ AND {PARTITION} AND '
+                    f"{JOB} AND {CLUSTER} AND $timeFilter"
                 ),
                 unit="s",
                 points=True,
@@ -270,6 +272,11 @@ def jobs(s: Settings) -> Dashboard:
             cluster_variable("job"),
             query_variable(
                 "user", "user", 'SHOW TAG VALUES FROM "runtime_prediction" WITH KEY = "user"'
+            ),
+            query_variable(
+                "partition",
+                "partition",
+                'SHOW TAG VALUES FROM "runtime_prediction" WITH KEY = "partition"',
             ),
             textbox_variable("job", "job", "a job id, or its beginning; empty: every job"),
         ],

@@ -115,7 +115,9 @@ MEASUREMENTS: dict[str, Measurement] = {
         ),  # fmt: skip
         Measurement("turnover", TURNOVER, "window_start", ()),
         # time: the job's end (the row is final then)
-        Measurement("runtime_prediction", RUNTIME_PREDICTIONS, "", ("user",), per_job=True),
+        Measurement(
+            "runtime_prediction", RUNTIME_PREDICTIONS, "", ("user", "partition"), per_job=True
+        ),
         Measurement("capability", CAPABILITY_DAILY, "day", ()),
         Measurement(
             "fairshare",

@@ -135,6 +135,7 @@ RUNTIME_PREDICTIONS = Table(
         ("band_max_s", "number", "predicted_s + 3 %"),
         ("std_s", "number", "Std. Dev of the kept runs"),
         ("spread_s", "number", "Spread: longest - shortest kept run"),
+        ("partition", "text", "the job's partition (empty: the source records none)"),
     ),
     "Run-time prediction of every ended job from its (user, job name) history, with Figure 4's "
     "columns (seed 001); the Figure 4 columns are empty while the run time is unknown.",
@@ -481,6 +482,7 @@ class RuntimeStage:
             self.predictions += rows
         if not rows:
             return ()
+        part = {e.job: e.partition for e in b if e.type == "end"}
         return [
             (
                 RUNTIME_PREDICTIONS,
@@ -500,6 +502,7 @@ class RuntimeStage:
                         r.band_max_s,
                         r.std_s,
                         r.spread_s,
+                        part.get(r.job),
                     )
                     for r in rows
                 ],

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 DASHBOARDS = REPO / "grafana" / "dashboards"
 START = datetime(2023, 11, 14, tzinfo=UTC)  # the samples trace's day (test_live_samples.T0)
 # What a dashboard opened with its defaults sends: All (allValue .*) and an empty job box.
-DEFAULTS = {"cluster": ".*", "user": ".*", "worker": ".*", "job": ""}
+DEFAULTS = {"cluster": ".*", "user": ".*", "partition": ".*", "worker": ".*", "job": ""}
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -38,9 +38,11 @@ def _csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def interpolate(query: str) -> str:
-    """The frontend's part: template variables at their defaults; Grafana's macros stay."""
-    return re.sub(r"\$(cluster|user|worker|job)\b", lambda m: DEFAULTS[m.group(1)], query)
+def interpolate(query: str, **chosen: str) -> str:
+    """The frontend's part: template variables at their defaults (or as ``chosen``); Grafana's
+    macros stay."""
+    values = DEFAULTS | chosen
+    return re.sub(r"\$(cluster|user|partition|worker|job)\b", lambda m: values[m.group(1)], query)
 
 
 def series(result: dict[str, Any]) -> dict[str, dict[int, float]]:
@@ -53,8 +55,10 @@ def series(result: dict[str, Any]) -> dict[str, dict[int, float]]:
     return out
 
 
-def run_panel(g: Grafana, panel: dict[str, Any], start_ms: int, end_ms: int) -> dict[str, Any]:
-    queries = [{**t, "query": interpolate(t["query"]), "intervalMs": 60_000,
+def run_panel(
+    g: Grafana, panel: dict[str, Any], start_ms: int, end_ms: int, **chosen: str
+) -> dict[str, Any]:
+    queries = [{**t, "query": interpolate(t["query"], **chosen), "intervalMs": 60_000,
                 "maxDataPoints": 2000} for t in panel["targets"]]  # fmt: skip
     return g.query(queries, start_ms, end_ms)
 
@@ -67,10 +71,13 @@ def _load_week(live: Live) -> tuple[Path, Path]:
                         "--period", "300", "--seed", "1", "--tz", "UTC", "--start",
                         START.strftime("%Y-%m-%dT%H:%M:%S"), "--outages", "2", "--drained", "1",
                         "--out", str(sim)), check=True, capture_output=True)  # fmt: skip
-    # the simulator names users only: give them groups, for the per-group penalties
+    # the simulator names users only: give them groups, for the per-group penalties, and
+    # every fifth job the partition "debug" (the others "batch"), for the partition variable
     events = [orjson.loads(line) for line in (sim / "jobs.jsonl").read_bytes().splitlines()]
     (sim / "jobs.jsonl").write_bytes(b"".join(
-        orjson.dumps({**e, "group": f"grp{int(e['user'][-1]) % 3}"}) + b"\n" for e in events
+        orjson.dumps({**e, "group": f"grp{int(e['user'][-1]) % 3}",
+                      "partition": "debug" if int(e["job"]) % 5 == 0 else "batch"}) + b"\n"
+        for e in events
     ))  # fmt: skip
     subprocess.run(_cli("replay", "--format", "moab", str(sim / "moab.log"), "--tz", "UTC",
                         "--jobs", str(sim / "jobs.jsonl"), "--jobs-format", "jobevents",
@@ -163,6 +170,22 @@ def test_every_panel_query_returns_data_and_key_panels_equal_the_replay(live: Li
                 if not any(frames(r) for r in res.values()):
                     empty.append((name, p["title"]))
         assert not empty, f"panels without data: {empty}"
+        # the partition variable: one partition chosen, the run-time table keeps its jobs
+        runtime = "Run-time predictions vs actual"
+        panel = next(p for p in boards["jobs"]["panels"] if p["title"] == runtime)
+        debug = run_panel(g, panel, *ranges["jobs"], partition="debug")
+        values = g.query([{"refId": "V", "datasource": v["datasource"], "query": v["query"],
+                           "rawQuery": True, "resultFormat": "table"}
+                          for v in boards["jobs"]["templating"]["list"]
+                          if v["name"] == "partition"], *ranges["jobs"])["V"]  # fmt: skip
+    assert sorted(x for f in frames(values) for x in f["data"]["values"][-1]) == ["batch", "debug"]
+    every = {r["job"] for r in table_rows(results[("jobs", runtime)]["A"])}
+    debug_jobs = {r["job"] for r in table_rows(debug["A"])}
+    replay_debug = {r["job"] for r in _csv(repj / "runtime_predictions.csv")
+                    if r["partition"] == "debug"}  # fmt: skip
+    assert debug_jobs == every & replay_debug and len(debug_jobs) > 50, (
+        len(debug_jobs), len(every), len(replay_debug)
+    )  # fmt: skip
 
     # the same answers drawn as PNG (docs/dashboards/ is made with RENDER_DASHBOARDS_TO=...)
     out = Path(os.environ.get("RENDER_DASHBOARDS_TO") or live.tmp / "png")
