@@ -7,9 +7,10 @@ STACK := $(PY) deploy/local/stack.py
 
 .PHONY: venv demo demo-live test test-unit lint browser slurm stack-start stack-stop stack-status bench clean
 
-# The compiled Moab tokenizer (native/: Rust, PyO3, built by maturin from crates.io) where a
-# Rust toolchain is (rustup's ~/.cargo/bin counts); without one the replay uses polars' reader.
-$(VENV)/.installed: pyproject.toml native/Cargo.toml native/pyproject.toml native/src/lib.rs
+# The compiled Moab tokenizer and drain accountant loops (native/: Rust, PyO3, built by maturin
+# from crates.io) where a Rust toolchain is (rustup's ~/.cargo/bin counts); without one the
+# replay uses polars' reader and numpy, with the same results.
+$(VENV)/.installed: pyproject.toml native/Cargo.toml native/pyproject.toml $(wildcard native/src/*.rs)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -5,9 +5,9 @@ with the same rules, checked equal to drainwatch's output, each in a fresh proce
 Logs: the 5M-line simulated log of ``bench_replay.py`` (400 nodes, a report every 120 s) and a
 1,024-node two-day log (a report every 60 s: about 2.95M lines), both America/Chicago. Reported
 per log: wall seconds, CPU seconds (all threads) and peak RSS of each, and drainwatch / peer
-ratios (below 1: drainwatch is faster); drainwatch twice, with the compiled tokenizer (native/)
-and with polars' reader (the compiled one hidden), both checked equal. DuckDB is a
-benchmark-only dependency (``.venv/bin/pip install duckdb``).
+ratios (below 1: drainwatch is faster); drainwatch twice, with its compiled code (native/: the
+tokenizer and the accountant's loops) and without (polars' reader, numpy), both checked
+equal. DuckDB is a benchmark-only dependency (``.venv/bin/pip install duckdb``).
 
     .venv/bin/python bench/bench_replay_peers.py [--only 5m|1024] [--repeat 1]
 """
@@ -51,11 +51,15 @@ def logs(only: str | None) -> list[tuple[str, Path]]:
     return out
 
 
-def run_drainwatch(log: Path, out: Path, tokenizer: str = "native") -> dict[str, Any]:
-    """The whole replay command in a fresh process; ``tokenizer="polars"`` hides the compiled
-    tokenizer (native/) so the replay cuts lines with polars' CSV reader, as where no Rust
-    toolchain built it."""
-    hide = "sys.modules['drainwatch_native']=None;" if tokenizer == "polars" else ""
+# as installed: the processes read and write bytecode caches (a shell may say not to)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def run_drainwatch(log: Path, out: Path, native: bool = True) -> dict[str, Any]:
+    """The whole replay command in a fresh process; ``native=False`` hides the compiled code
+    (native/: the tokenizer and the accountant's loops) as where no Rust toolchain built it,
+    so the replay cuts lines with polars' CSV reader and accounts with numpy."""
+    hide = "" if native else "sys.modules['drainwatch_native']=None;"
     code = (
         f"import resource,sys,time; {hide} from streams.cli import main; t=time.perf_counter();"
         "c=time.process_time();"
@@ -65,14 +69,15 @@ def run_drainwatch(log: Path, out: Path, tokenizer: str = "native") -> dict[str,
         "print(time.perf_counter()-t, time.process_time()-c, ru.ru_maxrss)"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True,
-                       text=True)  # fmt: skip
+                       text=True, env=ENV)  # fmt: skip
     wall, cpu, rss = map(float, r.stdout.split())
     return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss / 1024}
 
 
 def run_peer(which: str, log: Path) -> dict[str, Any]:
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "peers_drain.py"), which, str(log),
-                        TZ], cwd=ROOT, check=True, capture_output=True, text=True)  # fmt: skip
+                        TZ], cwd=ROOT, check=True, capture_output=True, text=True,
+                       env=ENV)  # fmt: skip
     d: dict[str, Any] = json.loads(r.stdout)
     return d
 
@@ -128,18 +133,21 @@ def main() -> None:
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
           f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
     result: dict[str, Any] = {"machine": platform.platform(), "cpus": os.cpu_count()}
+    # bytecode cached once, as an installed package has it
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "models", "streams"], cwd=ROOT,
+                   check=True, env=ENV)  # fmt: skip
     for name, log in logs(a.only):
         lines = sum(1 for _ in open(log, "rb"))
         print(f"\n{name}: {log.relative_to(ROOT)} ({log.stat().st_size / 1e6:.0f} MB, "
               f"{lines:,} lines)")  # fmt: skip
-        out, out2 = log.parent / "out-peers", log.parent / "out-peers-polars-tokenizer"
+        out, out2 = log.parent / "out-peers", log.parent / "out-peers-no-native"
         runs: dict[str, dict[str, Any]] = {}
-        for who in ("drainwatch", "drainwatch-polars-tokenizer", "polars", "duckdb"):
+        for who in ("drainwatch", "drainwatch-no-native", "polars", "duckdb"):
             best: dict[str, Any] | None = None
             for _ in range(a.repeat):
                 if who.startswith("drainwatch"):
-                    tok = "polars" if who.endswith("tokenizer") else "native"
-                    r = run_drainwatch(log, out if tok == "native" else out2, tok)
+                    native = who == "drainwatch"
+                    r = run_drainwatch(log, out if native else out2, native)
                 else:
                     r = run_peer(who, log)
                 if best is None or r["wall_s"] < best["wall_s"]:
@@ -149,7 +157,7 @@ def main() -> None:
         jobs, days = drainwatch_tables(out)
         row: dict[str, Any] = {"lines": lines, "bytes": log.stat().st_size}
         dw = runs["drainwatch"]
-        runs["drainwatch-polars-tokenizer"] |= dict(zip(("jobs", "days"), drainwatch_tables(out2),
+        runs["drainwatch-no-native"] |= dict(zip(("jobs", "days"), drainwatch_tables(out2),
                                                         strict=True))  # fmt: skip
         for who, r in runs.items():
             check = "" if who == "drainwatch" else same(r, jobs, days)

@@ -1,6 +1,53 @@
-"""drainwatch's compiled Moab node-status tokenizer (src/lib.rs)."""
+"""drainwatch's compiled Moab node-status tokenizer and drain accountant loops (src/)."""
+
+from typing import Any
 
 def tokenize_moab(data: bytes) -> tuple[int, bytes, tuple[tuple[bytes, list[str]], ...]]:
     """(lines, ok per line (0/1 bytes), per column (codes: little-endian u32 per line,
     0xFFFFFFFF where refused; distinct values)) for head second, head rest, node, state,
     rsvlist, joblist."""
+
+def drain_intervals(
+    node: Any,
+    ts: Any,
+    state: Any,
+    rsv: Any,
+    has_job: Any,
+    last_ts: Any,
+    last_state: Any,
+    last_rsv: Any,
+    last_combo: Any,
+    none_ts: int,
+    no_job: int,
+    out: Any,
+) -> tuple[int, int, int, int]:
+    """A batch of records (int64 arrays; has_job uint8) against each node's latest accepted
+    record (the four last_* int64 arrays, updated in place): (duplicates, out of order,
+    accepted, m); the first m columns of ``out`` (int64, 6 rows at least as long as the batch)
+    are the intervals closed: node, start, end, state, combo, rsv."""
+
+def drain_accrue(
+    node: Any,
+    start: Any,
+    end: Any,
+    state: Any,
+    combo: Any,
+    rsv: Any,
+    max_gap_ms: int,
+    idle: int,
+    no_job: int,
+    fine_edges: Any,
+    hour_edges: Any,
+    day_edges: Any,
+    node_ms: Any,
+    node_gap_ms: Any,
+    last_fine: Any,
+    last_hour: Any,
+    last_day: Any,
+    job_drain_ms: Any,
+    job_first_ms: Any,
+    job_last_ms: Any,
+) -> tuple[int, int, int, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """Intervals split at the fine edges and summed (arrays updated in place): (gaps, first
+    fine window, windows, their category sums, nodes new per fine / hour / day window as
+    (edge, count) pairs, drain (job, node) pairs), int64 arrays as little-endian bytes."""

@@ -20,6 +20,11 @@ Rules (each pinned by a test):
    when it is short of the window length; drain % over a static basis (nodes x window length;
    26,846 nodes x 86,400 s = 644,304 node-hours/day on Blue Waters) and over the dynamic basis
    (all non-Down accounted node-time).
+
+Each batch is accounted either by numpy (records grouped by node, a segmented running maximum,
+intervals split with array operations) or by the same rules compiled (native/src/drain.rs: one
+loop over the records in arrival order, one over the intervals), which updates these arrays in
+place. Every sum is an exact integer, so both give the same state; tests run both.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ import numpy.typing as npt
 
 from models.drain.windows import WindowGrid
 from models.records.nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
+
+try:  # the compiled per-record loops (native/src/drain.rs), built where a Rust toolchain is
+    from drainwatch_native import drain_accrue, drain_intervals
+except ImportError:  # pragma: no cover - depends on the installation
+    drain_accrue = drain_intervals = None  # type: ignore[assignment, unused-ignore]
+
+# the ways a batch can be accounted, the first used: the compiled loops where they are installed
+# (one pass over the records, one over the intervals), else numpy; the results are the same
+KERNELS = ("native", "numpy") if drain_intervals is not None else ("numpy",)
+_NO_EDGES = np.empty(0, dtype=np.int64)
 
 NONE_TS = np.iinfo(np.int64).min  # "no record yet" for maxima and carried timestamps
 NOT_YET = np.iinfo(np.int64).max  # "no record yet" for minima
@@ -224,7 +239,8 @@ class Counts:
 
 
 class DrainAccountant:
-    """Streaming accumulator over NodeStatusBatches in arrival order (batch-at-a-time numpy)."""
+    """Streaming accumulator over NodeStatusBatches in arrival order (batch at a time: numpy,
+    or the compiled loops of :data:`KERNELS`)."""
 
     def __init__(
         self,
@@ -321,6 +337,9 @@ class DrainAccountant:
         self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
         self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
         self._running(b)
+        if KERNELS[0] == "native":
+            self._add_native(b)
+            return
 
         order = _stable_order(b.node)
         nd = b.node[order]
@@ -381,6 +400,97 @@ class DrainAccountant:
         s, e = p_ts[has], a_ts[has]
         self._accrue(a_node[has], s, e, p_state[has], p_combo[has], p_rsv[has])
 
+    def _add_native(self, b: NodeStatusBatch) -> None:
+        """:meth:`add`'s record loop compiled (native/src/drain.rs: drain_intervals): the same
+        acceptance rule and intervals, in arrival order rather than grouped by node."""
+        assert drain_intervals is not None
+        i64 = np.int64
+        out = np.empty((6, len(b)), dtype=i64)
+        dups, ooo, acc, m = drain_intervals(
+            np.ascontiguousarray(b.node, dtype=i64),
+            np.ascontiguousarray(b.ts_ms, dtype=i64),
+            np.ascontiguousarray(b.state, dtype=i64),
+            np.ascontiguousarray(b.rsv, dtype=i64),
+            np.ascontiguousarray(b.has_job, dtype=bool).view(np.uint8),
+            self.last_ts,
+            self.last_state,
+            self.last_rsv,
+            self.last_combo,
+            int(NONE_TS),
+            int(NO_JOB),
+            out,
+        )
+        self.counts.duplicates += dups
+        self.counts.out_of_order += ooo
+        self.counts.accepted += acc
+        node, s, e, state, cmb, rsv = out[:, :m]
+        self._accrue(node, s, e, state, cmb, rsv)
+
+    def _accrue_native(
+        self,
+        node: np.ndarray,
+        s: np.ndarray,
+        e: np.ndarray,
+        state: np.ndarray,
+        cmb: np.ndarray,
+        rsv: np.ndarray,
+        hi: int,
+    ) -> None:
+        """:meth:`_accrue`'s pieces compiled (native/src/drain.rs: drain_accrue); the grids
+        already cover the intervals."""
+        assert drain_accrue is not None
+        c = [np.ascontiguousarray(a, dtype=np.int64) for a in (node, s, e, state, cmb, rsv)]
+        gaps, w0, nw, sums_b, fine, hour, day, pj, pn = drain_accrue(
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            self.max_gap_ms,
+            int(IDLE),
+            int(NO_JOB),
+            self.fine.edges,
+            self.hours.edges if self.unit != "hour" else _NO_EDGES,
+            self.days.edges,
+            self.node_ms,
+            self.node_gap_ms,
+            self.last_fine,
+            self.last_hour,
+            self.last_day,
+            self.job_drain_ms,
+            self.job_first_ms,
+            self.job_last_ms,
+        )
+        self.counts.gaps += gaps
+        sums = np.frombuffer(sums_b, dtype="<i8").reshape(nw, self.n_cats)
+        self._add_window_sums(w0, sums)
+        for pairs, out in (
+            (fine, self._win_nodes),
+            (hour, self._hour_nodes),
+            (day, self._day_nodes),
+        ):
+            wc = np.frombuffer(pairs, dtype="<i8").reshape(-1, 2)
+            for w, c in wc.tolist():
+                out[w] = out.get(w, 0) + c
+        if pj:
+            j, n = np.frombuffer(pj, dtype="<i8"), np.frombuffer(pn, dtype="<i8")
+            self._drain_pairs.add(j, n, len(self.book.jobs))
+            self._drain_pairs.prune(self.job_last_ms, hi)
+
+    def _add_window_sums(self, w0: int, sums: np.ndarray) -> None:
+        """Category sums of the fine windows w0, w0 + 1, ... into the per-window rows."""
+        for k in range(sums.shape[0]):
+            h = w0 + k
+            if not sums[k].any():
+                continue
+            key = int(self.fine.edges[h])
+            row = self._win.get(key)
+            if row is None:
+                self._win[key] = sums[k].copy()
+            else:
+                row += sums[k]
+
     def _running(self, b: NodeStatusBatch) -> None:
         if b.run_row.size == 0:
             return
@@ -402,15 +512,18 @@ class DrainAccountant:
         if s.size == 0:
             return
         self.counts.intervals += int(s.size)
-        gap = (e - s) > self.max_gap_ms
-        self.counts.gaps += int(np.count_nonzero(gap))
-        ncat = self.n_cats
-        cat = np.where(gap, ncat - 1, state * N_COMBOS + cmb)
         lo, hi = int(s.min()), int(e.max())
         self._touch(lo)
         self.fine.ensure(lo, hi)
         self.hours.ensure(lo, hi)
         self.days.ensure(lo, hi)
+        if KERNELS[0] == "native":
+            self._accrue_native(node, s, e, state, cmb, rsv, hi)
+            return
+        gap = (e - s) > self.max_gap_ms
+        self.counts.gaps += int(np.count_nonzero(gap))
+        ncat = self.n_cats
+        cat = np.where(gap, ncat - 1, state * N_COMBOS + cmb)
         pi, pw, ps, pl = split_at_edges(s, e, self.fine.edges)
         pcat = cat[pi]
         pnode = node[pi]
@@ -430,17 +543,7 @@ class DrainAccountant:
         w0 = int(pw.min())
         nw = int(pw.max()) - w0 + 1
         sums = np.bincount((pw - w0) * ncat + pcat, weights=pl, minlength=nw * ncat)
-        sums = np.rint(sums).astype(np.int64).reshape(nw, ncat)
-        for k in range(nw):
-            h = w0 + k
-            if not sums[k].any():
-                continue
-            key = int(self.fine.edges[h])
-            row = self._win.get(key)
-            if row is None:
-                self._win[key] = sums[k].copy()
-            else:
-                row += sums[k]
+        self._add_window_sums(w0, np.rint(sums).astype(np.int64).reshape(nw, ncat))
         # distinct nodes per hour and per day (per node, windows only move forward)
         self._distinct(pnode, pw, self.fine.edges, self.last_fine, self._win_nodes)
         if self.unit != "hour":

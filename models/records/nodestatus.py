@@ -211,6 +211,19 @@ class NodeStatusBatch:
             run_job[o],
         )
 
+    def slice(self, lo: int, hi: int) -> NodeStatusBatch:
+        """The records lo..hi-1 (as ``take(np.arange(lo, hi))``, without copying the columns)."""
+        keep = (self.run_row >= lo) & (self.run_row < hi)
+        return NodeStatusBatch(
+            self.ts_ms[lo:hi],
+            self.node[lo:hi],
+            self.state[lo:hi],
+            self.rsv[lo:hi],
+            self.has_job[lo:hi],
+            self.run_row[keep] - lo,
+            self.run_job[keep],
+        )
+
     @classmethod
     def concat(cls, a: NodeStatusBatch, b: NodeStatusBatch) -> NodeStatusBatch:
         """``a`` followed by ``b`` (codes from the same codebook)."""

@@ -56,8 +56,8 @@ class ReorderBuffer:
         if not bool(np.any(behind)) and (h == 0 or int(self._held.ts_ms[-1]) <= int(ts_new[0])):
             # already in time order: release order is arrival order
             cut = int(np.searchsorted(ts, self._latest - self.window_ms, side="right"))
-            self._held = b.take(np.arange(cut, len(b), dtype=np.int64))
-            return b.take(np.arange(cut, dtype=np.int64))
+            self._held = b.slice(cut, len(b))
+            return b.slice(0, cut)
         k = np.searchsorted(runmax, ts + self.window_ms, side="left")
         k[h:] = np.maximum(k[h:], np.arange(n))
         out = np.flatnonzero(k < n)

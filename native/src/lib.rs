@@ -1,4 +1,5 @@
-//! The Moab node-status tokenizer of `models/formats/moab.py` (seed 000 §III-A), compiled.
+//! The Moab node-status tokenizer of `models/formats/moab.py` (seed 000 §III-A), compiled;
+//! the drain accountant's per-record loops are in `drain.rs`.
 //!
 //!     2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle'
 //!         rsvlist='1292428,1292433' joblist='none'     (one line)
@@ -11,6 +12,8 @@
 //! other line is left to the Python line parser (`classify_line`), which is the format's
 //! definition: this pass may refuse a line the format allows, never accept one it does not.
 //! The values' own checks (timestamp, node, state) stay in Python, once per distinct value.
+
+mod drain;
 
 use memchr::{memchr, memchr_iter};
 use pyo3::prelude::*;
@@ -160,5 +163,7 @@ fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<B
 #[pymodule]
 fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize_moab, m)?)?;
+    m.add_function(wrap_pyfunction!(drain::drain_intervals, m)?)?;
+    m.add_function(wrap_pyfunction!(drain::drain_accrue, m)?)?;
     Ok(())
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,10 +47,19 @@ def tokenizer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_compiled_tokenizer_is_built_where_rust_is() -> None:
-    """`make venv` builds native/ where cargo is; elsewhere the replay runs on polars' reader."""
-    if shutil.which("cargo") is None:
+    """`make venv` builds native/ where cargo is; elsewhere the replay runs on polars' reader
+    and numpy."""
+    if not has_cargo():
         pytest.skip("no Rust toolchain here: the compiled tokenizer (native/) is not built")
     assert "native" in TOKENIZERS, "cargo is here but drainwatch_native is not installed"
+    from models.drain.accountant import KERNELS
+
+    assert "native" in KERNELS, "drainwatch_native is installed without the accountant's loops"
+
+
+def has_cargo() -> bool:
+    """A Rust toolchain as make venv finds one: on PATH, or rustup's ~/.cargo/bin."""
+    return bool(shutil.which("cargo") or (Path.home() / ".cargo" / "bin" / "cargo").exists())
 
 
 # the seed's example line (seed 000 §III-A)

@@ -84,3 +84,22 @@ def test_a_record_later_than_the_window_stays_late() -> None:
 def test_window_zero_passes_batches_through() -> None:
     b = _batch([5, 1, 3])
     assert ReorderBuffer(0).push(b) is b
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 3)), max_size=30),
+    st.integers(0, 35),
+    st.integers(0, 35),
+)
+def test_a_slice_is_the_take_of_its_rows(recs: list[tuple[int, int]], a: int, b: int) -> None:
+    """NodeStatusBatch.slice (the in-order path's release) equals take() of the same rows,
+    jobs included (0-3 running jobs a record)."""
+    book = Codebook()
+    batch = NodeStatusBatch.from_records(
+        [NodeStatus(t, f"n{i % 4}", "Running", (), tuple(f"j{i}.{k}" for k in range(nj)))
+         for i, (t, nj) in enumerate(recs)], book)  # fmt: skip
+    lo, hi = sorted((min(a, len(recs)), min(b, len(recs))))
+    got, want = batch.slice(lo, hi), batch.take(np.arange(lo, hi, dtype=np.int64))
+    for name in ("ts_ms", "node", "state", "rsv", "has_job", "run_row", "run_job"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name

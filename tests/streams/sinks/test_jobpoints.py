@@ -12,8 +12,9 @@ from streams.stages.jobs import RUNTIME_PREDICTIONS, USAGE_DAILY
 UTC = ZoneInfo("UTC")
 
 
-def _row(job: str, actual: float) -> tuple[object, ...]:
-    return (job, "alice", "sim", 5, 100.0, 120.0, actual, 0, 90.0, 130.0, 97.0, 103.0, 5.0, 40.0)
+def _row(job: str, actual: float, partition: str | None = None) -> tuple[object, ...]:
+    return (job, "alice", "sim", 5, 100.0, 120.0, actual, 0, 90.0, 130.0, 97.0, 103.0, 5.0, 40.0,
+            partition)  # fmt: skip
 
 
 def test_two_jobs_ending_in_one_millisecond_are_two_points() -> None:
@@ -25,6 +26,9 @@ def test_two_jobs_ending_in_one_millisecond_are_two_points() -> None:
     assert ta // 1_000_000 == tb // 1_000_000 == 1_700_000_000_000  # the same millisecond
     assert a.startswith("runtime_prediction,cluster=c,user=alice ")  # no job tag
     assert 'job="1001"' in a and "actual_s=100," in a and "history_runs=5i" in a
+    # the job's partition, where the events name one, is a tag beside the user
+    p = runtime_point("c", _row("1003", 9.0, "debug"), 1_700_000_000.0, UTC).to_line_protocol()
+    assert p.startswith("runtime_prediction,cluster=c,partition=debug,user=alice ")
 
 
 def test_a_day_row_is_a_point_at_the_zone_midnight() -> None:
