@@ -2,9 +2,12 @@
 
 from typing import Any
 
-def tokenize_moab(data: bytes) -> tuple[int, bytes, tuple[tuple[bytes, list[str]], ...]]:
+def tokenize_moab(
+    data: bytes,
+) -> tuple[int, bytes, tuple[tuple[bytes, list[str], bytes], ...]]:
     """(lines, ok per line (0/1 bytes), per column (codes: little-endian u32 per line,
-    0xFFFFFFFF where refused; distinct values)) for head second, head rest, node, state,
+    0xFFFFFFFF where refused; distinct values, numbered in order of first appearance; the line
+    each is first seen on, little-endian u32)) for head second, head rest, node, state,
     rsvlist, joblist."""
 
 def drain_intervals(

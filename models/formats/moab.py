@@ -235,6 +235,9 @@ class Tokens:
     lines: int
     ok: npt.NDArray[np.bool_]
     coded: dict[str, _Coded]
+    # per column, the line each value is first seen on, when the codes are numbered in order of
+    # first appearance among the canonical lines (the compiled tokenizer); else None
+    first: dict[str, npt.NDArray[np.int64]] | None = None
 
 
 def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
@@ -246,23 +249,28 @@ def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
     tokenizer = tokenizer or TOKENIZERS[0]
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"tokenizer {tokenizer!r}: not one of {', '.join(TOKENIZERS)}")
-    t = _tokens_native(data) if tokenizer == "native" else _tokens_polars(data)
+    if tokenizer == "native":
+        return _tokens_native(data)
+    t = _tokens_polars(data)
     return None if t is None else Tokens(*t)
 
 
-def _tokens_native(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]]:
+def _tokens_native(data: bytes) -> Tokens:
     """The compiled tokenizer (native/src/lib.rs): the same columns as :func:`_tokens_polars`
     for the lines it takes; it refuses any line that is not exactly canonical (the line parser
-    then decides), so it never accepts a line the polars path would not."""
+    then decides), so it never accepts a line the polars path would not. Its codes are
+    numbered in order of first appearance, with the line of each first appearance."""
     assert tokenize_moab is not None
     n_lines, ok_bytes, columns = tokenize_moab(data)
     ok = np.frombuffer(ok_bytes, dtype=np.uint8).astype(bool)
     coded: dict[str, _Coded] = {}
-    for k, (code_bytes, values) in zip(_KEYS, columns, strict=True):
+    first: dict[str, npt.NDArray[np.int64]] = {}
+    for k, (code_bytes, values, first_bytes) in zip(_KEYS, columns, strict=True):
         codes = np.frombuffer(code_bytes, dtype="<u4").astype(np.int64)
         codes[~ok] = len(values)  # refused lines: the null code
         coded[k] = (codes, [*values, None])
-    return n_lines, ok, coded
+        first[k] = np.frombuffer(first_bytes, dtype="<u4").astype(np.int64)
+    return Tokens(n_lines, ok, coded, first)
 
 
 def _tokens_polars(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]] | None:
@@ -406,32 +414,42 @@ def parse_moab_chunk(
     recs = [r for _, r in rescued]
     slow = [(i, -1, k) for k, (i, _) in enumerate(rescued)]
 
-    def in_line_order(codes: npt.NDArray[np.int64], n_values: int) -> list[tuple[int, int]]:
+    # every canonical line was accepted: where the tokenizer numbers codes in order of first
+    # appearance, each value's first accepted line is its first line (no search)
+    first_seen = tokens.first if rows.size == int(np.count_nonzero(tokens.ok)) else None
+
+    def in_line_order(
+        codes: npt.NDArray[np.int64], n_values: int, key: str
+    ) -> list[tuple[int, int]]:
         """(code, -1) for the first fast row of each distinct code and (-1, k) for rescued
         record k, ordered by line (a line is either fast or rescued)."""
-        accepted = codes[rows]
-        first = np.full(n_values, accepted.size, dtype=np.int64)  # first accepted row per code
-        np.minimum.at(first, accepted, np.arange(accepted.size, dtype=np.int64))
-        distinct = np.flatnonzero(first < accepted.size)
-        fast_lines = rows[first[distinct]].tolist()
+        if first_seen is not None:
+            fast_lines = first_seen[key].tolist()  # codes 0, 1, ...: every value but the null
+            distinct = np.arange(len(fast_lines), dtype=np.int64)
+        else:
+            accepted = codes[rows]
+            first = np.full(n_values, accepted.size, dtype=np.int64)  # first accepted row
+            np.minimum.at(first, accepted, np.arange(accepted.size, dtype=np.int64))
+            distinct = np.flatnonzero(first < accepted.size)
+            fast_lines = rows[first[distinct]].tolist()
         fast = zip(fast_lines, distinct.tolist(), [-1] * distinct.size, strict=True)
         return [(v, k) for _, v, k in sorted([*fast, *slow])]
 
     node_lut = np.full(len(node_vals), _NOT_INTERNED, dtype=np.int64)
-    for c, k in in_line_order(node_codes, len(node_vals)):
+    for c, k in in_line_order(node_codes, len(node_vals), "node"):
         if c >= 0:  # accepted: node_ok, not None
             node_lut[c] = book.nodes.code(cast(str, node_vals[c]))
         else:
             book.nodes.code(recs[k].node)
     state_lut = np.full(len(state_vals), _NOT_INTERNED, dtype=np.int64)
-    for c, k in in_line_order(state_codes, len(state_vals)):
+    for c, k in in_line_order(state_codes, len(state_vals), "state"):
         if c >= 0:  # accepted: state_ok
             state_lut[c] = book.states.code(cast(str, state_vals[c]))
         else:
             book.states.code(recs[k].state)
     rsv_codes, rsv_vals = coded["rsv"]
     rsv_lut = np.full(len(rsv_vals), NO_JOB, dtype=np.int64)
-    for c, k in in_line_order(rsv_codes, len(rsv_vals)):
+    for c, k in in_line_order(rsv_codes, len(rsv_vals), "rsv"):
         ids = split_idlist(rsv_vals[c]) if c >= 0 else recs[k].rsvlist
         if ids:
             first_id = book.jobs.code(ids[0])
@@ -439,7 +457,7 @@ def parse_moab_chunk(
                 rsv_lut[c] = first_id
     job_codes, job_vals = coded["job"]
     job_lists: list[list[int]] = [[] for _ in job_vals]
-    for c, k in in_line_order(job_codes, len(job_vals)):
+    for c, k in in_line_order(job_codes, len(job_vals), "job"):
         ids = split_idlist(job_vals[c]) if c >= 0 else recs[k].joblist
         job_ids = [book.jobs.code(j) for j in ids]
         if c >= 0:

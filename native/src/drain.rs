@@ -158,6 +158,17 @@ fn locate(edges: &[i64], t: i64) -> usize {
     edges.partition_point(|&x| x <= t) - 1
 }
 
+/// As `locate`, trying the window found last first (records of one iteration share it).
+#[inline]
+fn locate_near(edges: &[i64], t: i64, hint: &mut usize) -> usize {
+    let h = *hint;
+    if h + 1 < edges.len() && edges[h] <= t && t < edges[h + 1] {
+        return h;
+    }
+    *hint = locate(edges, t);
+    *hint
+}
+
 /// Nodes new to each window of a grid (per node, windows only move forward in time).
 struct Fresh<'a> {
     edges: &'a [i64],
@@ -299,6 +310,7 @@ pub fn drain_accrue<'py>(
         let mut fine = Fresh { edges: fe, last: lf, counts: FxHashMap::default() };
         let mut hour = Fresh { edges: he, last: lh, counts: FxHashMap::default() };
         let mut day = Fresh { edges: de, last: ld, counts: FxHashMap::default() };
+        let (mut fine_hint, mut hour_hint, mut day_hint) = (w0, 0usize, 0usize);
         for i in 0..n {
             let k = node[i] as usize;
             let gap = e[i] - s[i] > max_gap_ms;
@@ -306,7 +318,7 @@ pub fn drain_accrue<'py>(
             let cat = if gap { width } else { (state[i] * N_COMBOS + combo[i]) as usize };
             let drains = !gap && state[i] == idle && rsv[i] != no_job;
             let mut cur = s[i];
-            let mut w = locate(fe, cur);
+            let mut w = locate_near(fe, cur, &mut fine_hint);
             loop {
                 let nxt = fe[w + 1];
                 let piece_end = e[i].min(nxt);
@@ -319,9 +331,9 @@ pub fn drain_accrue<'py>(
                 sums[(w - w0) * ncat + cat] += len;
                 fine.see(k, w);
                 if hours {
-                    hour.see(k, locate(he, cur));
+                    hour.see(k, locate_near(he, cur, &mut hour_hint));
                 }
-                day.see(k, locate(de, cur));
+                day.see(k, locate_near(de, cur, &mut day_hint));
                 if drains {
                     let j = rsv[i] as usize;
                     jd[j] += len;

@@ -29,16 +29,17 @@ struct Column<'a> {
     codes: Vec<u32>,
     index: FxHashMap<&'a [u8], u32>,
     values: Vec<&'a [u8]>,
+    first: Vec<u32>, // the line each value is first seen on
     last: Option<(&'a [u8], u32)>,
 }
 
 impl<'a> Column<'a> {
     fn new(lines: usize) -> Self {
-        Column { codes: Vec::with_capacity(lines), index: FxHashMap::default(), values: Vec::new(), last: None }
+        Column { codes: Vec::with_capacity(lines), index: FxHashMap::default(), values: Vec::new(), first: Vec::new(), last: None }
     }
 
     #[inline]
-    fn code(&mut self, v: &'a [u8]) -> u32 {
+    fn code(&mut self, v: &'a [u8], line: u32) -> u32 {
         if let Some((lv, lc)) = self.last {
             if lv == v {
                 return lc;
@@ -48,6 +49,7 @@ impl<'a> Column<'a> {
         let c = *self.index.entry(v).or_insert(n);
         if c == n {
             self.values.push(v);
+            self.first.push(line);
         }
         self.last = Some((v, c));
         c
@@ -113,7 +115,7 @@ fn tokenize(data: &[u8]) -> Tokens<'_> {
             Some(vals) => {
                 t.ok.push(1);
                 for (col, v) in t.cols.iter_mut().zip(vals) {
-                    let c = col.code(v);
+                    let c = col.code(v, t.lines as u32);
                     col.codes.push(c);
                 }
             }
@@ -139,23 +141,28 @@ fn u32_bytes(v: &[u32]) -> Vec<u8> {
 }
 
 /// tokenize_moab(data: bytes) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
-/// list[str]) for head second, head rest, node, state, rsvlist, joblist)). A line the pass
-/// refuses has ok 0 and code 0xFFFFFFFF in every column.
+/// list[str], first line of each value: bytes of little-endian u32) for head second, head rest,
+/// node, state, rsvlist, joblist)). A line the pass refuses has ok 0 and code 0xFFFFFFFF in
+/// every column. Codes are numbered in order of first appearance.
 #[pyfunction]
 fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
     let bytes = data.as_bytes();
     let (lines, ok, cols) = py.allow_threads(|| {
         let t = tokenize(bytes);
-        let cols: Vec<(Vec<u8>, Vec<&[u8]>)> = t.cols.into_iter().map(|c| (u32_bytes(&c.codes), c.values)).collect();
+        let cols: Vec<(Vec<u8>, Vec<&[u8]>, Vec<u8>)> =
+            t.cols.into_iter().map(|c| (u32_bytes(&c.codes), c.values, u32_bytes(&c.first))).collect();
         (t.lines, t.ok, cols)
     });
     let mut out = Vec::with_capacity(KEYS);
-    for (codes, values) in cols {
+    for (codes, values, first) in cols {
         let strs: Vec<Bound<'py, PyString>> = values
             .iter()
             .map(|v| PyString::new(py, std::str::from_utf8(v).expect("checked in fields()")))
             .collect();
-        out.push(PyTuple::new(py, [PyBytes::new(py, &codes).into_any(), PyList::new(py, strs)?.into_any()])?);
+        out.push(PyTuple::new(
+            py,
+            [PyBytes::new(py, &codes).into_any(), PyList::new(py, strs)?.into_any(), PyBytes::new(py, &first).into_any()],
+        )?);
     }
     PyTuple::new(py, [lines.into_pyobject(py)?.into_any(), PyBytes::new(py, &ok).into_any(), PyTuple::new(py, out)?.into_any()])
 }
