@@ -570,14 +570,14 @@ class _Event:
 
 
 class _LineSink:
-    """InfluxSink's work up to the HTTP request: each point to line protocol."""
+    """InfluxSink's work up to the HTTP request: the lines joined into one payload."""
 
     def __init__(self) -> None:
         self.points = self.bytes = 0
 
     def write(self, points: list[Any]) -> None:
         self.points += len(points)
-        self.bytes += sum(len(p.to_line_protocol()) for p in points)
+        self.bytes += len("\n".join(p for p in points if p).encode())
 
 
 class _Recorder:

@@ -40,7 +40,8 @@ from streams.app import AGENT_CONCURRENCY
 from streams.config import Settings
 from streams.format import instant_ms
 from streams.sinks.influx import InfluxSink
-from streams.sinks.jobpoints import alert_message, alert_point
+from streams.sinks.jobpoints import alert_line, alert_message
+from streams.sinks.lineproto import line
 from streams.sinks.statestore import StateStore
 from streams.topics import dead_letter_message
 from streams.wire import Decoder, MessageError
@@ -191,7 +192,7 @@ class DrainPipeline:
                 return
             cluster = self.settings.cluster
             if self.sink is not None:
-                points = [alert_point(cluster, a) for a in pending]
+                points = [alert_line(cluster, a) for a in pending]
                 await asyncio.to_thread(self.sink.write, points)
             await _sent([self.topics.alerts.send(key=a.id.encode(),
                                                  value=orjson.dumps(alert_message(cluster, a)))
@@ -352,7 +353,7 @@ class DrainPipeline:
             changes += da.quiet(comb.watermark_ms)
             if changes:
                 if self.sink is not None:
-                    points = [alert_point(cluster, a) for a in changes]
+                    points = [alert_line(cluster, a) for a in changes]
                     await asyncio.to_thread(self.sink.write, points)
                 futs += [
                     self.topics.alerts.send(
@@ -375,8 +376,6 @@ class DrainPipeline:
         """One ``pipeline`` point (wall-clock time: it describes the worker, not the data)."""
         if self.sink is None:
             return
-        from influxdb_client import Point, WritePrecision
-
         now = time.time()
         dt = max(now - self._last_pipeline[0], 1e-9)
         records = self.counts["records"]
@@ -384,23 +383,21 @@ class DrainPipeline:
             lag = sum(self._lag().values())
         except Exception:  # lag is best effort while rebalancing
             lag = -1
-        p = (
-            Point("pipeline")
-            .tag("cluster", self.settings.cluster)
-            .tag("worker", self.worker)
-            .field("records", records)
-            .field("records_per_s", (records - self._last_pipeline[1]) / dt)
-            .field("dead_letters", self.counts["dead_letters"])
-            .field("late", sum(st.late for st in self.parts.values()))
-            .field("consumer_lag", lag)
-            .field("sink_retries", self.sink.stats.retries)
-            .field("snapshot_age_s", now - self.last_snapshot)
-            .time(round(now * 1000), WritePrecision.MS)
-        )
         st = self.sink.stats
         writes, seconds = st.writes - self._last_sink[0], st.seconds - self._last_sink[1]
-        if writes > 0:  # mean seconds per InfluxDB write since the last point, retries included
-            p = p.field("sink_latency_s", seconds / writes)
+        fields: dict[str, Any] = {
+            "records": records,
+            "records_per_s": (records - self._last_pipeline[1]) / dt,
+            "dead_letters": self.counts["dead_letters"],
+            "late": sum(part.late for part in self.parts.values()),
+            "consumer_lag": lag,
+            "sink_retries": st.retries,
+            "snapshot_age_s": now - self.last_snapshot,
+            # mean seconds per InfluxDB write since the last point, retries included
+            "sink_latency_s": seconds / writes if writes > 0 else None,
+        }
+        tags = {"cluster": self.settings.cluster, "worker": self.worker}
+        p = line("pipeline", tags, fields, round(now * 1000) * 1_000_000)
         self._last_sink = (st.writes, st.seconds)
         self._last_pipeline = (now, records)
         await asyncio.to_thread(self.sink.write, [p])

@@ -40,7 +40,8 @@ from models.records.jobevent import (
     JobEvent,
     JobEventError,
     jobevent_from_own_dict,
-    parse_jobevent_line,
+    jobevent_from_row,
+    jobevent_row,
 )
 from models.records.reject import Reject
 from streams.agents import _sent, fatal_errors
@@ -48,12 +49,12 @@ from streams.config import Settings
 from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.influx import InfluxSink
 from streams.sinks.jobpoints import (
+    alert_line,
     alert_message,
-    alert_point,
     row_message,
-    runtime_point,
-    table_points,
-    timed_point,
+    runtime_line,
+    table_lines,
+    timed_line,
 )
 from streams.sinks.statestore import StateStore
 from streams.sources.jobevents import day_batches
@@ -144,6 +145,9 @@ class JobsPipeline:
         self.messages: list[tuple[Any, bytes, bytes]] = []  # (topic, key, value)
         self.alert_messages: list[tuple[bytes, bytes]] = []  # sent after each message
         self.comb_lock = asyncio.Lock()
+        self.flush_lock = asyncio.Lock()  # one flush at a time
+        self.io_idle = asyncio.Event()  # clear while a flush writes what it took
+        self.io_idle.set()
         self.suspect = False  # jobs-partials was revoked since the state was last checked
         self.counts: Counter[str] = Counter()
 
@@ -166,23 +170,27 @@ class JobsPipeline:
         return self.topics.jobs_partials
 
     def _records(self, value: bytes, where: dict[str, Any]) -> Any:
-        """One message's events for the partials (a message holds one event, or several as
-        JSON lines: ``drainwatch ship jobs`` sends a partition's events in batches); each bad
-        line is dead-lettered with its reason. None: nothing usable."""
+        """One message's events for the partials, as rows (a message holds one event, or
+        several as JSON lines: ``drainwatch ship jobs`` sends a partition's events in batches);
+        each bad line is dead-lettered with its reason. None: nothing usable."""
         s = self.settings  # the replay's absolute bounds (ms); no time-jump rule here
         out = []
         for line in value.splitlines() if b"\n" in value else (value,):
-            if not line.strip():
-                continue
             try:
-                e = parse_jobevent_line(line)
-                if not s.not_before <= e.ts * 1000 < s.not_after:
-                    raise JobEventError("implausible_time", repr(e.ts))
+                try:
+                    d = orjson.loads(line)
+                except orjson.JSONDecodeError as e:
+                    if not line.strip():
+                        continue
+                    raise JobEventError("bad_json", str(e)) from e
+                row = jobevent_row(d)
+                if not s.not_before <= row[1] * 1000 < s.not_after:
+                    raise JobEventError("implausible_time", repr(row[1]))
             except JobEventError as err:
                 text = line[:4096].decode("utf-8", "replace")
                 self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
                 continue
-            out.append(e.to_dict())
+            out.append(row)
         self.counts["job_events"] += len(out)
         return out or None
 
@@ -203,8 +211,8 @@ class JobsPipeline:
     async def publish(self) -> None:
         """Send every partition's new events to jobs-partials, then ack them."""
         async with self.lock:
-            await _sent(self.dead)
-            self.dead.clear()
+            dead, self.dead = self.dead, []
+            await _sent(dead)
             for p in sorted(set(self.held) | set(self.pending)):
                 held = self.held.get(p, [])
                 futs = [
@@ -272,7 +280,7 @@ class JobsPipeline:
         before its state was saved sends the same records again (same id, state and times)."""
         cluster = self.settings.cluster
         for a in alerts:
-            self.points.append(alert_point(cluster, a))
+            self.points.append(alert_line(cluster, a))
             self.alert_messages.append((a.id.encode(), orjson.dumps(alert_message(cluster, a))))
         self.counts["alert_changes"] += len(alerts)
 
@@ -290,10 +298,10 @@ class JobsPipeline:
                 self.counts["rows"] += len(rows)
                 if table is RUNTIME_PREDICTIONS:
                     ends = {e.job: e.ts for e in batch if e.type == "end"}
-                    self.points += [runtime_point(cluster, r, ends[r[0]], zone) for r in rows]
+                    self.points += [runtime_line(cluster, r, ends[r[0]], zone) for r in rows]
                     alerts += ja.overrun_ended(rows, ends)
                     continue
-                self.points += table_points(cluster, table, rows, zone)
+                self.points += table_lines(cluster, table, rows, zone)
                 if table is SHORTJOBS:
                     alerts += ja.shortjobs(rows)
                     topic = self.topics.metrics_shortjobs
@@ -309,8 +317,12 @@ class JobsPipeline:
         self._alerts(alerts)
 
     def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
-        """The message's records into the merger; returns the late ones."""
-        events = [jobevent_from_own_dict(d) for d in rec]  # checked by the forwarding agent
+        """The message's records (rows, checked by the forwarding agent; objects from a
+        release before rows) into the merger; returns the late ones."""
+        if rec and isinstance(rec[0], dict):
+            events = [jobevent_from_own_dict(d) for d in rec]
+        else:
+            events = [jobevent_from_row(r) for r in rec]
         return merger.add_many(p, off, events)  # type: ignore[no-any-return]
 
     def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
@@ -330,7 +342,9 @@ class JobsPipeline:
                 off = ev.message.offset
                 if self.suspect and self.merger is not None and off > self.offset + 1:
                     # another worker took messages this state has not seen: start again from
-                    # the last saved state (what this worker held unacked comes again)
+                    # the last saved state (what this worker held unacked comes again), once
+                    # a flush under way has saved its own
+                    await self.io_idle.wait()
                     self.merger, self.stages, self.comb_held = None, None, []
                     self.points, self.messages, self.alert_messages = [], [], []
                     self.counts["state_reloads"] += 1
@@ -364,16 +378,16 @@ class JobsPipeline:
         assert self.stages is not None
         cluster, zone = self.settings.cluster, self.zone
         for table, rows in self.stages["usage"].changed():
-            self.points += table_points(cluster, table, rows, zone)
+            self.points += table_lines(cluster, table, rows, zone)
         if self.join is not None:
             rows, alerts, stamps = self.join.take()
             self.points += [  # at the job's stamp: its first charge moves as partitions report
-                timed_point(DRAIN_JOBS_WITH_EVENTS, cluster, row, ms / 1000, zone)
+                timed_line(DRAIN_JOBS_WITH_EVENTS, cluster, row, ms / 1000, zone)
                 for row, ms in zip(rows, stamps, strict=True)
             ]
             at = self.join.clock()
             self.points += [
-                timed_point(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
+                timed_line(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
                 for g in self.join.size_group_rows()
             ]
             self._alerts(alerts)
@@ -391,24 +405,40 @@ class JobsPipeline:
         return pickle.dumps(state, protocol=5)
 
     async def flush(self) -> None:
-        """Write the new rows and alert changes, save the state, then ack the partials."""
-        async with self.comb_lock:
-            if self.merger is None or self.stages is None or not self.comb_held:
-                return
-            self._flush_rows()
-            points, messages = self.points, self.messages
-            if self.sink is not None and points:
-                await asyncio.to_thread(self.sink.write, points)
-            await _sent([t.send(key=k, value=v) for t, k, v in messages])
-            await self.send_alerts()  # the join's, made at this flush
-            await _sent(self.dead)
-            self.dead.clear()
-            await self.store.save(self.STATE_KEY, self._saved())
-            for ev in self.comb_held:
+        """Write the new rows and alert changes, save the state, then ack the partials.
+
+        The rows, the state and the partials they cover are taken under the combiner's lock
+        (alert records are sent there too, in order with the combiner's own); writing them to
+        InfluxDB, the metric topics and the state store runs outside it, so the combiner goes
+        on with the next partials meanwhile. One flush at a time: writes keep their order. A
+        write that fails puts everything back for the next flush (nothing was acked)."""
+        async with self.flush_lock:
+            async with self.comb_lock:
+                if self.merger is None or self.stages is None or not self.comb_held:
+                    return
+                self._flush_rows()
+                await self.send_alerts()  # the join's, made at this flush
+                points, messages, held = self.points, self.messages, self.comb_held
+                self.points, self.messages, self.comb_held = [], [], []
+                dead, self.dead = self.dead, []
+                state = self._saved()
+                self.io_idle.clear()
+            try:
+                if self.sink is not None and points:
+                    await asyncio.to_thread(self.sink.write, points)
+                await _sent([t.send(key=k, value=v) for t, k, v in messages])
+                await _sent(dead)
+                await self.store.save(self.STATE_KEY, state)
+            except BaseException:
+                async with self.comb_lock:
+                    self.points[:0], self.messages[:0] = points, messages
+                    self.comb_held[:0], self.dead[:0] = held, dead
+                raise
+            finally:
+                self.io_idle.set()
+            for ev in held:
                 ev.ack()
-            self.comb_held.clear()
             self.counts["points_written"] += len(points)
-            self.points, self.messages = [], []
 
 
 def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials: Any,

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from models.alerts import Alert
-from models.formats.sampletrace import SampleTraceError, parse_sample, sample_to_dict
+from models.formats.sampletrace import SampleTraceError, sample_from_row, sample_row
 from models.records.reject import Reject
 from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
@@ -29,7 +29,7 @@ from models.samples.utillive import JobUtilStream
 from streams.config import Settings
 from streams.jobagents import JobsPipeline
 from streams.sinks.influx import InfluxSink
-from streams.sinks.jobpoints import row_message, table_points, timed_point
+from streams.sinks.jobpoints import row_message, table_lines, timed_line
 from streams.stages.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
@@ -54,26 +54,32 @@ class SamplesPipeline(JobsPipeline):
         return self.topics.samples_partials
 
     def _records(self, value: bytes, where: dict[str, Any]) -> Any:
-        """A sweep: one sample per line; each bad line is dead-lettered on its own."""
+        """A sweep: one sample per line, forwarded as rows; each bad line is dead-lettered on
+        its own."""
         s = self.settings
         out = []
         for line in value.splitlines():
             if not line.strip():
                 continue
             try:
-                smp = parse_sample(line)
-                if not s.not_before <= smp.ts * 1000 < s.not_after:
-                    raise SampleTraceError("implausible_time", repr(smp.ts))
+                row = sample_row(line)
+                if not s.not_before <= row[0] * 1000 < s.not_after:
+                    raise SampleTraceError("implausible_time", repr(row[0]))
             except SampleTraceError as err:
                 text = line[:4096].decode("utf-8", "replace")
                 self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
                 continue
-            out.append(sample_to_dict(smp))
+            out.append(row)
         self.counts["samples"] += len(out)
         return out or None
 
     def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
-        return merger.add_many(p, off, [SampleMerger.decode(d) for d in rec])  # type: ignore[no-any-return]
+        """Rows (checked by the forwarding agent); objects from a release before rows."""
+        if rec and isinstance(rec[0], dict):
+            samples = [SampleMerger.decode(d) for d in rec]
+        else:
+            samples = [sample_from_row(r) for r in rec]
+        return merger.add_many(p, off, samples)  # type: ignore[no-any-return]
 
     async def _state(self) -> tuple[Any, dict[str, Any]]:
         if self.merger is None or self.stages is None:
@@ -123,8 +129,9 @@ class SamplesPipeline(JobsPipeline):
         done = set(final)
         for job in sorted(set(changed) | done):
             row = util.row(job, dfs.io_of(job))
-            p = timed_point(JOB_UTILIZATION, cluster, row, util.first_ts(job), zone)
-            self.points.append(p.field("final", int(job in done)))
+            is_final = {"final": int(job in done)}
+            self.points.append(timed_line(JOB_UTILIZATION, cluster, row, util.first_ts(job), zone,
+                                          is_final))  # fmt: skip
         util.forget(final)
         dfs.forget_jobs(final)
 
@@ -136,13 +143,13 @@ class SamplesPipeline(JobsPipeline):
         head: tuple[str, ...] = () if fs is None else (fs,)
         mt, zt = (DFS_MINUTELY, HOT_ZONES) if fs is None else (DFS_MINUTELY_FS, HOT_ZONES_FS)
         rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
-        self.points += table_points(cluster, mt, rows, zone)
+        self.points += table_lines(cluster, mt, rows, zone)
         topic = self.topics.metrics_dfs
         for r in rows:
             key = ":".join([*head, str(r[len(head)])])
             self.messages.append((topic, key.encode(), orjson.dumps(row_message(cluster, mt, r))))
         zrows = [(*head, *_zone_row(z)) for z in zones]
-        self.points += table_points(cluster, zt, zrows, zone)
+        self.points += table_lines(cluster, zt, zrows, zone)
         self.counts["rows"] += len(rows) + len(zrows)
         self._alerts(alerts)
 

@@ -200,3 +200,81 @@ def parse_jobevent_line(line: bytes | str) -> JobEvent:
     except orjson.JSONDecodeError as e:
         raise JobEventError("bad_json", str(e)) from e
     return jobevent_from_dict(d)
+
+
+# ---- the worker's internal form: a positional row --------------------------------------------
+# The live path forwards checked events between its own agents as rows in the field order of
+# :class:`JobEvent` (JSON arrays: smaller and faster to write and read than objects, and built
+# without the record); an internal topic's rows are written and read by one release.
+_STR_KEYS = ("user", "group", "account", "partition", "name")
+_NUMBER = (int, float)
+
+
+def jobevent_row(d: Any) -> list[Any]:
+    """A decoded JSON object, validated, as a JobEvent's fields in order (raises JobEventError
+    with the reason, as :func:`jobevent_from_dict`, whose result it equals field by field). The
+    common record (plain JSON types, times as numbers, the node list as an array) is checked
+    with plain type tests; anything else is left to :func:`jobevent_from_dict`."""
+    row = _plain_row(d)
+    if row is None:
+        e = jobevent_from_dict(d)
+        row = [e.type, e.ts, e.job, e.user, e.group, e.account, e.partition, e.name, e.nodes,
+               e.cores, e.req_walltime, e.node_list, e.state, e.exit_code, e.backfill,
+               e.reserved_start]  # fmt: skip
+    return row
+
+
+def _plain_row(d: Any) -> list[Any] | None:
+    if type(d) is not dict:
+        return None
+    g: Any = d.get
+    typ, ts, job = g("type"), g("ts"), g("job")  # Any: plain JSON values
+    if typ not in EVENT_TYPES or type(job) is not str or not job:
+        return None
+    if type(ts) not in _NUMBER or ts - ts != 0:  # bool, NaN, inf, an ISO string: checked
+        return None
+    row: list[Any] = [typ, float(ts), job]
+    for k in _STR_KEYS:
+        v = g(k)
+        if v is not None and type(v) is not str:
+            return None
+        row.append(v)
+    for k in ("nodes", "cores"):
+        v = g(k)
+        if v is not None and (type(v) is not int or not 0 <= v <= INT64_MAX):
+            return None
+        row.append(v)
+    rw = g("req_walltime")
+    if rw is not None:
+        if type(rw) not in _NUMBER or not 0 <= rw <= FLOAT_MAX:
+            return None
+        rw = float(rw)
+    row.append(rw)
+    nl = g("node_list")
+    if nl is None:
+        row.append(())
+    elif type(nl) is list and all(type(x) is str for x in nl):
+        row.append(tuple(x for x in nl if x))
+    else:
+        return None
+    state, ec, bf, rs = g("state"), g("exit_code"), g("backfill"), g("reserved_start")
+    if state is not None and type(state) is not str:
+        return None
+    if ec is not None and (type(ec) is not int or not INT64_MIN <= ec <= INT64_MAX):
+        return None
+    if bf is not None and type(bf) is not bool:
+        return None
+    if rs is not None:
+        if type(rs) not in _NUMBER or rs - rs != 0:
+            return None
+        rs = float(rs)
+    row += [state, ec, bf, rs]
+    return row
+
+
+def jobevent_from_row(row: list[Any]) -> JobEvent:
+    """A JobEvent from :func:`jobevent_row`'s row as read back from JSON (checked already)."""
+    nl = row[11]
+    if nl.__class__ is not tuple:
+        row[11] = tuple(nl)
+    return JobEvent(*row)

@@ -5,9 +5,10 @@ re-written window or job total overwrites the earlier point. Writes are synchron
 429 and 5xx answers and connection failures are retried with exponential backoff (honouring
 Retry-After), one log line per attempt, until written — the caller blocks meanwhile, holding its
 Kafka acks, so nothing is lost while InfluxDB is down and the worker catches up when it returns.
-Other 4xx answers are a bug in the points and raise :class:`InfluxError`. Tag values (job ids,
-cluster names) are escaped by the client: spaces, commas, ``=``, quotes and newlines can neither
-break a batch nor inject a point.
+Other 4xx answers are a bug in the points and raise :class:`InfluxError`. Points are lines of
+line protocol (:mod:`streams.sinks.lineproto`), which escapes tag values (job ids, cluster
+names) and strings: spaces, commas, ``=``, quotes and newlines can neither break a batch nor
+inject a point.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.drain.live import LiveJob, LiveWindow
+from streams.sinks.lineproto import line
 
 BATCH = 5000
 
@@ -32,75 +34,58 @@ def _num(x: float | None) -> float | None:
     return None if x is None else float(x)
 
 
-def window_point(cluster: str, w: LiveWindow) -> Any:
-    from influxdb_client import Point, WritePrecision
-
-    p = (
-        Point("drain")
-        .tag("cluster", cluster)
-        .tag("window", w.unit)
-        .field("nodes", w.nodes)
-        .field("length_seconds", w.length_ms / 1000)
-        .field("accounted_node_seconds", w.accounted_ms / 1000)
-        .field("drain_node_seconds", w.drain_ms / 1000)
-        .field("unallocated_idle_node_seconds", w.idle_unallocated_ms / 1000)
-        .field("down_node_seconds", w.down_ms / 1000)
-        .field("unaccounted_node_seconds", w.unaccounted_ms / 1000)
-        .field("basis_seconds_per_node", float(w.basis_seconds_per_node))
-        .field("data_quality", w.data_quality)
-        .field("provisional", w.provisional)
-        .time(w.start_ms, WritePrecision.MS)
-    )
-    for name in ("drain_pct_static", "drain_pct_dynamic"):
-        v = _num(getattr(w, name))
-        if v is not None:  # absent, not 0: a missing basis is not a measured zero
-            p = p.field(name, v)
-    return p
+def window_point(cluster: str, w: LiveWindow) -> str:
+    ns = w.start_ms * 1_000_000
+    fields: dict[str, Any] = {
+        "nodes": w.nodes,
+        "length_seconds": w.length_ms / 1000,
+        "accounted_node_seconds": w.accounted_ms / 1000,
+        "drain_node_seconds": w.drain_ms / 1000,
+        "unallocated_idle_node_seconds": w.idle_unallocated_ms / 1000,
+        "down_node_seconds": w.down_ms / 1000,
+        "unaccounted_node_seconds": w.unaccounted_ms / 1000,
+        "basis_seconds_per_node": float(w.basis_seconds_per_node),
+        "data_quality": w.data_quality,
+        "provisional": w.provisional,
+        # absent, not 0: a missing basis is not a measured zero
+        "drain_pct_static": _num(w.drain_pct_static),
+        "drain_pct_dynamic": _num(w.drain_pct_dynamic),
+    }
+    return line("drain", {"cluster": cluster, "window": w.unit}, fields, ns)
 
 
-def state_points(cluster: str, w: LiveWindow) -> list[Any]:
+def state_points(cluster: str, w: LiveWindow) -> list[str]:
     """``node_states``: node-seconds per state and (rsv, job) combination of an hour or day."""
-    from influxdb_client import Point, WritePrecision
-
     out = []
+    ns = w.start_ms * 1_000_000
     for state, combos in (w.states or {}).items():
         for i, ms in enumerate(combos):
             if not ms:
                 continue
-            out.append(
-                Point("node_states")
-                .tag("cluster", cluster)
-                .tag("window", w.unit)
-                .tag("state", state)
-                .tag("has_rsv", str(i >> 1))
-                .tag("has_job", str(i & 1))
-                .field("node_seconds", ms / 1000)
-                .field("provisional", w.provisional)
-                .time(w.start_ms, WritePrecision.MS)
-            )
+            tags = {"cluster": cluster, "window": w.unit, "state": state,
+                    "has_rsv": str(i >> 1), "has_job": str(i & 1)}  # fmt: skip
+            fields = {"node_seconds": ms / 1000, "provisional": w.provisional}
+            out.append(line("node_states", tags, fields, ns))
     return out
 
 
-def job_point(cluster: str, j: LiveJob) -> Any:
+def job_point(cluster: str, j: LiveJob) -> str:
     """A job's running totals at ``j.time_ms`` (the first charge as first written, kept by the
     combiner), so every later total of the job overwrites the same point. The job id is a
     field, not a tag (InfluxDB 1.x refuses a tag's 100,001st value and stops the writes; a
     series per job is costly in any version): crc32(job id) mod 10^6 in the nanoseconds below
     the millisecond keeps two jobs first charged in the same millisecond apart, as the job
     measurements do (streams/sinks/jobpoints.py)."""
-    from influxdb_client import Point, WritePrecision
-
-    return (
-        Point("drain_job")
-        .tag("cluster", cluster)
-        .field("job", j.job)
-        .field("drain_node_seconds", j.drain_ms / 1000)
-        .field("nodes_charged", j.nodes_charged)
-        .field("first_charged_ms", j.first_charged_ms)
-        .field("last_charged_ms", j.last_charged_ms)
-        .field("nodes_running", j.nodes_running)
-        .time(j.time_ms * 1_000_000 + zlib.crc32(j.job.encode()) % 1_000_000, WritePrecision.NS)
-    )
+    fields = {
+        "job": j.job,
+        "drain_node_seconds": j.drain_ms / 1000,
+        "nodes_charged": j.nodes_charged,
+        "first_charged_ms": j.first_charged_ms,
+        "last_charged_ms": j.last_charged_ms,
+        "nodes_running": j.nodes_running,
+    }
+    ns = j.time_ms * 1_000_000 + zlib.crc32(j.job.encode()) % 1_000_000
+    return line("drain_job", {"cluster": cluster}, fields, ns)
 
 
 @dataclass
@@ -150,11 +135,13 @@ class InfluxSink:
     def write_jobs(self, rows: Iterable[LiveJob]) -> None:
         self.write([job_point(self.cluster, j) for j in rows])
 
-    def write(self, points: Sequence[Any]) -> None:
-        for i in range(0, len(points), BATCH):
-            self._write_batch(points[i : i + BATCH])
+    def write(self, points: Sequence[str]) -> None:
+        """Lines of line protocol (nanosecond times; '' for a point without fields: none)."""
+        lines = [p for p in points if p]
+        for i in range(0, len(lines), BATCH):
+            self._write_batch(lines[i : i + BATCH])
 
-    def _write_batch(self, points: Sequence[Any]) -> None:
+    def _write_batch(self, points: Sequence[str]) -> None:
         from influxdb_client.client.write_api import SYNCHRONOUS
         from influxdb_client.rest import ApiException
 
@@ -166,7 +153,7 @@ class InfluxSink:
         delay, attempt = 0.5, 1
         while True:
             try:
-                self._api.write(bucket=self.bucket, org=self.org, record=list(points))
+                self._api.write(bucket=self.bucket, org=self.org, record="\n".join(points))
                 break
             except ApiException as e:
                 status = int(e.status or 0)

@@ -1,4 +1,5 @@
-"""The job stages' rows as InfluxDB points and metric-topic messages (docs/influxdb.md).
+"""The job stages' rows as InfluxDB points (line protocol: streams/sinks/lineproto.py) and
+metric-topic messages (docs/influxdb.md).
 
 One :class:`Measurement` per output table says which columns are tags and which one is the
 point's time; every other column is a field typed by its column kind (``int`` -> integer,
@@ -10,7 +11,7 @@ ran on it end, at-least-once delivery after a restart) overwrites itself.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -20,6 +21,14 @@ import orjson
 
 from models.alerts import Alert
 from streams.format import instant
+from streams.sinks.lineproto import (
+    KEY_TABLE,
+    field_text,
+    key,
+    line,
+    measurement_prefix,
+    string_text,
+)
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
@@ -39,6 +48,14 @@ from streams.stages.samples import (
 )
 from streams.tables import Row, Table
 
+_CLUSTER = -1  # the cluster tag's place in a tag plan
+
+
+# a field's text by its column kind (an empty value never reaches it): the plan carries the
+# code, and :meth:`Measurement.line` formats inline (the live job path's hottest loop)
+_FLOAT, _INT, _TEXT, _SECONDS_MS, _INSTANT_MS = range(5)
+_KIND_CODE = {"int": _INT, "text": _TEXT, "seconds_ms": _SECONDS_MS, "instant_ms": _INSTANT_MS}
+
 
 @dataclass(frozen=True, slots=True)
 class Measurement:
@@ -53,16 +70,40 @@ class Measurement:
     # points while a job's re-written row still overwrites its own
     per_job: bool = False
     time_kind: str = field(init=False, default="")
-    tag_names: dict[str, str] = field(init=False, default_factory=dict)
     job_col: int = field(init=False, default=0)  # the column of the job id (per_job)
+    time_col: int = field(init=False, default=-1)
+    width: int = field(init=False, default=0)
+    prefix: str = field(init=False, default="")
+    # looked up once, not per point: (escaped tag key, column or _CLUSTER) in key order, and
+    # (field name, escaped key, column, text of a value) in name order
+    tag_plan: tuple[tuple[str, int], ...] = field(init=False, default=())
+    field_plan: tuple[tuple[str, str, int, int], ...] = field(init=False, default=())
 
-    def __post_init__(self) -> None:  # looked up once, not per point
-        kinds = {c.name: c.kind for c in self.table.columns}
-        object.__setattr__(self, "time_kind", kinds.get(self.time, ""))
-        names = [c.name for c in self.table.columns]
-        object.__setattr__(self, "job_col", names.index("job") if "job" in names else 0)
+    def __post_init__(self) -> None:
+        cols = self.table.columns
+        names = [c.name for c in cols]
+        kinds = {c.name: c.kind for c in cols}
         renamed = dict(self.rename)
-        object.__setattr__(self, "tag_names", {t: renamed.get(t, t) for t in self.tags})
+        tags: list[tuple[str, int]] = [("cluster", _CLUSTER)]
+        fields = []
+        for i, c in enumerate(cols):
+            if c.name == self.time:
+                if c.kind == "day":  # the day is also a tag: a row per day is a series
+                    tags.append(("day", i))
+            elif c.name in self.tags:
+                tags.append((renamed.get(c.name, c.name), i))
+            else:
+                instant = c.kind in ("instant", "instant_ms")  # another time: POSIX seconds
+                fname = c.name + "_s" if instant else c.name
+                fields.append((fname, key(fname) + "=", i, _KIND_CODE.get(c.kind, _FLOAT)))
+        put = object.__setattr__
+        put(self, "time_kind", kinds.get(self.time, ""))
+        put(self, "job_col", names.index("job") if "job" in names else 0)
+        put(self, "time_col", names.index(self.time) if self.time in names else -1)
+        put(self, "width", len(cols))
+        put(self, "prefix", measurement_prefix(self.name))
+        put(self, "tag_plan", tuple(("," + key(k) + "=", i) for k, i in sorted(tags)))
+        put(self, "field_plan", tuple(sorted(fields, key=lambda f: f[0])))
 
     def _time_s(self, v: Any, tz: ZoneInfo) -> float:
         kind = self.time_kind
@@ -71,33 +112,49 @@ class Measurement:
             return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
         return float(v) / 1000 if kind == "instant_ms" else float(v)
 
-    def point(self, cluster: str, row: Row, tz: ZoneInfo) -> Any:
-        from influxdb_client import Point, WritePrecision
-
-        p = Point(self.name).tag("cluster", cluster)
-        tags = self.tag_names
-        t = 0.0
-        for c, v in zip(self.table.columns, row, strict=True):
-            if c.name == self.time:
-                t = self._time_s(v, tz)
-                if c.kind == "day":
-                    p = p.tag("day", str(v))
+    def line(self, cluster: str, row: Row, tz: ZoneInfo, ts: float | None = None,
+             extra: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+        """The row as one line of line protocol (streams/sinks/lineproto.py) at its time
+        column, or at ``ts`` (POSIX seconds) for a table without one; ``extra``: more fields
+        (name -> value, typed by the value)."""
+        if len(row) != self.width:
+            raise ValueError(f"{self.name}: a row of {len(row)} columns, not {self.width}")
+        parts = [self.prefix]
+        for k, i in self.tag_plan:
+            v = cluster if i == _CLUSTER else row[i]
+            if v is not None:
+                t = str(v).translate(KEY_TABLE)
+                if t:
+                    parts.append(k + t + " " if t[-1] == "\\" else k + t)
+        fields: list[str] = []
+        if extra:
+            plan = [(f[0], f[1], row[f[2]], f[3]) for f in self.field_plan]
+            plan += [(n, key(n) + "=", v, -1) for n, v in extra.items()]
+            plan.sort(key=lambda f: f[0])
+        else:
+            plan = [(f[0], f[1], row[f[2]], f[3]) for f in self.field_plan]
+        for _n, k, v, code in plan:
+            if v is None:
                 continue
-            if c.name in tags:
-                p = p.tag(tags[c.name], "" if v is None else str(v))
-            elif v is None:
-                continue
-            elif c.kind == "int":
-                p = p.field(c.name, int(v))
-            elif c.kind == "seconds_ms":
-                p = p.field(c.name, int(v) / 1000)
-            elif c.kind in ("instant", "instant_ms"):  # another time: POSIX seconds
-                p = p.field(c.name + "_s", float(v) / (1000 if c.kind == "instant_ms" else 1))
-            elif c.kind == "text":
-                p = p.field(c.name, str(v))
+            if code == _FLOAT or code == _SECONDS_MS or code == _INSTANT_MS:
+                x = float(v) if code == _FLOAT else (int(v) if code == _SECONDS_MS else v) / 1000
+                if x - x != 0.0:  # NaN or an infinity: left out
+                    continue
+                t = float.__repr__(x)
+                fields.append(k + t[:-2] if t.endswith(".0") else k + t)
+            elif code == _INT:
+                fields.append(f"{k}{int(v)}i")
+            elif code == _TEXT:
+                fields.append(k + string_text(v))
             else:
-                p = p.field(c.name, float(v))
-        return p.time(self.time_ns(t, row), WritePrecision.NS)
+                t2 = field_text(v)
+                if t2 is not None:
+                    fields.append(k + t2)
+        if not fields:
+            return ""
+        if ts is None:
+            ts = self._time_s(row[self.time_col], tz)
+        return f"{''.join(parts)} {','.join(fields)} {self.time_ns(ts, row)}"
 
     def time_ns(self, t: float, row: Row) -> int:
         ns = round(t * 1000) * 1_000_000
@@ -144,17 +201,15 @@ MEASUREMENTS: dict[str, Measurement] = {
 }
 
 
-def timed_point(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo) -> Any:
-    """A point of a table without a time column (``runtime_prediction``: the job's end;
+def timed_line(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo,
+               extra: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+    """A row of a table without a time column (``runtime_prediction``: the job's end;
     ``job_util``: its first measure; ``job``: the join's stamp of the job) at ``ts``."""
-    from influxdb_client import WritePrecision
-
-    m = MEASUREMENTS[table.file]
-    return m.point(cluster, row, tz).time(m.time_ns(ts, row), WritePrecision.NS)
+    return MEASUREMENTS[table.file].line(cluster, row, tz, ts, extra)
 
 
-def runtime_point(cluster: str, row: Row, end: float, tz: ZoneInfo) -> Any:
-    return timed_point(RUNTIME_PREDICTIONS, cluster, row, end, tz)
+def runtime_line(cluster: str, row: Row, end: float, tz: ZoneInfo) -> str:
+    return timed_line(RUNTIME_PREDICTIONS, cluster, row, end, tz)
 
 
 def row_message(cluster: str, table: Table, row: Row) -> dict[str, Any]:
@@ -182,31 +237,23 @@ def alert_message(cluster: str, a: Alert) -> dict[str, Any]:
     }
 
 
-def alert_point(cluster: str, a: Alert) -> Any:
-    """One ``alerts`` point at the change's event time; series = kind + subject + state, so a
-    re-sent change overwrites itself."""
-    from influxdb_client import Point, WritePrecision
-
-    p = (
-        Point("alerts")
-        .tag("cluster", cluster)
-        .tag("kind", a.kind)
-        .tag("subject", a.subject)
-        .tag("state", a.state)
-        .tag("severity", a.severity)
-        .field("id", a.id)
-        .field("since_s", float(a.since))
-        .field("firing", 1 if a.state == "firing" else 0)
-        .field("window", a.window)
-        .field("details", orjson.dumps(dict(a.details)).decode())
-    )
-    if a.value is not None:
-        p = p.field("value", float(a.value))
-    if a.threshold is not None:
-        p = p.field("threshold", float(a.threshold))
-    return p.time(round(a.at * 1000), WritePrecision.MS)
+def alert_line(cluster: str, a: Alert) -> str:
+    """One ``alerts`` point at the change's event time (to the millisecond); series = kind +
+    subject + state, so a re-sent change overwrites itself."""
+    tags = {"cluster": cluster, "kind": a.kind, "subject": a.subject, "state": a.state,
+            "severity": a.severity}  # fmt: skip
+    fields = {
+        "id": a.id,
+        "since_s": float(a.since),
+        "firing": 1 if a.state == "firing" else 0,
+        "window": a.window,
+        "details": orjson.dumps(dict(a.details)).decode(),
+        "value": None if a.value is None else float(a.value),
+        "threshold": None if a.threshold is None else float(a.threshold),
+    }
+    return line("alerts", tags, fields, round(a.at * 1000) * 1_000_000)
 
 
-def table_points(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[Any]:
+def table_lines(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[str]:
     m = MEASUREMENTS[table.file]
-    return [m.point(cluster, r, tz) for r in rows]
+    return [m.line(cluster, r, tz) for r in rows]

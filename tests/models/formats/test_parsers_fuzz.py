@@ -601,6 +601,53 @@ def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
     check_event(e)
 
 
+_JOBEVENT_EXTRA = st.fixed_dictionaries({}, optional={
+    "nodes": st.one_of(st.integers(-5, 2**64), st.floats(), st.booleans(), st.none()),
+    "cores": st.one_of(st.integers(0, 2**63), st.just(4.0), st.text(max_size=3)),
+    "req_walltime": st.one_of(st.integers(-1, 10**400), st.floats(), st.booleans()),
+    "exit_code": st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.booleans()),
+    "backfill": st.one_of(st.booleans(), st.integers(0, 1), st.none()),
+    "reserved_start": st.one_of(st.floats(), st.integers(0, 2**40), st.sampled_from(
+        ["2024-01-01T00:00:00Z", "2024-01-01T00:00:00", "x"])),
+    "node_list": st.one_of(st.lists(st.sampled_from(["n1", "", "n2"])), st.just("n1,,n2"),
+                           st.just(["n1", 2]), st.integers()),
+    "ts": st.one_of(st.floats(), st.integers(-(2**70), 2**70), st.booleans(),
+                    st.just("2024-01-01T00:00:00+01:00")),
+    "user": st.one_of(st.text(max_size=3), st.integers(), st.none(), st.booleans()),
+    "state": st.one_of(st.text(max_size=3), st.integers(), st.none()),
+    "type": st.sampled_from(["submit", "start", "end", "x", None]),
+    "job": st.one_of(st.text(max_size=3), st.integers(), st.none()),
+})  # fmt: skip
+
+
+@FUZZ
+@given(st.one_of(near_jobevent, junk_text, st.just(json.dumps(JOBEVENT))), _JOBEVENT_EXTRA)
+def test_jobevent_row_equals_the_checked_event_field_by_field(line: str, extra: Any) -> None:
+    """The live path's row form (models.records.jobevent.jobevent_row, plain type tests for
+    the common record) accepts exactly what jobevent_from_dict accepts, with the same fields
+    in order and the same reasons; the row read back from JSON is the same event."""
+    from dataclasses import astuple
+
+    from models.records.jobevent import jobevent_from_row, jobevent_row
+
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return
+    for doc in (d, {**d, **extra} if isinstance(d, dict) else extra):
+        try:
+            want = jobevent_from_dict(doc)
+        except JobEventError as err:
+            with pytest.raises(JobEventError) as got:
+                jobevent_row(doc)
+            assert got.value.reason == err.reason
+            continue
+        row = jobevent_row(doc)
+        assert tuple(row) == astuple(want)
+        assert [type(v) for v in row] == [type(v) for v in astuple(want)]
+        assert jobevent_from_row(orjson.loads(orjson.dumps(row))) == want
+
+
 @pytest.mark.parametrize("node_list", ["5", "true", "false", "0", "{}", '{"n1": 1}',
                                        '["n1", 2]', '["n1", null]', '[["n1"]]'])  # fmt: skip
 def test_jobevent_node_list_of_another_type_is_rejected(node_list: str) -> None:
@@ -927,6 +974,30 @@ def test_sample_line_raises_only_sample_trace_error(line: str, as_bytes: bool) -
         assert e.reason
         return
     check_sample(s)
+
+
+_PLAIN_SAMPLE = {k: v for k, v in SAMPLE.items() if k != "fs"}
+
+
+@FUZZ
+@given(st.one_of(near_sample, junk_text, st.just(json.dumps(SAMPLE)),
+                 mutated_json(_PLAIN_SAMPLE, times=("ts", "start")),
+                 st.just(json.dumps(_PLAIN_SAMPLE))))  # fmt: skip
+def test_sample_row_equals_the_parsed_sample(line: str) -> None:
+    """The live path's row form (sample_row: no record built) accepts exactly the lines
+    parse_sample accepts, with the same reasons, and reads back from JSON as the same sample."""
+    from models.formats.sampletrace import sample_from_row, sample_row
+
+    try:
+        want = parse_sample(line)
+    except SampleTraceError as err:
+        with pytest.raises(SampleTraceError) as got:
+            sample_row(line)
+        assert got.value.reason == err.reason
+        return
+    row = sample_row(line)
+    assert NodeSample(*row) == want
+    assert sample_from_row(orjson.loads(orjson.dumps(row))) == want
 
 
 @FEW

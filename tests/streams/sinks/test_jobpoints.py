@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from zoneinfo import ZoneInfo
 
-from streams.sinks.jobpoints import MEASUREMENTS, runtime_point
+from streams.sinks.jobpoints import MEASUREMENTS, runtime_line
 from streams.stages.jobs import RUNTIME_PREDICTIONS, USAGE_DAILY
 
 UTC = ZoneInfo("UTC")
@@ -18,23 +18,23 @@ def _row(job: str, actual: float, partition: str | None = None) -> tuple[object,
 
 
 def test_two_jobs_ending_in_one_millisecond_are_two_points() -> None:
-    a = runtime_point("c", _row("1001", 100.0), 1_700_000_000.0, UTC).to_line_protocol()
-    b = runtime_point("c", _row("1002", 100.0), 1_700_000_000.0, UTC).to_line_protocol()
-    again = runtime_point("c", _row("1001", 101.0), 1_700_000_000.0, UTC).to_line_protocol()
+    a = runtime_line("c", _row("1001", 100.0), 1_700_000_000.0, UTC)
+    b = runtime_line("c", _row("1002", 100.0), 1_700_000_000.0, UTC)
+    again = runtime_line("c", _row("1001", 101.0), 1_700_000_000.0, UTC)
     ta, tb, t2 = (int(x.rsplit(" ", 1)[1]) for x in (a, b, again))
     assert ta != tb and ta == t2  # distinct points; the re-written row overwrites its own
     assert ta // 1_000_000 == tb // 1_000_000 == 1_700_000_000_000  # the same millisecond
     assert a.startswith("runtime_prediction,cluster=c,user=alice ")  # no job tag
     assert 'job="1001"' in a and "actual_s=100," in a and "history_runs=5i" in a
     # the job's partition, where the events name one, is a tag beside the user
-    p = runtime_point("c", _row("1003", 9.0, "debug"), 1_700_000_000.0, UTC).to_line_protocol()
+    p = runtime_line("c", _row("1003", 9.0, "debug"), 1_700_000_000.0, UTC)
     assert p.startswith("runtime_prediction,cluster=c,partition=debug,user=alice ")
 
 
 def test_a_day_row_is_a_point_at_the_zone_midnight() -> None:
     m = MEASUREMENTS[USAGE_DAILY.file]
     row = ("2024-03-31", "kth", 12.5, 2.0, 1.0, 3, 4)
-    lp = m.point("c", row, ZoneInfo("Europe/Berlin")).to_line_protocol()
+    lp = m.line("c", row, ZoneInfo("Europe/Berlin"))
     assert lp.startswith("usage,cluster=c,day=2024-03-31,resource=kth ")
     assert lp.endswith(" 1711839600000000000")  # 2024-03-31T00:00+01:00
     assert "jobs_started=3i" in lp and "cpu_hours=12.5" in lp
@@ -50,7 +50,7 @@ def test_drain_job_point_keeps_the_job_in_a_field_one_point_per_job() -> None:
     a1 = job_point("c", LiveJob("1001", 5_000, 2, 1_000, 3_000, 0, 1_000))
     a2 = job_point("c", LiveJob("1001", 9_000, 3, 1_000, 4_000, 1, 1_000))
     b = job_point("c", LiveJob("1002", 5_000, 2, 1_000, 3_000, 0, 1_000))
-    lines = [p.to_line_protocol() for p in (a1, a2, b)]
+    lines = [a1, a2, b]
     assert all(line.startswith("drain_job,cluster=c ") for line in lines)
     assert 'job="1001"' in lines[0] and 'job="1002"' in lines[2]
     t = [int(line.rsplit(" ", 1)[1]) for line in lines]
