@@ -1,14 +1,62 @@
-"""drainwatch's compiled Moab node-status tokenizer and drain accountant loops (src/)."""
+"""drainwatch's compiled Moab node-status tokenizer, the rest of its fast path, and the drain
+accountant loops (src/)."""
 
 from typing import Any
 
 def tokenize_moab(
     data: bytes,
-) -> tuple[int, bytes, tuple[tuple[bytes, list[str], bytes], ...]]:
+) -> tuple[int, bytes, tuple[tuple[bytes, list[str], bytes], ...], bytes]:
     """(lines, ok per line (0/1 bytes), per column (codes: little-endian u32 per line,
     0xFFFFFFFF where refused; distinct values, numbered in order of first appearance; the line
-    each is first seen on, little-endian u32)) for head second, head rest, node, state,
-    rsvlist, joblist."""
+    each is first seen on, little-endian u32) for head second, head after the milliseconds,
+    node, state, rsvlist, joblist; the milliseconds, little-endian u16 per line)."""
+
+def moab_accept(
+    tok_ok: Any,
+    sec: Any,
+    tail: Any,
+    node: Any,
+    state: Any,
+    job: Any,
+    sec_lut: Any,
+    bad_seconds: int,
+    tail_ok: Any,
+    node_ok: Any,
+    state_ok: Any,
+    job_len: Any,
+    out_ok: Any,
+) -> tuple[int, int]:
+    """Per line (uint32 codes): accepted when the tokenizer took it and its values passed
+    their per-value checks (uint8 tables; sec_lut int64 with bad_seconds); writes out_ok
+    (uint8) and returns (accepted lines, their job entries: job_len per value, int64)."""
+
+def moab_assemble(
+    ok: Any,
+    ms: Any,
+    sec: Any,
+    tail: Any,
+    node: Any,
+    state: Any,
+    rsv: Any,
+    job: Any,
+    sec_lut: Any,
+    tail_lut: Any,
+    node_lut: Any,
+    state_lut: Any,
+    rsv_lut: Any,
+    job_len: Any,
+    job_off: Any,
+    job_flat: Any,
+    out_ts: Any,
+    out_node: Any,
+    out_state: Any,
+    out_rsv: Any,
+    out_has_job: Any,
+    out_run_row: Any,
+    out_run_job: Any,
+) -> None:
+    """The accepted lines' batch columns from the int64 tables (filled in place: time in ms,
+    node, state, first reservation, has-job as uint8; each job entry's row and job)."""
 
 def drain_intervals(
     node: Any,

@@ -137,7 +137,8 @@ class PartitionDrain:
             batch = batch.take(np.flatnonzero(~late))
         else:
             late_rows = NodeStatusBatch.empty()
-        self.acc.add(self.reorder.push(batch))
+        for part in self.reorder.push_parts(batch):
+            self.acc.add(part)
         return late_rows
 
     def partial(self, final: bool = False) -> Partial:

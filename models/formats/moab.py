@@ -27,10 +27,11 @@ import numpy.typing as npt
 from models.records.nodestatus import NO_JOB, Codebook, NodeStatus, NodeStatusBatch, split_idlist
 from models.records.reject import RecordError, Reject
 
-try:  # the compiled tokenizer (native/), built where a Rust toolchain is: optional
-    from drainwatch_native import tokenize_moab
+try:  # the compiled tokenizer and the per-line rest of the fast path (native/), built where
+    # a Rust toolchain is: optional
+    from drainwatch_native import moab_accept, moab_assemble, tokenize_moab
 except ImportError:  # pragma: no cover - depends on the installation
-    tokenize_moab = None  # type: ignore[assignment, unused-ignore]
+    tokenize_moab = moab_accept = moab_assemble = None  # type: ignore[assignment, unused-ignore]
 
 LINE_RE = re.compile(
     r"^(?P<ts>\S+) \S+ \S+\s+Node '(?P<node>[^']*)' status: state='(?P<state>[^']*)'"
@@ -238,6 +239,11 @@ class Tokens:
     # per column, the line each value is first seen on, when the codes are numbered in order of
     # first appearance among the canonical lines (the compiled tokenizer); else None
     first: dict[str, npt.NDArray[np.int64]] | None = None
+    # the compiled tokenizer's own form, for the compiled rest of the fast path: ``ok`` as
+    # uint8, codes as uint32 (0xFFFFFFFF on the lines it refused: the null code is not used),
+    # the "tail" column without the fraction's three digits, which ``ms`` holds per line
+    native: bool = False
+    ms: npt.NDArray[np.uint16] | None = None
 
 
 def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
@@ -256,21 +262,21 @@ def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
 
 
 def _tokens_native(data: bytes) -> Tokens:
-    """The compiled tokenizer (native/src/lib.rs): the same columns as :func:`_tokens_polars`
-    for the lines it takes; it refuses any line that is not exactly canonical (the line parser
-    then decides), so it never accepts a line the polars path would not. Its codes are
-    numbered in order of first appearance, with the line of each first appearance."""
+    """The compiled tokenizer (native/src/lib.rs): the columns of :func:`_tokens_polars` for
+    the lines it takes, in its own form (:class:`Tokens`, ``native``: the tail without the
+    milliseconds, which come per line); it refuses any line that is not exactly canonical
+    (the line parser then decides), so it never accepts a line the polars path would not. Its
+    codes are numbered in order of first appearance, with the line of each first appearance."""
     assert tokenize_moab is not None
-    n_lines, ok_bytes, columns = tokenize_moab(data)
-    ok = np.frombuffer(ok_bytes, dtype=np.uint8).astype(bool)
+    n_lines, ok_bytes, columns, ms_bytes = tokenize_moab(data)
+    ok = np.frombuffer(ok_bytes, dtype=np.uint8).view(bool)
     coded: dict[str, _Coded] = {}
     first: dict[str, npt.NDArray[np.int64]] = {}
     for k, (code_bytes, values, first_bytes) in zip(_KEYS, columns, strict=True):
-        codes = np.frombuffer(code_bytes, dtype="<u4").astype(np.int64)
-        codes[~ok] = len(values)  # refused lines: the null code
+        codes = np.frombuffer(code_bytes, dtype="<u4")
         coded[k] = (codes, [*values, None])
         first[k] = np.frombuffer(first_bytes, dtype="<u4").astype(np.int64)
-    return Tokens(n_lines, ok, coded, first)
+    return Tokens(n_lines, ok, coded, first, True, np.frombuffer(ms_bytes, dtype="<u2"))
 
 
 def _tokens_polars(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]] | None:
@@ -359,8 +365,7 @@ def parse_moab_chunk(
         tokens = tokenize(data, tokenizer)
         if tokens is None:
             return parse_lines_slow(data, book, source, first_lineno)
-    n_lines, coded = tokens.lines, tokens.coded
-    ok = tokens.ok.copy()
+    n_lines, coded, native = tokens.lines, tokens.coded, tokens.native
 
     # timestamps: wall-clock second + (fraction, offset), each parsed once per distinct value
     sec_codes, sec_vals = coded["sec"]
@@ -368,30 +373,58 @@ def parse_moab_chunk(
     sec_lut = local_seconds([v if v is not None else "" for v in sec_vals])
     tail_lut = np.zeros(len(tail_vals), dtype=np.int64)
     tail_ok = np.zeros(len(tail_vals), dtype=bool)
+    # the compiled tokenizer's tail lacks the fraction ('.696'): its lines' milliseconds are
+    # added per line, and the tail holds the offset ('-0600') and the rest
+    frac, blank = ("000", 5) if native else ("", 9)
     for i, v in enumerate(tail_vals):
-        if v is not None and _PID_LEVEL_NODE_RE.fullmatch(v, 10):  # v[9] is the blank
+        if v is not None and _PID_LEVEL_NODE_RE.fullmatch(v, blank + 1):  # v[blank] is ' '
             try:
-                tail_lut[i] = _tail_ms(v[:9])
+                tail_lut[i] = _tail_ms(("." + frac if frac else "") + v[:blank])
                 tail_ok[i] = True
             except TimestampError:
                 pass
-    sec = sec_lut[sec_codes]
-    ok &= (sec != BAD_SECONDS) & tail_ok[tail_codes]
-    ts_ms = sec * 1000 + tail_lut[tail_codes]
-
     node_codes, node_vals = coded["node"]
     node_ok = np.array([bool(v) for v in node_vals], dtype=bool)
     state_codes, state_vals = coded["state"]
     state_ok = np.array([bool(v and v.strip()) for v in state_vals], dtype=bool)
-    ok &= node_ok[node_codes] & state_ok[state_codes]
-    rows = np.flatnonzero(ok)
+    rsv_codes, rsv_vals = coded["rsv"]
+    job_codes, job_vals = coded["job"]
+    job_split = [split_idlist(v) for v in job_vals]  # per distinct value: pure, never raises
+
+    ts_ms: npt.NDArray[np.int64] | None = None
+    if native:  # the compiled pass: per line, only lookups in the tables above
+        ok_u8 = np.empty(n_lines, dtype=np.uint8)
+        split_len = np.fromiter(map(len, job_split), dtype=np.int64, count=len(job_split))
+        n_rows, n_runs = moab_accept(
+            tokens.ok.view(np.uint8), sec_codes, tail_codes, node_codes, state_codes,
+            job_codes, sec_lut, BAD_SECONDS, tail_ok.view(np.uint8), node_ok.view(np.uint8),
+            state_ok.view(np.uint8), split_len, ok_u8,
+        )  # fmt: skip
+        ok = ok_u8.view(bool)
+        rows_known: npt.NDArray[np.int64] | None = None
+        all_canonical = n_rows == int(np.count_nonzero(tokens.ok))
+    else:
+        ok = tokens.ok.copy()
+        sec = sec_lut[sec_codes]
+        ok &= (sec != BAD_SECONDS) & tail_ok[tail_codes]
+        ts_ms = sec * 1000 + tail_lut[tail_codes]
+        ok &= node_ok[node_codes] & state_ok[state_codes]
+        rows_known = np.flatnonzero(ok)
+        n_rows = rows_known.size
+        all_canonical = n_rows == int(np.count_nonzero(tokens.ok))
+
+    def accepted_rows() -> npt.NDArray[np.int64]:
+        nonlocal rows_known
+        if rows_known is None:
+            rows_known = np.flatnonzero(ok)
+        return rows_known
 
     # the lines the fast path refused: the line parser keeps the variants the format allows
     # ("rescued"), rejects malformed node-status lines and ignores other messages
     rejects: list[Reject] = []
     ignored = 0
     rescued: list[tuple[int, NodeStatus]] = []
-    bad = np.flatnonzero(~ok)
+    bad = np.flatnonzero(~ok) if n_rows < n_lines else np.empty(0, dtype=np.int64)
     if bad.size:
         lines = data.split(b"\n")
         if lines and lines[-1] == b"":
@@ -416,7 +449,7 @@ def parse_moab_chunk(
 
     # every canonical line was accepted: where the tokenizer numbers codes in order of first
     # appearance, each value's first accepted line is its first line (no search)
-    first_seen = tokens.first if rows.size == int(np.count_nonzero(tokens.ok)) else None
+    first_seen = tokens.first if all_canonical else None
 
     def in_line_order(
         codes: npt.NDArray[np.int64], n_values: int, key: str
@@ -427,6 +460,7 @@ def parse_moab_chunk(
             fast_lines = first_seen[key].tolist()  # codes 0, 1, ...: every value but the null
             distinct = np.arange(len(fast_lines), dtype=np.int64)
         else:
+            rows = accepted_rows()
             accepted = codes[rows]
             first = np.full(n_values, accepted.size, dtype=np.int64)  # first accepted row
             np.minimum.at(first, accepted, np.arange(accepted.size, dtype=np.int64))
@@ -447,7 +481,6 @@ def parse_moab_chunk(
             state_lut[c] = book.states.code(cast(str, state_vals[c]))
         else:
             book.states.code(recs[k].state)
-    rsv_codes, rsv_vals = coded["rsv"]
     rsv_lut = np.full(len(rsv_vals), NO_JOB, dtype=np.int64)
     for c, k in in_line_order(rsv_codes, len(rsv_vals), "rsv"):
         ids = split_idlist(rsv_vals[c]) if c >= 0 else recs[k].rsvlist
@@ -455,10 +488,9 @@ def parse_moab_chunk(
             first_id = book.jobs.code(ids[0])
             if c >= 0:
                 rsv_lut[c] = first_id
-    job_codes, job_vals = coded["job"]
     job_lists: list[list[int]] = [[] for _ in job_vals]
     for c, k in in_line_order(job_codes, len(job_vals), "job"):
-        ids = split_idlist(job_vals[c]) if c >= 0 else recs[k].joblist
+        ids = job_split[c] if c >= 0 else recs[k].joblist
         job_ids = [book.jobs.code(j) for j in ids]
         if c >= 0:
             job_lists[c] = job_ids
@@ -466,23 +498,38 @@ def parse_moab_chunk(
     job_flat = np.array([j for x in job_lists for j in x], dtype=np.int64)
     job_off = np.concatenate([[0], np.cumsum(job_len)])
 
-    sc = state_codes[rows]
-    jc = job_codes[rows]
-    counts = job_len[jc]
-    run_row = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
-    starts = np.repeat(job_off[jc], counts)
-    within = np.arange(run_row.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    batch = NodeStatusBatch(
-        ts_ms=ts_ms[rows],
-        node=node_lut[node_codes[rows]],
-        state=state_lut[sc],
-        rsv=rsv_lut[rsv_codes[rows]],
-        has_job=counts > 0,
-        run_row=run_row,
-        run_job=job_flat[starts + within] if run_row.size else np.empty(0, dtype=np.int64),
-    )
+    if native:
+        ts_col, node_col, state_col, rsv_col = (np.empty(n_rows, dtype=np.int64) for _ in "tnsr")
+        has_job = np.empty(n_rows, dtype=bool)
+        run_row, run_job = np.empty(n_runs, dtype=np.int64), np.empty(n_runs, dtype=np.int64)
+        moab_assemble(
+            ok_u8, tokens.ms, sec_codes, tail_codes, node_codes, state_codes, rsv_codes, job_codes,
+            sec_lut, tail_lut, node_lut, state_lut, rsv_lut, job_len, job_off, job_flat,
+            ts_col, node_col, state_col, rsv_col, has_job.view(np.uint8), run_row, run_job,
+        )  # fmt: skip
+        batch = NodeStatusBatch(ts_col, node_col, state_col, rsv_col, has_job, run_row, run_job)
+    else:
+        assert ts_ms is not None
+        rows = accepted_rows()
+        sc = state_codes[rows]
+        jc = job_codes[rows]
+        counts = job_len[jc]
+        run_row = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
+        starts = np.repeat(job_off[jc], counts)
+        within = np.arange(run_row.size, dtype=np.int64) - np.repeat(
+            np.cumsum(counts) - counts, counts
+        )
+        batch = NodeStatusBatch(
+            ts_ms=ts_ms[rows],
+            node=node_lut[node_codes[rows]],
+            state=state_lut[sc],
+            rsv=rsv_lut[rsv_codes[rows]],
+            has_job=counts > 0,
+            run_row=run_row,
+            run_job=job_flat[starts + within] if run_row.size else np.empty(0, dtype=np.int64),
+        )
     if rescued:  # their values are interned already: from_records gives the same codes
-        batch = _merge_rescued(batch, rows, rescued, book)
+        batch = _merge_rescued(batch, accepted_rows(), rescued, book)
     return ParsedChunk(batch, rejects, n_lines, ignored)
 
 

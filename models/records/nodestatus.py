@@ -145,7 +145,8 @@ class NodeStatusBatch:
 
     ``rsv`` is the code of the FIRST reservation/job in rsvlist (the one a drain is charged to,
     seed 000 §IV-A) or NO_JOB; ``has_job`` says joblist is non-empty; every job in every joblist
-    is listed as (run_row, run_job) pairs for "seen running" tracking.
+    is listed as (run_row, run_job) pairs for "seen running" tracking, ``run_row`` ascending
+    (every constructor keeps it so; a wire message that breaks it is refused).
     """
 
     ts_ms: np.ndarray  # int64
@@ -212,16 +213,17 @@ class NodeStatusBatch:
         )
 
     def slice(self, lo: int, hi: int) -> NodeStatusBatch:
-        """The records lo..hi-1 (as ``take(np.arange(lo, hi))``, without copying the columns)."""
-        keep = (self.run_row >= lo) & (self.run_row < hi)
+        """The records lo..hi-1 (as ``take(np.arange(lo, hi))``, without copying the columns;
+        ``run_row`` is ascending)."""
+        a, z = np.searchsorted(self.run_row, (lo, hi), side="left").tolist()
         return NodeStatusBatch(
             self.ts_ms[lo:hi],
             self.node[lo:hi],
             self.state[lo:hi],
             self.rsv[lo:hi],
             self.has_job[lo:hi],
-            self.run_row[keep] - lo,
-            self.run_job[keep],
+            self.run_row[a:z] - lo,
+            self.run_job[a:z],
         )
 
     @classmethod

@@ -37,9 +37,19 @@ class ReorderBuffer:
 
     def push(self, batch: NodeStatusBatch) -> NodeStatusBatch:
         """Add ``batch``; return the records it releases, in release order."""
+        parts = self.push_parts(batch)
+        out = parts[0] if parts else NodeStatusBatch.empty()
+        for p in parts[1:]:
+            out = NodeStatusBatch.concat(out, p)
+        return out
+
+    def push_parts(self, batch: NodeStatusBatch) -> list[NodeStatusBatch]:
+        """As :meth:`push`, the released records as consecutive parts: input already in time
+        order is released as what was held, then the new batch's front (a view), without
+        copying the batch into one."""
         n = len(batch)
         if self.window_ms == 0 or n == 0:
-            return batch
+            return [batch] if n else []
         ts_new = batch.ts_ms
         runmax = np.maximum.accumulate(ts_new)
         if self._latest is not None:
@@ -50,14 +60,20 @@ class ReorderBuffer:
         behind = ts_new < before
         self.reordered += int(np.count_nonzero(behind & (ts_new > before - self.window_ms)))
         self._latest = int(runmax[-1])
-        b = NodeStatusBatch.concat(self._held, batch)
-        ts = b.ts_ms
-        h = len(self._held)
-        if not bool(np.any(behind)) and (h == 0 or int(self._held.ts_ms[-1]) <= int(ts_new[0])):
+        held = self._held
+        h = len(held)
+        if not bool(np.any(behind)) and (h == 0 or int(held.ts_ms[-1]) <= int(ts_new[0])):
             # already in time order: release order is arrival order
-            cut = int(np.searchsorted(ts, self._latest - self.window_ms, side="right"))
-            self._held = b.slice(cut, len(b))
-            return b.slice(0, cut)
+            edge = self._latest - self.window_ms
+            cut = int(np.searchsorted(ts_new, edge, side="right"))
+            if cut == 0:  # nothing of the new batch is released: some of what was held may be
+                hcut = int(np.searchsorted(held.ts_ms, edge, side="right"))
+                self._held = NodeStatusBatch.concat(held.slice(hcut, h), batch)
+                return [held.slice(0, hcut)] if hcut else []
+            self._held = batch.slice(cut, n)
+            return [p for p in (held, batch.slice(0, cut)) if len(p)]
+        b = NodeStatusBatch.concat(held, batch)
+        ts = b.ts_ms
         k = np.searchsorted(runmax, ts + self.window_ms, side="left")
         k[h:] = np.maximum(k[h:], np.arange(n))
         out = np.flatnonzero(k < n)
@@ -65,7 +81,7 @@ class ReorderBuffer:
         keep = keep[np.argsort(ts[keep], kind="stable")]  # held in time order, then arrival
         order = out[np.lexsort((out, ts[out], k[out]))]
         self._held = b.take(keep)
-        return b.take(order)
+        return [b.take(order)] if order.size else []
 
     def flush(self) -> NodeStatusBatch:
         """Everything still held, in time order (end of input)."""

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 const N_COMBOS: i64 = 4;
 
-fn buffer<T: pyo3::buffer::Element>(obj: &Bound<'_, PyAny>, what: &str, write: bool) -> PyResult<PyBuffer<T>> {
+pub(crate) fn buffer<T: pyo3::buffer::Element>(obj: &Bound<'_, PyAny>, what: &str, write: bool) -> PyResult<PyBuffer<T>> {
     let b = PyBuffer::<T>::get(obj)?;
     if !b.is_c_contiguous() {
         return Err(PyValueError::new_err(format!("{what}: not a contiguous array")));
@@ -30,7 +30,7 @@ fn buffer<T: pyo3::buffer::Element>(obj: &Bound<'_, PyAny>, what: &str, write: b
 
 /// The buffer's items. Safety: the buffer outlives the slice and nothing else writes to it
 /// meanwhile (the accountant's own arrays, during one call).
-unsafe fn view<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &[T] {
+pub(crate) unsafe fn view<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &[T] {
     let n = b.item_count();
     if n == 0 {
         &[]
@@ -41,7 +41,7 @@ unsafe fn view<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &[T] {
 
 /// As `view`, writable; the arrays passed are distinct objects.
 #[allow(clippy::mut_from_ref)]
-unsafe fn view_mut<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &mut [T] {
+pub(crate) unsafe fn view_mut<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &mut [T] {
     let n = b.item_count();
     if n == 0 {
         &mut []

@@ -1,5 +1,6 @@
 //! The Moab node-status tokenizer of `models/formats/moab.py` (seed 000 §III-A), compiled;
-//! the drain accountant's per-record loops are in `drain.rs`.
+//! the per-line rest of its fast path is in `assemble.rs`, the drain accountant's per-record
+//! loops in `drain.rs`.
 //!
 //!     2014-12-31T00:03:19.696-0600 21166 INFO  Node '27453' status: state='Idle'
 //!         rsvlist='1292428,1292433' joblist='none'     (one line)
@@ -8,11 +9,13 @@
 //! quotes, the constant texts between them, nothing after the last one but one CR, an ASCII
 //! head with a blank at byte 28 ending in " Node ") is `ok`, and its six values (the wall-clock
 //! second `head[..19]`, the rest of the head `head[19..]`, node, state, rsvlist, joblist) are
-//! dictionary-encoded per chunk: codes in first-seen order, each distinct value once. Every
+//! dictionary-encoded per chunk: codes in first-seen order, each distinct value once (the rest
+//! of the head without its three millisecond digits, which are returned as numbers). Every
 //! other line is left to the Python line parser (`classify_line`), which is the format's
 //! definition: this pass may refuse a line the format allows, never accept one it does not.
 //! The values' own checks (timestamp, node, state) stay in Python, once per distinct value.
 
+mod assemble;
 mod drain;
 
 use memchr::{memchr, memchr_iter};
@@ -75,14 +78,20 @@ fn quotes(line: &[u8]) -> Option<[usize; 8]> {
     }
 }
 
-/// The six value slices of a canonical line, or None.
+/// The six value slices of a canonical line (the second column is the head after the
+/// milliseconds: UTC offset, pid, level) and its milliseconds, or None.
 #[inline]
-fn fields(line: &[u8]) -> Option<[&[u8]; KEYS]> {
+fn fields(line: &[u8]) -> Option<([&[u8]; KEYS], u16)> {
     let q = quotes(line)?;
     let head = &line[..q[0]];
     if head.len() < 29 || head[28] != b' ' || !head.ends_with(b" Node ") || !head.is_ascii() {
         return None;
     }
+    let frac = &head[19..23]; // '.696' of 2014-12-31T00:03:19.696-0600
+    if frac[0] != b'.' || !frac[1..].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let ms = frac[1..].iter().fold(0u16, |a, d| a * 10 + (d - b'0') as u16);
     for (k, gap) in GAPS.iter().enumerate() {
         if &line[q[2 * k + 1] + 1..q[2 * k + 2]] != *gap {
             return None;
@@ -92,18 +101,24 @@ fn fields(line: &[u8]) -> Option<[&[u8]; KEYS]> {
     if !vals.iter().all(|v| v.is_ascii() || std::str::from_utf8(v).is_ok()) {
         return None;
     }
-    Some([&head[..19], &head[19..], vals[0], vals[1], vals[2], vals[3]])
+    Some(([&head[..19], &head[23..], vals[0], vals[1], vals[2], vals[3]], ms))
 }
 
 struct Tokens<'a> {
     lines: usize,
     ok: Vec<u8>,
+    ms: Vec<u16>,
     cols: Vec<Column<'a>>,
 }
 
 fn tokenize(data: &[u8]) -> Tokens<'_> {
     let guess = data.len() / 96 + 1;
-    let mut t = Tokens { lines: 0, ok: Vec::with_capacity(guess), cols: (0..KEYS).map(|_| Column::new(guess)).collect() };
+    let mut t = Tokens {
+        lines: 0,
+        ok: Vec::with_capacity(guess),
+        ms: Vec::with_capacity(guess),
+        cols: (0..KEYS).map(|_| Column::new(guess)).collect(),
+    };
     let mut start = 0;
     while start < data.len() {
         let end = memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i);
@@ -112,8 +127,9 @@ fn tokenize(data: &[u8]) -> Tokens<'_> {
             line = &line[..line.len() - 1];
         }
         match fields(line) {
-            Some(vals) => {
+            Some((vals, ms)) => {
                 t.ok.push(1);
+                t.ms.push(ms);
                 for (col, v) in t.cols.iter_mut().zip(vals) {
                     let c = col.code(v, t.lines as u32);
                     col.codes.push(c);
@@ -121,6 +137,7 @@ fn tokenize(data: &[u8]) -> Tokens<'_> {
             }
             None => {
                 t.ok.push(0);
+                t.ms.push(0);
                 for col in t.cols.iter_mut() {
                     col.codes.push(u32::MAX); // the Python side maps it to its null code
                 }
@@ -132,6 +149,14 @@ fn tokenize(data: &[u8]) -> Tokens<'_> {
     t
 }
 
+fn u16_bytes(v: &[u16]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 2);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
 fn u32_bytes(v: &[u32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len() * 4);
     for x in v {
@@ -141,17 +166,18 @@ fn u32_bytes(v: &[u32]) -> Vec<u8> {
 }
 
 /// tokenize_moab(data: bytes) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
-/// list[str], first line of each value: bytes of little-endian u32) for head second, head rest,
-/// node, state, rsvlist, joblist)). A line the pass refuses has ok 0 and code 0xFFFFFFFF in
-/// every column. Codes are numbered in order of first appearance.
+/// list[str], first line of each value: bytes of little-endian u32) for head second, head after
+/// the milliseconds, node, state, rsvlist, joblist), milliseconds: bytes of little-endian u16).
+/// A line the pass refuses has ok 0, code 0xFFFFFFFF in every column and milliseconds 0. Codes
+/// are numbered in order of first appearance.
 #[pyfunction]
 fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
     let bytes = data.as_bytes();
-    let (lines, ok, cols) = py.allow_threads(|| {
+    let (lines, ok, ms, cols) = py.allow_threads(|| {
         let t = tokenize(bytes);
         let cols: Vec<(Vec<u8>, Vec<&[u8]>, Vec<u8>)> =
             t.cols.into_iter().map(|c| (u32_bytes(&c.codes), c.values, u32_bytes(&c.first))).collect();
-        (t.lines, t.ok, cols)
+        (t.lines, t.ok, u16_bytes(&t.ms), cols)
     });
     let mut out = Vec::with_capacity(KEYS);
     for (codes, values, first) in cols {
@@ -164,7 +190,15 @@ fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<B
             [PyBytes::new(py, &codes).into_any(), PyList::new(py, strs)?.into_any(), PyBytes::new(py, &first).into_any()],
         )?);
     }
-    PyTuple::new(py, [lines.into_pyobject(py)?.into_any(), PyBytes::new(py, &ok).into_any(), PyTuple::new(py, out)?.into_any()])
+    PyTuple::new(
+        py,
+        [
+            lines.into_pyobject(py)?.into_any(),
+            PyBytes::new(py, &ok).into_any(),
+            PyTuple::new(py, out)?.into_any(),
+            PyBytes::new(py, &ms).into_any(),
+        ],
+    )
 }
 
 #[pymodule]
@@ -172,5 +206,7 @@ fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize_moab, m)?)?;
     m.add_function(wrap_pyfunction!(drain::drain_intervals, m)?)?;
     m.add_function(wrap_pyfunction!(drain::drain_accrue, m)?)?;
+    m.add_function(wrap_pyfunction!(assemble::moab_accept, m)?)?;
+    m.add_function(wrap_pyfunction!(assemble::moab_assemble, m)?)?;
     Ok(())
 }

@@ -184,8 +184,8 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--chunk-mb",
         type=option_type(int, 0, False, 1024),
-        default=32,
-        help="read size per parse batch, 1..1024 MB (32)",
+        default=8,
+        help="read size per parse batch, 1..1024 MB (8)",
     )
     g.add_argument(
         "--reorder-window",
@@ -329,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
         except Unreachable as e:
             raise UserError(f"--influx: {e}") from None
     engine = ENGINES[args.format]
-    build, owned = _engine_runs()[engine]
+    build, owned = _engine_run(engine)
     rejects = driver.RejectLog(args.rejects)
     try:
         r = build(args, rejects)
@@ -585,17 +585,19 @@ def _samples_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.
     return driver.Run("samples", args.format, args.tz, [driver.Feed(source, [stage])], settings)
 
 
-def _engine_runs() -> dict[
-    str, tuple[Callable[[argparse.Namespace, driver.RejectLog], driver.Run], list[str]]
-]:
-    """engine -> (how its run is built, the files its runs write: a rerun removes those it no
-    longer writes)."""
-    from streams.stages import drain as drain_stages
-    from streams.stages import jobs as job_stages
+def _engine_run(
+    engine: str,
+) -> tuple[Callable[[argparse.Namespace, driver.RejectLog], driver.Run], list[str]]:
+    """How the engine's run is built, and the files its runs write (a rerun removes those it
+    no longer writes); only the engine's own stages are imported."""
+    if engine == "drain":
+        from streams.stages import drain as drain_stages
+
+        return _drain_run, drain_stages.FILES
+    if engine == "jobs":
+        from streams.stages import jobs as job_stages
+
+        return _jobs_run, job_stages.FILES
     from streams.stages import samples as sample_stages
 
-    return {
-        "drain": (_drain_run, drain_stages.FILES),
-        "jobs": (_jobs_run, job_stages.FILES),
-        "samples": (_samples_run, sample_stages.FILES),
-    }
+    return _samples_run, sample_stages.FILES

@@ -293,7 +293,8 @@ class DrainStage:
         return t
 
     def step(self, batch: NodeStatusBatch) -> Iterable[Output]:
-        self.acc.add(self.reorder.push(batch))
+        for part in self.reorder.push_parts(batch):
+            self.acc.add(part)
         return ()
 
     def record_counts(self) -> dict[str, int]:

@@ -32,5 +32,5 @@ def test_help_of_every_command_loads_no_heavy_library() -> None:
 
 
 def test_a_run_loads_its_engine_when_it_starts() -> None:
-    code = "from streams.commands import replay\nreplay._engine_runs()"
+    code = "from streams.commands import replay\nreplay._engine_run(\"drain\")"
     assert "numpy" in _loaded(code)
