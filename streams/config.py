@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+# defined with the other errors, so the CLI catches it without loading this module
+from streams.errors import ConfigError as ConfigError
+
 if TYPE_CHECKING:  # ssl costs ~10 ms to import: only the worker's Kafka client needs it
     import ssl
 
@@ -54,14 +57,6 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 STORES = ("memory://", "rocksdb://")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """A setting is unknown or has a bad value; ``key`` names it (env var or TOML key)."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
 
 
 class Secret:

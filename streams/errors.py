@@ -186,3 +186,13 @@ def instant_ms_arg(text: str) -> int:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return round(dt.timestamp() * 1000)
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or has a bad value; ``key`` names it (env var or TOML key).
+    Raised by :mod:`streams.config`; defined here so the CLI can catch it without loading the
+    settings module for commands that do not read settings."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key

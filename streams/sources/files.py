@@ -257,16 +257,22 @@ def _skip_line(f: BinaryIO) -> None:
 
 
 def line_chunks(
-    f: BinaryIO, chunk_bytes: int = 32 << 20, max_line_bytes: int = MAX_LINE_BYTES
+    f: BinaryIO,
+    chunk_bytes: int = 32 << 20,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    first_bytes: int | None = None,
 ) -> Iterator[tuple[bytes, list[LongLine]]]:
     """Chunks of whole lines: a block, completed up to the end of its last line (each chunk ends
     with a newline except possibly the very last), and the lines in it that were longer than
     ``max_line_bytes`` (without their newline). Such a line is replaced by an empty line, so the
     numbers of the others stay right, and is never held whole: its unread part is skipped in
-    bounded pieces. A chunk holds at most ``chunk_bytes + max_line_bytes + 1`` bytes."""
+    bounded pieces. A chunk holds at most ``chunk_bytes + max_line_bytes + 1`` bytes;
+    ``first_bytes``: a smaller first block (the reader's first chunk comes sooner)."""
     cap = max_line_bytes
+    size = min(first_bytes or chunk_bytes, chunk_bytes)
     while True:
-        block = f.read(chunk_bytes)
+        block = f.read(size)
+        size = chunk_bytes
         if not block:
             return
         tail: bytes | None = None  # head of an overlong unfinished last line

@@ -36,6 +36,7 @@ from streams.sources.files import (
 from streams.sources.readahead import read_ahead
 
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
+FIRST_CHUNK_BYTES = 1 << 20  # small: the run starts on the first chunk while the next is read
 # a chunk of whole lines, its overlong lines, its tokens (None: the line path) and the file
 # position after it
 _Cut = tuple[bytes, list[LongLine], Tokens | None, int]
@@ -117,7 +118,8 @@ class MoabFiles:
         chunk is read and cut while this one is interned and accounted."""
 
         def cut() -> Iterator[_Cut]:
-            for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes):
+            first = FIRST_CHUNK_BYTES
+            for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes, first):
                 yield chunk, longs, tokenize(chunk), raw_position(f)
 
         return cut

@@ -32,5 +32,25 @@ def test_help_of_every_command_loads_no_heavy_library() -> None:
 
 
 def test_a_run_loads_its_engine_when_it_starts() -> None:
-    code = "from streams.commands import replay\nreplay._engine_run(\"drain\")"
+    code = 'from streams.commands import replay\nreplay._engine_run("drain")'
     assert "numpy" in _loaded(code)
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    """A run parses with its own command's parser only (the other commands' modules cost ~30 ms
+    of a replay's start); a mistyped command still gets the full list."""
+    code = (
+        "from streams.cli import build_parser\n"
+        "args = build_parser(['--debug', 'replay', '--format', 'moab', 'x', '--out', 'o'])"
+        ".parse_args(['--debug', 'replay', '--format', 'moab', 'x', '--out', 'o'])\n"
+        "assert args.command == 'replay' and args.format == 'moab'\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('streams.commands.'))),"
+        " file=sys.stderr)"
+    )
+    r = subprocess.run([sys.executable, "-c", f"import sys\n{code}"], capture_output=True,
+                       text=True, check=True)  # fmt: skip
+    assert r.stderr.split() == ["streams.commands.replay"]
+    r = subprocess.run([sys.executable, "-m", "streams.cli", "replya"], capture_output=True,
+                       text=True)  # fmt: skip
+    assert r.returncode == 2
+    assert "choose from 'replay', 'report', 'simulate', 'worker', 'ship', 'calibrate'" in r.stderr
