@@ -553,6 +553,17 @@ class _Topic:
         return f
 
 
+class _Producer:
+    """A stand-in for the app's producer: sends go to the named _Topic."""
+
+    def __init__(self, topics: dict[str, _Topic]) -> None:
+        self.topics = topics
+
+    async def send(self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any,
+                   headers: Any) -> asyncio.Future[None]:  # fmt: skip
+        return await self.topics[topic].send(key=key, value=value)
+
+
 class _Event:
     """A stand-in for a faust event: value, message (topic, partition, offset), ack()."""
 
@@ -638,7 +649,7 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
 
     parts = settings.topic_partitions
     topics = {f: _Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics),
+    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=_Producer(topics),
                           conf=SimpleNamespace(id="bench"))  # fmt: skip
     sink = _LineSink()
     cls = SamplesPipeline if samples else JobsPipeline
@@ -669,6 +680,7 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
         for i in range(0, len(got), 64):
             await pipe.on_partials(got[i : i + 64])
         await pipe.flush()
+    pipe.counts.update({f"sent:{k}": len(t.sent) for k, t in topics.items() if t.sent})
     return pipe, sink
 
 
@@ -691,6 +703,8 @@ def in_process(fmt: str, path: Path, events: int, settings: Settings, per_flush:
     r: dict[str, Any] = {"events": events, "messages": len(msgs), "seconds": t,
                          "events_per_s": events / t,
                          "points": sink.points, "rows": pipe.counts["rows"],
+                         "messages_sent": {k[5:]: v for k, v in pipe.counts.items()
+                                           if k.startswith("sent:")},
                          "events_per_flush": per_flush}  # fmt: skip
     if prof is not None:
         st = pstats.Stats(prof)

@@ -44,7 +44,7 @@ from models.records.jobevent import (
     jobevent_row,
 )
 from models.records.reject import Reject
-from streams.agents import _sent, fatal_errors
+from streams.agents import _sent, fatal_errors, send_many
 from streams.config import Settings
 from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.influx import InfluxSink
@@ -74,6 +74,8 @@ from streams.stages.jobs import (
 from streams.topics import dead_letter_message
 
 PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
+COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can come between)
+FLUSH_POINTS = 20_000  # points waiting that start a flush before the timer's
 STATE_KEY = "jobs"
 # 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
 # worker's own, written and read by the same release)
@@ -209,20 +211,26 @@ class JobsPipeline:
                 self.held.setdefault(p, []).append(ev)
 
     async def publish(self) -> None:
-        """Send every partition's new events to jobs-partials, then ack them."""
+        """Send every partition's new events to jobs-partials, then ack them. A backlog goes
+        out with the partitions' messages interleaved (the first of each, then the second...):
+        the combiner releases events only once every partition is past them, so one partition's
+        whole backlog before the next one's would hold everything until the last arrived."""
         async with self.lock:
             dead, self.dead = self.dead, []
             await _sent(dead)
-            for p in sorted(set(self.held) | set(self.pending)):
+            parts = sorted(set(self.held) | set(self.pending))
+            runs = {p: list(_chunks(self.pending.pop(p, []))) for p in parts}
+            futs = [
+                self._partials_topic().send(
+                    key=str(p).encode(), value=orjson.dumps({"partition": p, "events": runs[p][i]})
+                )
+                for i in range(max((len(r) for r in runs.values()), default=0))
+                for p in parts
+                if i < len(runs[p])
+            ]
+            await _sent(futs)
+            for p in parts:
                 held = self.held.get(p, [])
-                futs = [
-                    self._partials_topic().send(
-                        key=str(p).encode(),
-                        value=orjson.dumps({"partition": p, "events": chunk}),
-                    )
-                    for chunk in _chunks(self.pending.pop(p, []))
-                ]
-                await _sent(futs)
                 for ev in held:  # ascending offsets, no holes
                     ev.ack()
                 held.clear()
@@ -287,7 +295,7 @@ class JobsPipeline:
     async def send_alerts(self) -> None:
         if self.alert_messages:
             msgs, self.alert_messages = self.alert_messages, []
-            await _sent([self.topics.alerts.send(key=k, value=v) for k, v in msgs])
+            await send_many(self.app, [(self.topics.alerts, k, v) for k, v in msgs])
 
     def _step(self, stages: dict[str, Any], batch: list[JobEvent]) -> None:
         """One day-bounded batch through every stage: rows to points and messages, alerts."""
@@ -404,6 +412,10 @@ class JobsPipeline:
         }
         return pickle.dumps(state, protocol=5)
 
+    def due(self) -> bool:
+        """Enough rows wait to write them now rather than at the timer's next flush."""
+        return len(self.points) >= FLUSH_POINTS
+
     async def flush(self) -> None:
         """Write the new rows and alert changes, save the state, then ack the partials.
 
@@ -426,7 +438,7 @@ class JobsPipeline:
             try:
                 if self.sink is not None and points:
                     await asyncio.to_thread(self.sink.write, points)
-                await _sent([t.send(key=k, value=v) for t, k, v in messages])
+                await send_many(self.app, messages)
                 await _sent(dead)
                 await self.store.save(self.STATE_KEY, state)
             except BaseException:
@@ -456,8 +468,14 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
     @app.agent(partials, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{name}")
     async def combine(stream: Any) -> None:
         async with fatal_errors(app, name):
-            async for events in stream.noack_take(64, within=0.5):
+            flushing: asyncio.Future[None] | None = None
+            async for events in stream.noack_take(COMBINE_TAKE, within=0.5):
                 await pipe.on_partials(events)
+                if flushing is not None and flushing.done():
+                    flushing.result()  # a failed flush stops the worker
+                    flushing = None
+                if flushing is None and pipe.due():  # writes overlap the next partials
+                    flushing = asyncio.ensure_future(pipe.flush())
 
     @app.timer(settings.flush_interval, name=f"drainwatch.{name}.flush")
     async def flush() -> None:

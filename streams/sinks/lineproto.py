@@ -21,7 +21,7 @@ from typing import Any
 _ESCAPES = {",": r"\,", " ": r"\ ", "\n": r"\n", "\t": r"\t", "\r": r"\r"}
 KEY_TABLE = str.maketrans({**_ESCAPES, "=": r"\="})  # keys and tag values
 _MEASUREMENT = str.maketrans(_ESCAPES)
-_STRING = str.maketrans({'"': r"\"", "\\": r"\\"})
+STRING_TABLE = str.maketrans({'"': r"\"", "\\": r"\\"})  # field strings
 _INF = math.inf
 
 
@@ -49,7 +49,7 @@ def int_text(v: int) -> str:
 
 
 def string_text(v: Any) -> str:
-    return '"' + str(v).translate(_STRING) + '"'
+    return '"' + str(v).translate(STRING_TABLE) + '"'
 
 
 def field_text(v: Any) -> str | None:
