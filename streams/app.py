@@ -53,6 +53,9 @@ class AppTopics:
     worker_state: faust.TopicT
 
 
+PARTITION_FETCH_BYTES = 4 << 20
+
+
 def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
     """Keyword arguments for ``faust.App`` derived from the settings (for inspection/tests)."""
     kw: dict[str, Any] = dict(settings.faust_kwargs())
@@ -69,6 +72,10 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
         broker_rebalance_timeout=settings.broker_rebalance_timeout,
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
+        # per partition and fetch (aiokafka's fetch_max_bytes, 50 MB, bounds a whole fetch): a
+        # partials message is up to ~300 kB, and at Faust's 1 MB a combiner catching up on a
+        # backlog waited for a fetch every three messages (bench/bench_live_jobs.py)
+        consumer_max_fetch_size=PARTITION_FETCH_BYTES,
         # held acks must not make shutdown and rebalances wait forever (docs/state.md)
         stream_wait_empty=False,
         autodiscover=False,
