@@ -40,6 +40,7 @@ NON_SETTING_ENV = frozenset(
     {
         CONFIG_ENV,
         "DRAINWATCH_REQUIRE_STACK",
+        "DRAINWATCH_FUZZ_SCALE",
         "DRAINWATCH_GO",
         "DRAINWATCH_JAVA",
         "DRAINWATCH_MVN",

@@ -16,6 +16,7 @@ configured zone: streams.sources.jobevents) and closes its days itself, in event
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -633,6 +634,8 @@ class ReleaseForecastStage:
         self.section_nodes = section_nodes
         self.provisional = provisional
         self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
+        self._running_sums: tuple[int, int] | None = (0, 0)  # their nodes, those without end
+        self._ends: list[tuple[float, str]] = []  # (end, job) of those with one, sorted
         self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
         self.forecasts = 0
         self.late = 0
@@ -648,6 +651,51 @@ class ReleaseForecastStage:
     def tables(self) -> Sequence[Table]:
         return (RELEASE_FORECAST,)
 
+    def _sums(self) -> tuple[int, int]:
+        """The running jobs' nodes and how many have no requested walltime, kept as jobs start
+        and end (computed once for a stage saved before it kept them)."""
+        sums: tuple[int, int] | None = getattr(self, "_running_sums", None)
+        if sums is None:
+            vals = self.running.values()
+            sums = (sum(n for n, _, _ in vals), sum(1 for _, end, _ in vals if end is None))
+            self._running_sums = sums
+            self._ends = sorted((end, job) for job, (_n, end, _) in self.running.items()
+                                if end is not None)  # fmt: skip
+        return sums
+
+    def _run(self, job: str, held: tuple[int, float | None, str | None] | None) -> None:
+        """``job`` holds ``held`` (nodes, end, name) from now on; None: it ended."""
+        busy, no_end = self._sums()
+        old = self.running.pop(job, None)
+        if old is not None:
+            busy, no_end = busy - old[0], no_end - (old[1] is None)
+            if old[1] is not None:
+                del self._ends[bisect.bisect_left(self._ends, (old[1], job))]
+        if held is not None:
+            self.running[job] = held
+            busy, no_end = busy + held[0], no_end + (held[1] is None)
+            if held[1] is not None:
+                bisect.insort(self._ends, (held[1], job))
+        self._running_sums = (busy, no_end)
+
+    def _holders(self, missing: int, now: float) -> list[Holder]:
+        """The running jobs (with an end) whose releases :func:`forecast_release` walks, in its
+        order (expected end, jobs past theirs at ``now``; then job id) until ``missing`` nodes
+        are free: the forecast is the same as with every running job, without listing them."""
+        ends = self._ends
+        i = bisect.bisect_right(ends, now, key=lambda x: x[0])
+        out: list[Holder] = []
+        free = 0
+        for end, job in itertools.chain(sorted(ends[:i], key=lambda x: x[1]), ends[i:]):
+            n, _, name = self.running[job]
+            if n <= 0:
+                continue
+            out.append(Holder(job, n, end, name))
+            free += n
+            if free >= missing:
+                break
+        return out
+
     def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
         nodes = e.nodes or 0
         if nodes <= 0:
@@ -655,15 +703,13 @@ class ReleaseForecastStage:
         if nodes > self.section_nodes:
             self.too_large += 1
             return None
-        busy = sum(n for n, _, _ in self.running.values())
-        holders = []
-        for job, (n, end, name) in self.running.items():
-            if end is None:
-                self.holders_without_walltime += 1
-            else:
-                holders.append(Holder(job, n, end, name))
+        busy, no_end = self._sums()
+        self.holders_without_walltime += no_end
+        free = max(0, self.section_nodes - busy)
         at = e.ts if e.reserved_start is None else e.reserved_start
-        f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
+        # the running jobs' releases matter only when nodes are missing
+        holders = self._holders(nodes - free, e.ts) if nodes > free else []
+        f = forecast_release(nodes, at, free, holders, now=e.ts)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
         return f
@@ -707,7 +753,7 @@ class ReleaseForecastStage:
                     rows += self._rows(e.job, e.ts, f, e.reserved_start, None)
             elif e.type == "start":
                 end = None if e.req_walltime is None else e.ts + e.req_walltime
-                self.running[e.job] = (e.nodes or 0, end, e.name)
+                self._run(e.job, (e.nodes or 0, end, e.name))
                 p = self.pending.pop(e.job, None)
                 if p is not None:
                     ts, f, rsv = p
@@ -719,7 +765,7 @@ class ReleaseForecastStage:
                     self.wait_n += 1
                     rows += self._rows(e.job, ts, f, rsv, e.ts)
             else:
-                self.running.pop(e.job, None)
+                self._run(e.job, None)
                 p = self.pending.pop(e.job, None)  # ended without a start: cancelled
                 if p is not None:
                     self._count(p[1])

@@ -206,3 +206,61 @@ def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any]) -
     assert sorted(got.values(), key=repr) == sorted(want, key=repr)
     assert len(got) == len(want)  # no stale step of a provisional forecast
     assert live.summary() == replay.summary()
+
+
+class _ReferenceStage(ReleaseForecastStage):
+    """The forecast as first written: every submit sums the running jobs and lists them all."""
+
+    def _forecast(self, e: JobEvent) -> Any:
+        from models.drain.release import Holder, forecast_release
+
+        nodes = e.nodes or 0
+        if nodes <= 0:
+            return None
+        if nodes > self.section_nodes:
+            self.too_large += 1
+            return None
+        busy = sum(n for n, _, _ in self.running.values())
+        holders = []
+        for j, (n, end, name) in self.running.items():
+            if end is None:
+                self.holders_without_walltime += 1
+            else:
+                holders.append(Holder(j, n, end, name))
+        at = e.ts if e.reserved_start is None else e.reserved_start
+        f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
+        self.forecasts += 1
+        self.pending[e.job] = (e.ts, f, e.reserved_start)
+        return f
+
+
+@st_settings(max_examples=300, deadline=None)
+@given(
+    hst.lists(
+        hst.tuples(
+            hst.sampled_from(["submit", "start", "end"]),
+            hst.integers(0, 60),  # time
+            hst.integers(0, 9),  # job
+            hst.integers(0, 20),  # nodes
+            hst.one_of(hst.none(), hst.integers(1, 80)),  # requested walltime
+        ),
+        max_size=60,
+    ),
+    hst.integers(1, 40),
+)
+def test_running_sums_kept_as_jobs_start_and_end_equal_summing_them(
+    events: list[Any], section: int
+) -> None:
+    """Busy nodes and jobs without a walltime are kept as jobs start and end (duplicate starts,
+    ends without a start included): the same rows and summary as summing at every submit."""
+    evs = sorted(
+        (JobEvent(t, float(ts), f"j{j}", name=f"j{j}", nodes=n,
+                  req_walltime=None if w is None else float(w))
+         for t, ts, j, n, w in events),
+        key=lambda e: e.ts,
+    )  # fmt: skip
+    fast, ref = ReleaseForecastStage(section, provisional=True), _ReferenceStage(section, True)
+    for e in evs:
+        assert list(fast.step([e])) == list(ref.step([e]))
+    assert list(fast.finish()) == list(ref.finish())
+    assert fast.summary() == ref.summary()
