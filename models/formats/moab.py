@@ -261,14 +261,22 @@ def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
     return None if t is None else Tokens(*t)
 
 
-def _tokens_native(data: bytes) -> Tokens:
+def tokens_from_raw(data: bytes, raw: Any) -> Tokens | None:
+    """:func:`tokenize`'s result for ``data`` from the compiled tokenizer's own result (cut on
+    a thread before numpy was loaded: streams/sources/prefetch.py)."""
+    if not data or data.startswith(_COMPRESSED_MAGIC):
+        return None
+    return _tokens_native(data, raw)
+
+
+def _tokens_native(data: bytes, raw: Any = None) -> Tokens:
     """The compiled tokenizer (native/src/lib.rs): the columns of :func:`_tokens_polars` for
     the lines it takes, in its own form (:class:`Tokens`, ``native``: the tail without the
     milliseconds, which come per line); it refuses any line that is not exactly canonical
     (the line parser then decides), so it never accepts a line the polars path would not. Its
     codes are numbered in order of first appearance, with the line of each first appearance."""
     assert tokenize_moab is not None
-    n_lines, ok_bytes, columns, ms_bytes = tokenize_moab(data)
+    n_lines, ok_bytes, columns, ms_bytes = tokenize_moab(data) if raw is None else raw
     ok = np.frombuffer(ok_bytes, dtype=np.uint8).view(bool)
     coded: dict[str, _Coded] = {}
     first: dict[str, npt.NDArray[np.int64]] = {}

@@ -312,6 +312,19 @@ def run(args: argparse.Namespace) -> int:
         _check_adjust_out(args)
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
+    args.early = None
+    if args.format == "moab" and len(args.paths) == 1:  # cut while the run loads the rest
+        from streams.sources import prefetch
+
+        args.early = prefetch.start(args.paths[0], args.chunk_mb << 20, args.max_line_bytes)
+    try:
+        return _run(args)
+    finally:
+        if args.early is not None:
+            args.early.close()
+
+
+def _run(args: argparse.Namespace) -> int:
     from models.records.plausible import TimeBounds
     from streams import driver
     from streams.sinks.files import DirectorySink
@@ -414,6 +427,7 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         allow_overlap=args.allow_overlap,
         bounds=args.bounds,
         max_line_bytes=args.max_line_bytes,
+        early=args.early,
     )
     jobs = drain_stages.JobTimesStage() if args.jobs else None
     stage = drain_stages.DrainStage(

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import ExitStack, closing
 from typing import BinaryIO
 
 import numpy as np
 
-from models.formats.moab import ParsedChunk, Tokens, classify_line, parse_moab_chunk, tokenize
+from models.formats.moab import (
+    ParsedChunk,
+    Tokens,
+    classify_line,
+    parse_moab_chunk,
+    tokenize,
+    tokens_from_raw,
+)
 from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
@@ -33,10 +40,10 @@ from streams.sources.files import (
     raw_position,
     reading,
 )
+from streams.sources.prefetch import FIRST_CHUNK_BYTES, Prefetch
 from streams.sources.readahead import read_ahead
 
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
-FIRST_CHUNK_BYTES = 1 << 20  # small: the run starts on the first chunk while the next is read
 # a chunk of whole lines, its overlong lines, its tokens (None: the line path) and the file
 # position after it
 _Cut = tuple[bytes, list[LongLine], Tokens | None, int]
@@ -69,8 +76,10 @@ class MoabFiles:
         allow_overlap: bool = False,
         bounds: TimeBounds | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
+        early: Prefetch | None = None,
     ) -> None:
         self.bounds = bounds or TimeBounds()
+        self.early = early  # the first file's chunks, cut since the run started (prefetch.py)
         self.max_line_bytes = max_line_bytes
         self.paths = in_time_order(paths)
         self.allow_overlap = allow_overlap
@@ -84,11 +93,22 @@ class MoabFiles:
     def batches(self, rejects: RejectLog) -> Iterator[NodeStatusBatch]:
         done_before = 0
         previous: InputStats | None = None
+        early, self.early = self.early, None
         for path, stats in zip(self.paths, self.inputs, strict=True):
-            with reading(path), open_binary(path) as f, closing(read_ahead(self._cut(f))) as cut:
+            with reading(path), ExitStack() as stack:
+                cut: Iterator[_Cut]
+                if early is not None and early.path == path:  # cut since the run started
+                    stack.callback(early.close)
+                    cut, raw, early = early.chunks, True, None
+                else:
+                    f = stack.enter_context(open_binary(path))
+                    cut = stack.enter_context(closing(read_ahead(self._cut(f))))
+                    raw = False
                 lineno = 1
                 stats.lines = 0
                 for chunk, longs, tokens, position in cut:
+                    if raw:
+                        tokens = tokens_from_raw(chunk, tokens)
                     parsed = parse_plausible(
                         chunk, self.book, self.bounds, path, lineno, longs, tokens
                     )
