@@ -4,7 +4,7 @@ accountant loops (src/)."""
 from typing import Any
 
 def tokenize_moab(
-    data: bytes,
+    data: bytes | memoryview,
 ) -> tuple[int, bytes, tuple[tuple[bytes, list[str], bytes], ...], bytes]:
     """(lines, ok per line (0/1 bytes), per column (codes: little-endian u32 per line,
     0xFFFFFFFF where refused; distinct values, numbered in order of first appearance; the line

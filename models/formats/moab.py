@@ -246,11 +246,11 @@ class Tokens:
     ms: npt.NDArray[np.uint16] | None = None
 
 
-def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
+def tokenize(data: bytes | memoryview, tokenizer: str | None = None) -> Tokens | None:
     """The chunk's :class:`Tokens`, or None when it must take the line-by-line path. Pure (no
     codebook): it may run on another thread while the previous chunk is accounted (the compiled
     tokenizer releases the GIL). ``tokenizer``: one of :data:`TOKENIZERS`, default the first."""
-    if not data or data.startswith(_COMPRESSED_MAGIC):
+    if not data or bytes(data[:6]).startswith(_COMPRESSED_MAGIC):
         return None
     tokenizer = tokenizer or TOKENIZERS[0]
     if tokenizer not in TOKENIZERS:
@@ -261,15 +261,15 @@ def tokenize(data: bytes, tokenizer: str | None = None) -> Tokens | None:
     return None if t is None else Tokens(*t)
 
 
-def tokens_from_raw(data: bytes, raw: Any) -> Tokens | None:
+def tokens_from_raw(data: bytes | memoryview, raw: Any) -> Tokens | None:
     """:func:`tokenize`'s result for ``data`` from the compiled tokenizer's own result (cut on
     a thread before numpy was loaded: streams/sources/prefetch.py)."""
-    if not data or data.startswith(_COMPRESSED_MAGIC):
+    if not data or bytes(data[:6]).startswith(_COMPRESSED_MAGIC):
         return None
     return _tokens_native(data, raw)
 
 
-def _tokens_native(data: bytes, raw: Any = None) -> Tokens:
+def _tokens_native(data: bytes | memoryview, raw: Any = None) -> Tokens:
     """The compiled tokenizer (native/src/lib.rs): the columns of :func:`_tokens_polars` for
     the lines it takes, in its own form (:class:`Tokens`, ``native``: the tail without the
     milliseconds, which come per line); it refuses any line that is not exactly canonical
@@ -287,11 +287,14 @@ def _tokens_native(data: bytes, raw: Any = None) -> Tokens:
     return Tokens(n_lines, ok, coded, first, True, np.frombuffer(ms_bytes, dtype="<u2"))
 
 
-def _tokens_polars(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]] | None:
+def _tokens_polars(
+    data: bytes | memoryview,
+) -> tuple[int, npt.NDArray[np.bool_], dict[str, _Coded]] | None:
     """polars' CSV reader split on the quote: per line whether it has the canonical layout,
     and the six columns as per-chunk codes; None when the reader refuses the chunk."""
     import polars as pl
 
+    data = bytes(data)  # a memoryview of the block read (streams.sources.files.line_chunks)
     tokenised = data
     try:
         df = _tokenise(tokenised)
@@ -352,7 +355,7 @@ def _tokens_polars(data: bytes) -> tuple[int, npt.NDArray[np.bool_], dict[str, _
 
 
 def parse_moab_chunk(
-    data: bytes,
+    data: bytes | memoryview,
     book: Codebook,
     source: str = "",
     first_lineno: int = 1,
@@ -372,7 +375,7 @@ def parse_moab_chunk(
     if tokens is None:
         tokens = tokenize(data, tokenizer)
         if tokens is None:
-            return parse_lines_slow(data, book, source, first_lineno)
+            return parse_lines_slow(bytes(data), book, source, first_lineno)
     n_lines, coded, native = tokens.lines, tokens.coded, tokens.native
 
     # timestamps: wall-clock second + (fraction, offset), each parsed once per distinct value
@@ -434,7 +437,7 @@ def parse_moab_chunk(
     rescued: list[tuple[int, NodeStatus]] = []
     bad = np.flatnonzero(~ok) if n_rows < n_lines else np.empty(0, dtype=np.int64)
     if bad.size:
-        lines = data.split(b"\n")
+        lines = bytes(data).split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
         for i in bad.tolist():

@@ -165,14 +165,17 @@ fn u32_bytes(v: &[u32]) -> Vec<u8> {
     out
 }
 
-/// tokenize_moab(data: bytes) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
+/// tokenize_moab(data: bytes or a contiguous byte buffer) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
 /// list[str], first line of each value: bytes of little-endian u32) for head second, head after
 /// the milliseconds, node, state, rsvlist, joblist), milliseconds: bytes of little-endian u16).
 /// A line the pass refuses has ok 0, code 0xFFFFFFFF in every column and milliseconds 0. Codes
 /// are numbered in order of first appearance.
 #[pyfunction]
-fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
-    let bytes = data.as_bytes();
+fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    // bytes, or a memoryview of the block read (streams/sources/files.py line_chunks)
+    let buf = drain::buffer::<u8>(data, "data", false)?;
+    // Safety: the buffer is held (and so the block alive and unchanged) for the whole call.
+    let bytes: &[u8] = unsafe { drain::view(&buf) };
     let (lines, ok, ms, cols) = py.allow_threads(|| {
         let t = tokenize(bytes);
         let cols: Vec<(Vec<u8>, Vec<&[u8]>, Vec<u8>)> =

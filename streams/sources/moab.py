@@ -46,7 +46,7 @@ from streams.sources.readahead import read_ahead
 PEEK_BYTES = 1 << 20  # enough lines to find a file's first record time
 # a chunk of whole lines, its overlong lines, its tokens (None: the line path) and the file
 # position after it
-_Cut = tuple[bytes, list[LongLine], Tokens | None, int]
+_Cut = tuple[bytes | memoryview, list[LongLine], Tokens | None, int]
 
 
 def first_record_ms(path: str) -> int | None:
@@ -139,7 +139,7 @@ class MoabFiles:
 
         def cut() -> Iterator[_Cut]:
             first = FIRST_CHUNK_BYTES
-            for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes, first):
+            for chunk, longs in line_chunks(f, self.chunk_bytes, self.max_line_bytes, first, True):
                 yield chunk, longs, tokenize(chunk), raw_position(f)
 
         return cut
@@ -166,7 +166,7 @@ def _too_long(parsed: ParsedChunk, longs: list[LongLine], path: str, lineno: int
 
 
 def parse_plausible(
-    chunk: bytes,
+    chunk: bytes | memoryview,
     book: Codebook,
     bounds: TimeBounds,
     path: str,
@@ -187,7 +187,7 @@ def parse_plausible(
             _too_long(parsed, longs, path, lineno)
         return parsed
     book.rollback(mark)
-    lines = chunk.split(b"\n")
+    lines = bytes(chunk).split(b"\n")
     found: list[tuple[int, str, int]] = []  # (line index, text, time)
     for i, raw in enumerate(lines):
         text = raw.decode("utf-8", "replace")

@@ -26,7 +26,9 @@ DEPTH = 6  # chunks cut ahead while the run starts (then the run keeps up with t
 class Prefetch:
     path: str
     file: BinaryIO
-    chunks: ReadAhead[tuple[bytes, Any, Any, int]]  # (chunk, long lines, raw tokens, position)
+    chunks: ReadAhead[
+        tuple[bytes | memoryview, Any, Any, int]
+    ]  # (chunk, long lines, raw tokens, position)
 
     def close(self) -> None:
         self.chunks.close()
@@ -34,9 +36,9 @@ class Prefetch:
 
 
 def cut(f: BinaryIO, chunk_bytes: int, max_line_bytes: int,
-        tokenize: Any) -> Iterator[tuple[bytes, Any, Any, int]]:  # fmt: skip
+        tokenize: Any) -> Iterator[tuple[bytes | memoryview, Any, Any, int]]:  # fmt: skip
     """Chunks of whole lines, each with ``tokenize(chunk)`` and the file position after it."""
-    for chunk, longs in line_chunks(f, chunk_bytes, max_line_bytes, FIRST_CHUNK_BYTES):
+    for chunk, longs in line_chunks(f, chunk_bytes, max_line_bytes, FIRST_CHUNK_BYTES, True):
         yield chunk, longs, tokenize(chunk), raw_position(f)
 
 

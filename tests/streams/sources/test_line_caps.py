@@ -40,15 +40,17 @@ def _reference(data: bytes, cap: int) -> tuple[list[bytes], list[tuple[int, byte
     cap=st.integers(1, 12) | st.integers(150, 300),
     chunk=st.integers(1, 50) | st.integers(100, 900),
     first=st.none() | st.integers(1, 60),
+    views=st.booleans(),
 )
 def test_line_chunks_match_a_line_by_line_reference(
-    lengths: list[int], final_newline: bool, cap: int, chunk: int, first: int | None
+    lengths: list[int], final_newline: bool, cap: int, chunk: int, first: int | None, views: bool
 ) -> None:
     lines = [bytes([97 + i % 26]) * n for i, n in enumerate(lengths)]
     data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
     got: list[bytes] = []
     longs: list[tuple[int, bytes]] = []
-    chunks = list(line_chunks(io.BytesIO(data), chunk, cap, first))  # first: a smaller first
+    # first: a smaller first block; views: memoryviews of blocks, the file set back (seekable)
+    chunks = [(bytes(c), ls) for c, ls in line_chunks(io.BytesIO(data), chunk, cap, first, views)]
     for k, (c, ls) in enumerate(chunks):
         assert len(c) <= chunk + cap + 1
         assert c.endswith(b"\n") or k == len(chunks) - 1  # whole lines only
