@@ -102,3 +102,11 @@ def drain_accrue(
     """Intervals split at the fine edges and summed (arrays updated in place): (gaps, first
     fine window, windows, their category sums, nodes new per fine / hour / day window as
     (edge, count) pairs, drain (job, node) pairs), int64 arrays as little-endian bytes."""
+
+def sample_lines(
+    data: bytes | memoryview,
+) -> tuple[Any, ...]:
+    """Node-sample trace lines to columns (src/samples.rs): (status per line: 0 blank, 1 taken,
+    2 Python decides; little-endian u64 (start, end) per line; the taken lines' ts, start,
+    core (f64), pid, write_bytes, read_bytes, vmRss, vmSwap, cores (i64), job and node codes
+    (u32), as little-endian bytes; job values; node values)."""

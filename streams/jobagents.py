@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -82,14 +82,16 @@ STATE_KEY = "jobs"
 STATE_FORMAT = 2
 
 
-def _chunks(entries: list[list[Any]]) -> Iterator[list[list[Any]]]:
+def _chunks(
+    entries: list[list[Any]], size: Callable[[Any], int] = len
+) -> Iterator[list[list[Any]]]:
     """[offset, records] entries in runs of about ``PARTIAL_EVENTS`` records (a message's
     records stay together: they share its offset)."""
     run: list[list[Any]] = []
     n = 0
     for e in entries:
         run.append(e)
-        n += len(e[1])
+        n += size(e[1])
         if n >= PARTIAL_EVENTS:
             yield run
             run, n = [], 0
@@ -196,6 +198,10 @@ class JobsPipeline:
         self.counts["job_events"] += len(out)
         return out or None
 
+    def _size(self, rec: Any) -> int:
+        """How many records a forwarded entry holds."""
+        return len(rec)
+
     async def on_input(self, events: Iterable[Any]) -> None:
         drain = getattr(self.app, "drainwatch_pipeline", None)
         if drain is not None:  # the stalled-pipeline alert's clock
@@ -219,7 +225,7 @@ class JobsPipeline:
             dead, self.dead = self.dead, []
             await _sent(dead)
             parts = sorted(set(self.held) | set(self.pending))
-            runs = {p: list(_chunks(self.pending.pop(p, []))) for p in parts}
+            runs = {p: list(_chunks(self.pending.pop(p, []), self._size)) for p in parts}
             futs = [
                 self._partials_topic().send(
                     key=str(p).encode(), value=orjson.dumps({"partition": p, "events": runs[p][i]})

@@ -18,11 +18,14 @@ import math
 import pickle
 from typing import Any
 
+import numpy as np
 import orjson
 
 from models.alerts import Alert
-from models.formats.sampletrace import SampleTraceError, sample_from_row, sample_row
+from models.formats.samplelines import parse_lines
+from models.formats.sampletrace import parse_sample, sample_from_row
 from models.records.reject import Reject
+from models.samples.batch import SampleBatch
 from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
@@ -41,7 +44,12 @@ from streams.stages.samples import (
 )
 
 STATE_KEY = "samples"
-STATE_FORMAT = 1
+# 2: the merger holds columns (format 1, records, still reads)
+STATE_FORMAT = 2
+
+
+def _is_text(rec: Any) -> bool:
+    return len(rec) == 2 and isinstance(rec[1], str)
 
 
 class SamplesPipeline(JobsPipeline):
@@ -54,32 +62,47 @@ class SamplesPipeline(JobsPipeline):
         return self.topics.samples_partials
 
     def _records(self, value: bytes, where: dict[str, Any]) -> Any:
-        """A sweep: one sample per line, forwarded as rows; each bad line is dead-lettered on
-        its own."""
+        """Sweeps: one sample per line, read into columns (:func:`parse_lines`); each bad line
+        is dead-lettered on its own. The good lines go on as they are, ``[samples, text]``:
+        the combiner reads them again, which costs less than any other form."""
         s = self.settings
-        out = []
-        for line in value.splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = sample_row(line)
-                if not s.not_before <= row[0] * 1000 < s.not_after:
-                    raise SampleTraceError("implausible_time", repr(row[0]))
-            except SampleTraceError as err:
-                text = line[:4096].decode("utf-8", "replace")
-                self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
-                continue
-            out.append(row)
-        self.counts["samples"] += len(out)
-        return out or None
+        parsed = parse_lines(value)
+        for a, b, reason, _detail in parsed.rejects:
+            text = value[a:b][:4096].decode("utf-8", "replace")
+            self._dead_letter(Reject(reason, self.SOURCE, 0, text), **where)
+        ms = parsed.batch.ts * 1000
+        bad = np.flatnonzero(~((s.not_before <= ms) & (ms < s.not_after)))
+        for k in bad.tolist():
+            a, b = parsed.bounds[k].tolist()
+            text = value[a:b][:4096].decode("utf-8", "replace")
+            self._dead_letter(Reject("implausible_time", self.SOURCE, 0, text), **where)
+        n = len(parsed.batch) - bad.size
+        self.counts["samples"] += n
+        if not n:
+            return None
+        if parsed.rejects or bad.size:
+            keep = np.ones(len(parsed.batch), bool)
+            keep[bad] = False
+            value = b"\n".join(value[a:b] for a, b in parsed.bounds[keep].tolist())
+        return [n, value.decode()]
+
+    def _size(self, rec: Any) -> int:
+        return int(rec[0]) if _is_text(rec) else len(rec)
 
     def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
-        """Rows (checked by the forwarding agent); objects from a release before rows."""
+        """The forwarded lines (read again; they were checked); rows or objects from an
+        earlier release. Returns the late samples' lines (or records)."""
+        if _is_text(rec):
+            data = rec[1].encode()
+            parsed = parse_lines(data)
+            late = merger.add_many(p, off, parsed.batch)
+            return [data[a:b] for a, b in parsed.bounds[late].tolist()]
         if rec and isinstance(rec[0], dict):
-            samples = [SampleMerger.decode(d) for d in rec]
+            samples = [parse_sample(orjson.dumps(d)) for d in rec]
         else:
             samples = [sample_from_row(r) for r in rec]
-        return merger.add_many(p, off, samples)  # type: ignore[no-any-return]
+        batch = SampleBatch.from_samples(samples)
+        return batch.take(merger.add_many(p, off, batch)).to_samples()
 
     async def _state(self) -> tuple[Any, dict[str, Any]]:
         if self.merger is None or self.stages is None:
@@ -94,7 +117,7 @@ class SamplesPipeline(JobsPipeline):
                 self.stages, self.offset = {"dfs": dfs, "util": util, "fs": self._fs()}, -1
             else:
                 d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
-                if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
+                if not isinstance(d, dict) or d.get("format") not in (1, STATE_FORMAT):
                     raise ValueError("samples state: not readable by this release")
                 self.merger = SampleMerger.from_dict(d["merger"])
                 self.merger.partitions = self.partitions
@@ -108,8 +131,8 @@ class SamplesPipeline(JobsPipeline):
         return FsStreams(dict(s.alert_hot_zone_fs or ()), s.alert_hot_zone, period=s.sample_period,
                          alert_minutes=s.alert_hot_zone_minutes)  # fmt: skip
 
-    def _released(self, stages: dict[str, Any], released: list[Any]) -> None:
-        if not released:
+    def _released(self, stages: dict[str, Any], released: Any) -> None:
+        if not len(released):
             return
         dfs: DfsStream = stages["dfs"]
         dfs.update(released)

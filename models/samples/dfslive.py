@@ -24,9 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from models.alerts import Alert, AlertBook
 from models.jobs.usage import add_exact
-from models.records.nodesample import NodeSample
+from models.records.nodesample import NodeSample, group_codes
+from models.samples.batch import SampleBatch, as_batch
 from models.samples.dfs import MINUTE
 
 
@@ -92,31 +95,66 @@ class DfsStream:
         # job -> [fastest write of one node in one minute, exact partials of data written]
         self.job_io: dict[str, list[Any]] = {}
 
-    def update(self, samples: Iterable[NodeSample]) -> None:
-        """Samples in time order (a process's samples in its own order)."""
-        procs, minutes, period = self._procs, self._minutes, self.period
-        for s in samples:
-            key = (s.node, s.pid, s.start)
-            w, r = float(s.write_bytes), float(s.read_bytes)
-            prev = procs.get(key)
-            if prev is None:
-                new = s.start > 0 and s.start > s.ts - period
-                dw, dr = (w, r) if new else (0.0, 0.0)
-                procs[key] = [s.ts, w, r]
-            else:
-                dw = w - prev[1] if w >= prev[1] else w
-                dr = r - prev[2] if r >= prev[2] else r
-                prev[0], prev[1], prev[2] = s.ts, w, r
-            m = math.floor(s.ts / MINUTE)
+    def update(self, samples: SampleBatch | Iterable[NodeSample]) -> None:
+        """Samples in time order (a process's samples in its own order), as columns."""
+        b = as_batch(samples)
+        n = len(b)
+        if not n:
+            return
+        # rows by process (node, pid, start), each process's rows in the order they came
+        g = group_codes(b.node, b.pid, b.start)
+        order = np.argsort(g, kind="stable")
+        g = g[order]
+        first = np.empty(n, bool)
+        first[0] = True
+        np.not_equal(g[1:], g[:-1], out=first[1:])
+        last = np.empty(n, bool)
+        last[-1] = True
+        last[:-1] = first[1:]
+        ts = b.ts[order]
+        w, r = b.write[order].astype(np.float64), b.read[order].astype(np.float64)
+        # each row's previous counters: the row before it, or the process's saved ones
+        pw, pr = np.empty(n), np.empty(n)
+        pw[1:], pr[1:] = w[:-1], r[:-1]
+        fi, li = np.flatnonzero(first), np.flatnonzero(last)
+        nodes, procs = b.nodes, self._procs
+        keys = list(zip([nodes[c] for c in b.node[order[fi]].tolist()], b.pid[order[fi]].tolist(),
+                        b.start[order[fi]].tolist(), strict=True))  # fmt: skip
+        prevs = [procs.get(k) for k in keys]
+        for k, t, lw, lr in zip(keys, ts[li].tolist(), w[li].tolist(), r[li].tolist(), strict=True):
+            procs[k] = [t, lw, lr]
+        known = np.array([p is not None for p in prevs], bool)
+        pw[fi] = [p[1] if p is not None else 0.0 for p in prevs]
+        pr[fi] = [p[2] if p is not None else 0.0 for p in prevs]
+        dw = np.where(w >= pw, w - pw, w)
+        dr = np.where(r >= pr, r - pr, r)
+        # a process's first sample: its whole counter if it started within a period, else 0
+        fresh = fi[~known]
+        if fresh.size:
+            st, t0 = b.start[order[fresh]], ts[fresh]
+            new = (st > 0) & (st > t0 - self.period)
+            dw[fresh] = np.where(new, w[fresh], 0.0)
+            dr[fresh] = np.where(new, r[fresh], 0.0)
+        # whole bytes per (minute, job, node): exact in any order
+        minute = np.floor(ts / MINUTE).astype(np.int64)
+        job, node = b.job[order], b.node[order]
+        key = group_codes(minute, job, node)
+        _u, at = np.unique(key, return_index=True)
+        sw = np.bincount(key, dw, at.size).tolist()
+        sr = np.bincount(key, dr, at.size).tolist()
+        jobs, minutes = b.jobs, self._minutes
+        for m, j, nd, a, c in zip(minute[at].tolist(), job[at].tolist(), node[at].tolist(),
+                                  sw, sr, strict=True):  # fmt: skip
             rows = minutes.get(m)
             if rows is None:
                 rows = minutes[m] = {}
-            acc = rows.get((s.job, s.node))
+            jn = (jobs[j], nodes[nd])
+            acc = rows.get(jn)
             if acc is None:
-                rows[(s.job, s.node)] = [dw, dr]
+                rows[jn] = [a, c]
             else:
-                acc[0] += dw
-                acc[1] += dr
+                acc[0] += a
+                acc[1] += c
 
     def close(self, until_minute: int) -> tuple[list[MinuteRow], list[ZoneRow], list[Alert]]:
         """Minutes before ``until_minute`` are final: their rows, the episodes that ended, and
@@ -265,19 +303,30 @@ class FsStreams:
         self.thresholds, self.threshold, self.kw = dict(thresholds), threshold, kw
         self.streams: dict[str, FsRateStream] = {}
 
-    def update(self, samples: Iterable[NodeSample]) -> None:
+    def update(self, samples: SampleBatch | Iterable[NodeSample]) -> None:
+        """Every sample's minute is reported by every stream that exists when it comes; a
+        sample's speeds go to its file systems' streams (made at its minute)."""
+        b = as_batch(samples)
+        if not len(b):
+            return
         streams = self.streams
-        for s in samples:
-            m = math.floor(s.ts / MINUTE)
+        minute = np.floor(b.ts / MINUTE).astype(np.int64)
+        if streams:
+            seen = np.unique(minute).tolist()
             for st in streams.values():
-                st.touch(m)
-            for fs, w, r in s.fs_rates:
+                for m in seen:
+                    st.touch(m)
+        for i in sorted(b.fs):
+            m = int(minute[i])
+            job, node = b.jobs[int(b.job[i])], b.nodes[int(b.node[i])]
+            for fs, w, r in b.fs[i]:
                 one = streams.get(fs)
                 if one is None:
                     thr = self.thresholds.get(fs, self.threshold)
                     one = streams[fs] = FsRateStream(threshold=thr, subject=f"fs:{fs}", **self.kw)
-                    one.touch(m)
-                one.add(m, s.job, s.node, w, r)
+                    for k in np.unique(minute[i:]).tolist():  # this sample's and the later ones'
+                        one.touch(k)
+                one.add(m, job, node, w, r)
 
     def close(
         self, until_minute: int

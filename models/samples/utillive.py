@@ -18,8 +18,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from models.jobs.usage import add_exact
-from models.records.nodesample import NodeSample
+from models.records.nodesample import NodeSample, group_codes
+from models.samples.batch import SampleBatch, as_batch
 
 
 class _Job:
@@ -37,7 +40,7 @@ class _Job:
 
 
 class JobUtilStream:
-    __slots__ = ("period", "mem_per_core_kb", "cores_per_node", "quiet_s", "_open", "_jobs")
+    __slots__ = ("period", "mem_per_core_kb", "cores_per_node", "quiet_s", "_pending", "_jobs")
 
     def __init__(
         self,
@@ -52,61 +55,102 @@ class JobUtilStream:
         self.mem_per_core_kb = mem_per_core_kb
         self.cores_per_node = cores_per_node
         self.quiet_s = quiet_s
-        # bucket -> (job, node) -> process -> (ts, core %, rss KiB, swap KiB, cores)
-        self._open: dict[int, dict[tuple[str, str], dict[tuple[int, float], tuple[float, ...]]]]
-        self._open = {}
+        self._pending: list[SampleBatch] = []  # samples of buckets not closed yet
         self._jobs: dict[str, _Job] = {}
 
-    def update(self, samples: Iterable[NodeSample]) -> None:
-        period, buckets = self.period, self._open
-        for s in samples:
-            b = math.floor(s.ts / period)
-            groups = buckets.get(b)
-            if groups is None:
-                groups = buckets[b] = {}
-            procs = groups.get((s.job, s.node))
-            if procs is None:
-                procs = groups[(s.job, s.node)] = {}
-            key = (s.pid, s.start)
-            old = procs.get(key)
-            if old is None or s.ts >= old[0]:  # the last sample of the process in the bucket
-                procs[key] = (s.ts, s.core, float(s.vm_rss_kb), float(s.vm_swap_kb),
-                              float(s.cores))  # fmt: skip
+    def __setstate__(self, state: Any) -> None:
+        """A stream saved by a release that kept open buckets as dicts (``_open``) reads on."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for k, v in slots.items():
+            if k != "_open":
+                setattr(self, k, v)
+        if "_open" in slots:
+            self._pending = [_from_open(slots["_open"])]
+
+    def update(self, samples: SampleBatch | Iterable[NodeSample]) -> None:
+        b = as_batch(samples)
+        if len(b):
+            self._pending.append(b)
 
     def close(self, until_ts: float) -> tuple[list[str], list[str]]:
         """Buckets ending at or before ``until_ts`` are final. Returns the jobs that changed
         and the jobs that became final (quiet since ``quiet_s`` before ``until_ts``)."""
-        changed: set[str] = set()
-        for b in sorted(k for k in self._open if (k + 1) * self.period <= until_ts):
-            groups = self._open.pop(b)
-            swap_b: dict[str, list[float]] = {}
-            for (job, node), procs in sorted(groups.items()):
-                j = self._jobs.get(job)
-                if j is None:
-                    j = self._jobs[job] = _Job()
-                vals = list(procs.values())
-                core_used = math.fsum(v[1] / 100.0 for v in vals)
-                mem = math.fsum(v[2] for v in vals)
-                swap_b.setdefault(job, []).append(math.fsum(v[3] for v in vals))
-                cores = max(v[4] for v in vals)
-                ts = max(v[0] for v in vals)
-                nd = j.nodes.get(node)
-                if nd is None:
-                    j.nodes[node] = [cores, mem]
-                else:
-                    nd[0], nd[1] = max(nd[0], cores), max(nd[1], mem)
-                if j.last_b != b:
-                    j.n += 1
-                    j.last_b = b
-                add_exact(j.core, core_used)
-                add_exact(j.mem, mem)
-                j.t0, j.t1 = min(j.t0, ts), max(j.t1, ts)
-                changed.add(job)
-            for job, sw in swap_b.items():
-                j = self._jobs[job]
-                j.swap_max = max(j.swap_max, math.fsum(sw))
+        changed: list[str] = []
+        if self._pending:
+            b = SampleBatch.concat(self._pending)
+            bucket = np.floor(b.ts / self.period).astype(np.int64)
+            done = (bucket + 1) * self.period <= until_ts
+            if done.all():
+                self._pending = []
+            elif done.any():
+                self._pending = [b.take(~done)]
+            else:
+                self._pending = [b]
+            if done.any():
+                changed = self._add(b.take(done), bucket[done])
         final = sorted(k for k, j in self._jobs.items() if j.t1 < until_ts - self.quiet_s)
-        return sorted(changed), final
+        return changed, final
+
+    def _add(self, b: SampleBatch, bucket: np.ndarray) -> list[str]:
+        """Closed buckets' samples to their jobs; the jobs' names."""
+        # a process's last sample in a bucket counts: the latest, of equal times the last come
+        proc = group_codes(bucket, b.job, b.node, b.pid, b.start)
+        order = np.lexsort((np.arange(len(b)), b.ts, proc))
+        ps = proc[order]
+        last = np.empty(ps.size, bool)
+        last[-1] = True
+        np.not_equal(ps[1:], ps[:-1], out=last[:-1])
+        win = order[last]
+        bk, job, node, ts = bucket[win], b.job[win], b.node[win], b.ts[win]
+        # per (bucket, job, node): cores used, memory and swap (sums rounded once), cores
+        g = group_codes(bk, job, node)
+        ng = int(g.max()) + 1
+        core = _exact_sums(g, b.core[win] / 100.0, ng)
+        mem = np.bincount(g, b.rss[win].astype(np.float64), ng)  # whole KiB: exact
+        swap = np.bincount(g, b.swap[win].astype(np.float64), ng)
+        gcores = _group_max(g, b.cores[win].astype(np.float64), ng)
+        gts = _group_max(g, ts, ng)
+        _u, at = np.unique(g, return_index=True)
+        gb, gj, gn = bk[at], job[at], node[at]
+        # per (bucket, job): the swap of one measure (the nodes' sums, whole KiB: exact)
+        bj = group_codes(gb, gj)
+        nbj = int(bj.max()) + 1
+        swap_bj = np.bincount(bj, swap, nbj)
+        _u, bj_at = np.unique(bj, return_index=True)
+        jobs, nodes = b.jobs, b.nodes
+        touched: dict[int, _Job] = {}
+        for code in np.unique(gj).tolist():
+            name = jobs[code]
+            j = self._jobs.get(name)
+            if j is None:
+                j = self._jobs[name] = _Job()
+            touched[code] = j
+        # measures: the job's distinct buckets, in order (a bucket seen at the last close
+        # is not counted again)
+        for code, bkt, sw in zip(gj[bj_at].tolist(), gb[bj_at].tolist(), swap_bj.tolist(),
+                                 strict=True):  # fmt: skip
+            j = touched[code]
+            if j.last_b != bkt:
+                j.n += 1
+                j.last_b = bkt
+            j.swap_max = max(j.swap_max, sw)
+        per_node = zip(gj.tolist(), gn.tolist(), gcores.tolist(), mem.tolist(), core.tolist(),
+                       gts.tolist(), strict=True)  # fmt: skip
+        for code, nd, c, m, cu, t in per_node:
+            j = touched[code]
+            name = nodes[nd]
+            x = j.nodes.get(name)
+            if x is None:
+                j.nodes[name] = [c, m]
+            else:
+                x[0], x[1] = max(x[0], c), max(x[1], m)
+            add_exact(j.core, cu)
+            add_exact(j.mem, m)
+            if t < j.t0:
+                j.t0 = t
+            if t > j.t1:
+                j.t1 = t
+        return sorted(jobs[c] for c in touched)
 
     def row(self, job: str, io: tuple[float, float]) -> tuple[Any, ...]:
         """``job_utilization.csv``'s row of the job; ``io``: its (fastest write of one node in
@@ -140,3 +184,41 @@ class JobUtilStream:
     def forget(self, jobs: Iterable[str]) -> None:
         for job in jobs:
             self._jobs.pop(job, None)
+
+
+def _exact_sums(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """Per group (codes 0..n-1) the sum of its values rounded once, as ``math.fsum``: one
+    IEEE addition is that already, so groups of one or two values are summed by numpy and
+    only larger ones one by one."""
+    order = np.argsort(g, kind="stable")
+    gs, vs = g[order], v[order]
+    start = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    size = np.diff(np.r_[start, gs.size])
+    out = np.zeros(n)
+    out[gs[start]] = vs[start] + 0.0  # fsum([-0.0]) is 0.0
+    two = start[size == 2]
+    out[gs[two]] = vs[two] + vs[two + 1] + 0.0
+    big = np.flatnonzero(size > 2)
+    if big.size:
+        vl = vs.tolist()
+        for k in big.tolist():
+            lo = int(start[k])
+            out[gs[lo]] = math.fsum(vl[lo : lo + int(size[k])])
+    return out
+
+
+def _group_max(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, g, v)
+    return out
+
+
+def _from_open(
+    open_: dict[int, dict[tuple[str, str], dict[tuple[int, float], tuple[float, ...]]]],
+) -> SampleBatch:
+    """The open buckets of an earlier release's stream (dicts) as a batch."""
+    samples = [NodeSample(v[0], job, pid, node, "", 0, 0, int(v[2]), int(v[3]), 0, 0, 0, 0, v[1],
+                          0, 0, start, int(v[4]))  # fmt: skip
+               for groups in open_.values() for (job, node), procs in groups.items()
+               for (pid, start), v in procs.items()]  # fmt: skip
+    return SampleBatch.from_samples(samples)

@@ -17,6 +17,7 @@
 
 mod assemble;
 mod drain;
+mod samples;
 
 use memchr::{memchr, memchr_iter};
 use pyo3::prelude::*;
@@ -211,5 +212,6 @@ fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drain::drain_accrue, m)?)?;
     m.add_function(wrap_pyfunction!(assemble::moab_accept, m)?)?;
     m.add_function(wrap_pyfunction!(assemble::moab_assemble, m)?)?;
+    m.add_function(wrap_pyfunction!(samples::sample_lines, m)?)?;
     Ok(())
 }

@@ -1013,6 +1013,29 @@ def test_sample_trace_accounts_for_every_line(lines: list[str], as_bytes: bool) 
     assert len(samples) + len(rejects) == sum(1 for x in raw if x.strip())
 
 
+@FEW
+@given(st.lists(st.one_of(near_sample, junk_text, mutated_json(_PLAIN_SAMPLE, times=("ts",))),
+                max_size=8), st.sampled_from(["\n", "\r\n", "\r"]))  # fmt: skip
+def test_sample_block_reads_as_the_trace_parser(lines: list[str], nl: str) -> None:
+    """The live path's block reader (models/formats/samplelines.py, compiled pass or not)
+    keeps the lines parse_trace keeps, as the same samples, and refuses the others with
+    parse_trace's reasons."""
+    from models.formats.samplelines import parse_lines
+
+    data = nl.join(lines).encode("utf-8", "surrogatepass")
+    rejects: list[Reject] = []
+    want = list(parse_trace(data.splitlines(), "fz", rejects))
+    for native in (True, False):
+        got = parse_lines(data, native=native)
+        assert [r[2] for r in got.rejects] == [r.reason for r in rejects]
+        assert len(got.batch) == len(want)
+        for g, w in zip(got.batch.to_samples(), want, strict=True):
+            assert (g.ts, g.job, g.pid, g.node, g.start, g.write_bytes, g.read_bytes, g.core,
+                    g.vm_rss_kb, g.vm_swap_kb, g.cores, g.fs_rates) == (
+                w.ts, w.job, w.pid, w.node, w.start, w.write_bytes, w.read_bytes, w.core,
+                w.vm_rss_kb, w.vm_swap_kb, w.cores, w.fs_rates)  # fmt: skip
+
+
 # ---- LLview -------------------------------------------------------------------------------
 
 LOADMEM_HEADER = "jobid ts nodeid load used_mem usage"
@@ -1305,7 +1328,7 @@ def test_every_parser_module_is_fuzzed() -> None:
     here = pathlib.Path(models.formats.__file__).parent
     modules = {p.stem for p in here.glob("*.py")} - {"__init__"}
     fuzzed = {"moab", "hostlist", "sacct", "jobcomp", "swf", "swfevents", "jobsource"}
-    fuzzed |= {"sampletrace", "llview", "procfs", "slurmnodes"}
+    fuzzed |= {"sampletrace", "samplelines", "llview", "procfs", "slurmnodes"}
     assert modules == fuzzed
     assert set(FORMATS) == set(job_line)
 

@@ -214,3 +214,55 @@ def test_per_file_system_streamed_equals_the_batch(rows: list, cuts: list[int], 
     assert {a.subject for a in alerts} <= {"fs:home", "fs:scratch"}
     long = sum(1 for fs in want for z in want[fs][1] if z[3] >= 2)
     assert len([a for a in alerts if a.state == "firing"]) <= long
+
+
+_util_sample = st.tuples(
+    st.integers(0, 8),  # minute
+    st.integers(0, 59),  # second
+    st.integers(0, 2),  # node
+    st.integers(0, 1),  # job
+    st.integers(0, 4),  # pid: up to five processes of a job on a node
+    st.floats(0, 400, allow_nan=False),  # core %
+    st.integers(0, 10**7),  # RSS KiB
+    st.integers(0, 10**4),  # swap KiB
+    st.sampled_from([0, 4, 8]),  # cores
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_util_sample, min_size=1, max_size=60), st.lists(st.integers(1, 9), min_size=1,
+       max_size=5))  # fmt: skip
+def test_generated_job_utilisation_streamed_equals_the_batch(rows: list, cuts: list[int]) -> None:
+    """Many processes per node (sums of more than two values), a process sampled more than
+    once in a minute (its last sample counts), samples at equal times, any batching."""
+    from models.samples.utilization import job_utilization, measures_from_samples
+    from models.samples.utillive import JobUtilStream
+
+    t0 = 1_700_000_000.0
+    samples = sorted(
+        (NodeSample(t0 + 60 * m + sec, f"J{job}", pid, f"n{node}", "a", 1, 1, rss, swap, 0, 0,
+                    0, 0, core, 0, 0, start=t0 - 100, cores=cores)
+         for m, sec, node, job, pid, core, rss, swap, cores in rows),
+        key=lambda s: s.ts,
+    )  # fmt: skip
+    mpc = 1024.0 * 1024
+    u = job_utilization(measures_from_samples(to_arrays(samples), 60.0), mpc, 8)
+    want = {name: (name, int(u.nodes[j]), u.cores[j], int(u.measures[j]), u.core_util_mean[j],
+                   u.mem_mean_ratio[j], u.mem_max_core_ratio[j], u.swap_kb_max[j],
+                   u.sa_core_seconds[j])
+            for j, name in enumerate(u.jobs) if u.measures[j]}  # fmt: skip
+    util = JobUtilStream(60.0, mpc, 8, quiet_s=10**9)
+    i, k = 0, 0
+    got: dict[str, tuple] = {}
+    while i < len(samples):
+        j = min(len(samples), i + cuts[k % len(cuts)])
+        util.update(samples[i:j])
+        changed, _ = util.close(samples[j].ts if j < len(samples) else math.inf)
+        got.update({job: util.row(job, (0.0, 0.0))[:9] for job in changed})
+        i, k = j, k + 1
+    assert sorted(got) == sorted(want)
+    for job in want:
+        g, w = got[job], want[job]
+        assert g[:4] == w[:4] and g[7] == w[7]
+        for a, b in zip(g[4:], w[4:], strict=True):  # the replay's exact sums: equal bits
+            assert (math.isnan(a) and math.isnan(b)) or a == b
