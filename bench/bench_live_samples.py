@@ -49,7 +49,9 @@ from bench_live_jobs import (  # noqa: E402
     cpu_s,
     free_port,
     peak_rss_mb,
+    read_records,
     source_fingerprint,
+    top_functions,
 )
 
 from models.formats.sampletrace import dumps  # noqa: E402
@@ -61,9 +63,13 @@ T0 = 1_704_067_200.0  # 2024-01-01T00:00Z
 MB = 1_000_000
 
 
-def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool) -> int:
-    """The trace (see the module's docstring); its number of samples."""
-    lines = []
+def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool,
+               order: str = "time") -> int:  # fmt: skip
+    """The trace (see the module's docstring); its number of samples. ``order``: ``time``
+    (every node's sweep of a minute, then the next minute: what nodes sending their sweeps
+    as they take them give) or ``node`` (each node's whole trace in turn, as one file per
+    node concatenated)."""
+    lines: dict[tuple[int, int], bytes] = {}
     for n in range(nodes):
         job = f"J{n // 32}"
         for k in range(procs):
@@ -77,16 +83,36 @@ def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool) -> in
                 s = NodeSample(T0 + 60 * m + (n % 13) * 0.25, job, 1000 + k, f"nid{n:05d}",
                                "app", 1, 1, 1_000_000 + m, 0, 0, 0, 0, written, 50.0, 0, 0,
                                start=T0 - 3600.0, cores=4, **extra)  # fmt: skip
-                lines.append(dumps(s))
-    path.write_bytes(b"\n".join(lines) + b"\n")
+                lines[(m, n * procs + k) if order == "time" else (n * procs + k, m)] = dumps(s)
+    path.write_bytes(b"\n".join(lines[k] for k in sorted(lines)) + b"\n")
     return len(lines)
+
+
+def forwarded_samples(settings: Settings, prefix: str) -> list[tuple[float, int]]:
+    """(broker timestamp s, samples) of every samples-partials message: when the worker's
+    first stage forwarded samples to its merger (the first one: the consumer group joined)."""
+    from models.samples.batch import SampleBatch
+
+    out = []
+    for r in read_records(prefix + "samples-partials", **settings.aiokafka_kwargs()):
+        _b, head = SampleBatch.from_bytes(r.value)
+        out.append((r.timestamp / 1000, int(head["rows"])))
+    return sorted(out)
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _env(run: Run) -> dict[str, str]:
     return {k: v for k, v in run.env.items() if k.startswith("DRAINWATCH_")}
 
 
-def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path) -> dict[str, Any]:
+def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
+        profile: Path | None = None) -> dict[str, Any]:  # fmt: skip
     run = Run(stack, out, free_port(), DRAINWATCH_LIVE_JOBS="off", DRAINWATCH_LIVE_SAMPLES="on",
               DRAINWATCH_LATENESS="60")  # fmt: skip
     try:
@@ -99,10 +125,17 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path) -> dic
         # the last minute is open; the one before it may wait for lateness: minutes - 2 final
         want = minutes - 2
         t0 = time.perf_counter()
-        t_health = run.start_worker()
+        wrap = None
+        if profile is not None:
+            wrap = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
+                    "--rate", "200", "--nonblocking", "-o", str(profile), "--"]  # fmt: skip
+        wall0 = time.time() - (time.perf_counter() - t0)
+        t_health = run.start_worker(wrap)
         pid = run.worker_pid()
         n = last = 0
         last_change = None
+        # (s since start, minutes, worker CPU s, worker RSS MB)
+        progress: list[tuple[float, int, float, float]] = []
         cpu_done = 0.0
         while True:
             assert run.proc is not None
@@ -116,22 +149,28 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path) -> dic
             now = time.perf_counter() - t0
             if n != last:
                 last, last_change, cpu_done = n, now, cpu_s(pid)
+                progress.append((round(now, 2), n, cpu_done, _rss_mb(pid)))
             if n >= want or (last_change is not None and now - last_change > 30) or now > 900:
                 break
             time.sleep(0.1)
         t_done = last_change or now
         rss = peak_rss_mb(pid)
+        fw = forwarded_samples(run.settings, run.prefix)
     finally:
         run.stop()
+    first_fw = fw[0][0] - wall0 if fw else None
     return {
         "samples": samples, "ship_s": t_ship, "ship_line": p.stderr.strip().splitlines()[-1],
         "dfs_minutes_expected": want, "dfs_minutes": n, "complete": n >= want,
         "worker_startup_s": t_health, "done_s": t_done,
         "samples_per_s": samples / t_done,
         "samples_per_s_without_startup": samples / (t_done - t_health),
+        # also without the consumer group's join: from the first samples forwarded
+        "forwarded_first_s": first_fw, "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
+        "samples_per_s_from_first_forward": samples / (t_done - first_fw) if fw else None,
         "worker_cpu_s": cpu_done,
         "samples_per_worker_cpu_s": samples / cpu_done if cpu_done else None,
-        "worker_peak_rss_mb": rss,
+        "worker_peak_rss_mb": rss, "progress": progress,
     }  # fmt: skip
 
 
@@ -176,22 +215,25 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2, help="processes a node (2)")
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--fs", action="store_true", help="per-file-system speeds on every sample")
+    ap.add_argument("--order", choices=("time", "node"), default="time",
+                    help="trace lines by minute (default) or by node")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=1, help="end-to-end runs (1)")
     ap.add_argument("--in-process", action="store_true")
     ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="one more run under py-spy")
     ap.add_argument("--json", type=Path, default=OUT / "bench_live_samples.json")
     a = ap.parse_args()
     out = OUT / "live_samples"
     out.mkdir(parents=True, exist_ok=True)
     trace = out / "samples.jsonl"
-    n = make_trace(trace, a.nodes, a.procs, a.minutes, a.fs)
+    n = make_trace(trace, a.nodes, a.procs, a.minutes, a.fs, a.order)
     machine = {"platform": platform.platform(), "cpus": os.cpu_count(),
                "python": platform.python_version(),
                "loadavg_at_start": os.getloadavg()}  # fmt: skip
     print(f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
           f"load average {machine['loadavg_at_start'][0]:.2f} at start")  # fmt: skip
     print(f"input: {n:,} samples ({a.nodes} nodes x {a.procs} processes x {a.minutes} minutes"
-          f"{', per-file-system speeds' if a.fs else ''})")  # fmt: skip
+          f"{', per-file-system speeds' if a.fs else ''}; lines by {a.order})")  # fmt: skip
     result: dict[str, Any] = {"machine": machine, "argv": sys.argv[1:],
                               "source": source_fingerprint(), "samples": n}  # fmt: skip
     if a.in_process:
@@ -211,11 +253,27 @@ def main() -> None:
         for r in runs:
             print(f"end to end: {r['samples_per_s']:,.0f} samples/s from the worker's start "
                   f"({r['samples_per_s_without_startup']:,.0f} after /health/ at "
-                  f"{r['worker_startup_s']:.1f} s), {r['dfs_minutes']}/"
+                  f"{r['worker_startup_s']:.1f} s; {r['samples_per_s_from_first_forward']:,.0f} "
+                  f"from the first forward at {r['forwarded_first_s']:.1f} s), {r['dfs_minutes']}/"
                   f"{r['dfs_minutes_expected']} minutes in InfluxDB after {r['done_s']:.1f} s; "
                   f"worker CPU {r['worker_cpu_s']:.1f} s, peak RSS "
                   f"{r['worker_peak_rss_mb']:.0f} MB; ship: {r['ship_s']:.1f} s "
                   f"({r['ship_line']})")  # fmt: skip
+    if a.profile:
+        raw = out / "py-spy.txt"
+        t = e2e(Stack(), trace, n, a.minutes, out, profile=raw)
+        time.sleep(1)
+        result["profile"] = prof = {"run": t, "raw": str(raw), **top_functions(raw)}
+        print(
+            f"profiled run: {t['samples_per_s_without_startup']:,.0f} samples/s after /health/ "
+            f"(under py-spy, 200 Hz, {prof['samples']:,} busy samples over all threads)"
+        )
+        for title, key in (("by what the worker was doing", "categories"),
+                           ("the project's functions, cumulative", "cumulative_project"),
+                           ("innermost frames (self)", "self")):  # fmt: skip
+            print(f"{title}:")
+            for name, share in prof[key][:12]:
+                print(f"  {share:6.1%}  {name}")
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(result, indent=1))
 

@@ -61,6 +61,7 @@ from streams.sources.jobevents import day_batches
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
+    RELEASE_FORECAST,
     RUNTIME_PREDICTIONS,
     SHORTJOBS,
     CapabilityStage,
@@ -146,6 +147,9 @@ class JobsPipeline:
         self.offset = -1  # last jobs-partials offset in the merger's state
         self.comb_held: list[Any] = []
         self.points: list[Any] = []  # InfluxDB points of the rows since the last flush
+        # rows a later row may rewrite before the flush (the node-release forecast: made at
+        # the submit, remade at the start), by their point's identity; formatted at the flush
+        self.rewritten: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.messages: list[tuple[Any, bytes, bytes]] = []  # (topic, key, value)
         self.alert_messages: list[tuple[bytes, bytes]] = []  # sent after each message
         self.comb_lock = asyncio.Lock()
@@ -165,6 +169,7 @@ class JobsPipeline:
 
     # ---- job-events -------------------------------------------------------------------------
     SOURCE = "job-events"
+    INPUT_TAKE = 512  # input messages the first stage takes at once
     STATE_KEY = STATE_KEY
 
     def _input_topic(self) -> Any:
@@ -202,6 +207,14 @@ class JobsPipeline:
         """How many records a forwarded entry holds."""
         return len(rec)
 
+    def _encode_partial(self, p: int, entries: list[list[Any]]) -> bytes:
+        """A partials message: a partition's [offset, records] entries."""
+        return orjson.dumps({"partition": p, "events": entries})
+
+    def _decode_partial(self, value: bytes) -> dict[str, Any]:
+        d: dict[str, Any] = orjson.loads(value)
+        return d
+
     async def on_input(self, events: Iterable[Any]) -> None:
         drain = getattr(self.app, "drainwatch_pipeline", None)
         if drain is not None:  # the stalled-pipeline alert's clock
@@ -228,7 +241,7 @@ class JobsPipeline:
             runs = {p: list(_chunks(self.pending.pop(p, []), self._size)) for p in parts}
             futs = [
                 self._partials_topic().send(
-                    key=str(p).encode(), value=orjson.dumps({"partition": p, "events": runs[p][i]})
+                    key=str(p).encode(), value=self._encode_partial(p, runs[p][i])
                 )
                 for i in range(max((len(r) for r in runs.values()), default=0))
                 for p in parts
@@ -315,6 +328,9 @@ class JobsPipeline:
                     self.points += [runtime_line(cluster, r, ends[r[0]], zone) for r in rows]
                     alerts += ja.overrun_ended(rows, ends)
                     continue
+                if table is RELEASE_FORECAST:  # the point's identity: its time, job and step
+                    self.rewritten.update(((r[0], r[1], r[5]), r) for r in rows)
+                    continue
                 self.points += table_lines(cluster, table, rows, zone)
                 if table is SHORTJOBS:
                     alerts += ja.shortjobs(rows)
@@ -361,13 +377,14 @@ class JobsPipeline:
                     await self.io_idle.wait()
                     self.merger, self.stages, self.comb_held = None, None, []
                     self.points, self.messages, self.alert_messages = [], [], []
+                    self.rewritten = {}
                     self.counts["state_reloads"] += 1
                 self.suspect = False
                 merger, stages = await self._state()
                 if off <= self.offset:
                     ev.ack()
                     continue
-                d = orjson.loads(ev.value)
+                d = self._decode_partial(ev.value)
                 p = int(d["partition"])
                 if "drain" in d:  # the drain combiner's job totals, to join
                     if self.join is not None:
@@ -391,6 +408,10 @@ class JobsPipeline:
         the jobs whose drain or events changed (the join with the drain stream)."""
         assert self.stages is not None
         cluster, zone = self.settings.cluster, self.zone
+        if self.rewritten:  # the last row of each point only: InfluxDB keeps the last anyway
+            self.points += table_lines(cluster, RELEASE_FORECAST, list(self.rewritten.values()),
+                                       zone)  # fmt: skip
+            self.rewritten = {}
         for table, rows in self.stages["usage"].changed():
             self.points += table_lines(cluster, table, rows, zone)
         if self.join is not None:
@@ -420,7 +441,7 @@ class JobsPipeline:
 
     def due(self) -> bool:
         """Enough rows wait to write them now rather than at the timer's next flush."""
-        return len(self.points) >= FLUSH_POINTS
+        return len(self.points) + len(self.rewritten) >= FLUSH_POINTS
 
     async def flush(self) -> None:
         """Write the new rows and alert changes, save the state, then ack the partials.
@@ -467,7 +488,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
     @app.agent(source, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{pipe.SOURCE}")
     async def forward(stream: Any) -> None:
         async with fatal_errors(app, pipe.SOURCE):
-            async for events in stream.noack_take(512, within=0.5):
+            async for events in stream.noack_take(pipe.INPUT_TAKE, within=0.5):
                 await pipe.on_input(events)
                 await pipe.publish()  # forwarded at once: the combiner waits for no timer
 

@@ -417,22 +417,28 @@ METRICS_DFS_SCHEMA: dict[str, Any] = {
 SAMPLES_PARTIALS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "samples-partials.v1.json",
-    "title": "Internal: node samples of one node-samples partition, with their offsets "
-    "(models.samples.merge)",
+    "title": "Internal: node samples of one node-samples partition as columns, with their "
+    "offsets (models.samples.batch.SampleBatch.to_bytes). The value is binary: b'DWS1', the "
+    "header's length (u32 little-endian), this header (JSON), then the columns, little-endian: "
+    "ts, start, core (f64); pid, write_bytes, read_bytes, vmRss, vmSwap, cores (i64); job and "
+    "node codes (u32, into the header's lists)",
     "type": "object",
-    "required": ["partition", "events"],
+    "required": ["partition", "events", "rows", "jobs", "nodes", "fs"],
     "additionalProperties": False,
     "properties": {
         "partition": _INT,
         "events": {
             "type": "array",
-            "items": {
-                "type": "array",
-                "prefixItems": [_INT, {"type": "array", "items": NODE_SAMPLE_SCHEMA}],
-                "minItems": 2,
-                "maxItems": 2,
-            },
-            "description": "[source offset, [NodeSample...]] in offset order",
+            "items": {"type": "array", "prefixItems": [_INT, _INT], "minItems": 2, "maxItems": 2},
+            "description": "[source offset, samples] in offset order: the rows in turn",
+        },
+        "rows": {**_INT, "description": "samples in the batch"},
+        "jobs": {"type": "array", "items": _STR, "description": "job names by code"},
+        "nodes": {"type": "array", "items": _STR, "description": "node names by code"},
+        "fs": {
+            "type": "array",
+            "items": {"type": "array", "prefixItems": [_INT, {"type": "array"}]},
+            "description": "[row, [[file system, write, read]...]] of the rows with speeds",
         },
     },
 }
@@ -595,7 +601,8 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(
         "samples-partials",
         "partition number",
-        "internal: node samples of one node-samples partition with their offsets",
+        "internal: binary; node samples of one node-samples partition as columns with their "
+        "offsets (the schema is its JSON header's)",
         SAMPLES_PARTIALS_SCHEMA,
         single_partition=True,
     ),

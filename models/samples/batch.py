@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from models.records.nodesample import NodeSample
 
@@ -22,6 +23,7 @@ FsRates = tuple[tuple[str, float, float], ...]
 
 _F8 = ("ts", "start", "core")
 _I8 = ("pid", "write", "read", "rss", "swap", "cores")
+MAGIC = b"DWS1"
 
 
 @dataclass(slots=True)
@@ -109,6 +111,49 @@ class SampleBatch:
             self.write[idx], self.read[idx], self.core[idx], self.rss[idx], self.swap[idx],
             self.cores[idx], self.jobs, self.nodes, fs,
         )  # fmt: skip
+
+    def slice(self, lo: int, hi: int) -> SampleBatch:
+        """Rows ``lo:hi`` (views of these columns)."""
+        fs = {i - lo: r for i, r in self.fs.items() if lo <= i < hi}
+        return SampleBatch(
+            self.ts[lo:hi], self.job[lo:hi], self.node[lo:hi], self.pid[lo:hi],
+            self.start[lo:hi], self.write[lo:hi], self.read[lo:hi], self.core[lo:hi],
+            self.rss[lo:hi], self.swap[lo:hi], self.cores[lo:hi], self.jobs, self.nodes, fs,
+        )  # fmt: skip
+
+    def to_bytes(self, head: dict[str, Any]) -> bytes:
+        """This batch and ``head`` (JSON values) as one message: ``DWS1``, the header's length
+        (u32), the header (JSON: ``head``, the name lists, the per-file-system speeds), then the
+        columns (little-endian: ts, start, core as f64; pid, write, read, rss, swap, cores as
+        i64; job and node codes as u32)."""
+        h = orjson.dumps({**head, "rows": len(self), "jobs": self.jobs, "nodes": self.nodes,
+                          "fs": [[i, r] for i, r in sorted(self.fs.items())]})  # fmt: skip
+        cols = [getattr(self, k).astype("<f8", copy=False) for k in _F8]
+        cols += [getattr(self, k).astype("<i8", copy=False) for k in _I8]
+        cols += [self.job.astype("<u4"), self.node.astype("<u4")]
+        return b"".join([MAGIC, len(h).to_bytes(4, "little"), h, *(c.tobytes() for c in cols)])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> tuple[SampleBatch, dict[str, Any]]:
+        """:meth:`to_bytes`'s batch (columns are views of ``data``) and header."""
+        if data[:4] != MAGIC:
+            raise ValueError("not a sample batch")
+        n = int.from_bytes(data[4:8], "little")
+        head = orjson.loads(data[8 : 8 + n])
+        rows, at = int(head["rows"]), 8 + n
+        cols: dict[str, np.ndarray] = {}
+        for k, dt in [*((k, "<f8") for k in _F8), *((k, "<i8") for k in _I8),
+                      ("job", "<u4"), ("node", "<u4")]:  # fmt: skip
+            cols[k] = np.frombuffer(data, dt, rows, at)
+            at += rows * cols[k].itemsize
+        if at != len(data):
+            raise ValueError("sample batch: length does not match its header")
+        fs = {int(i): tuple((n, float(w), float(r)) for n, w, r in x) for i, x in head["fs"]}
+        c = cols
+        b = cls(c["ts"], c["job"].astype(np.int64), c["node"].astype(np.int64), c["pid"],
+                c["start"], c["write"], c["read"], c["core"], c["rss"], c["swap"], c["cores"],
+                head["jobs"], head["nodes"], fs)  # fmt: skip
+        return b, head
 
     def ranks(self, which: str) -> np.ndarray:
         """Per row, the rank of its job (``"job"``) or node name in Python's string order:

@@ -39,8 +39,8 @@ class SampleMerger(JobEventMerger):
 
     @staticmethod
     def encode(e: Any) -> Any:
-        """A late sample for its dead letter: its trace line (as JSON), or its record's."""
-        return orjson.loads(e) if isinstance(e, bytes) else sample_to_dict(e)
+        """A late sample for its dead letter."""
+        return sample_to_dict(e)
 
     def add_many(self, partition: int, offset: int, records: Any) -> Any:
         b: SampleBatch = records

@@ -226,3 +226,18 @@ def test_worker_command_starts_serves_health_and_stops_cleanly(
     assert proc.returncode == 0, out[-3000:]
     assert "America/Chicago" in out  # effective settings logged (from --config)
     assert "influx_token': \"'***'\"" in out and "worker-secret-token-123" not in out
+
+
+def test_the_worker_consumer_waits_briefly_for_new_data_on_the_broker() -> None:
+    """Faust builds its consumer with fetch_max_wait_ms=1500; with one fetch in flight per
+    broker, a drained busy partition then waited up to 1.5 s behind a fetch of idle ones
+    (docs/state.md, Faust sharp edges). The worker's consumer asks for 100 ms."""
+    from streams.app import FETCH_MAX_WAIT_MS
+
+    async def build() -> int:
+        app = create_app(load_settings(env={}), app_id="drainwatch-test-fetch")
+        thread = app.consumer._thread  # type: ignore[attr-defined]
+        consumer = thread._create_worker_consumer(app.transport)
+        return int(consumer._fetch_max_wait_ms)
+
+    assert asyncio.run(build()) == FETCH_MAX_WAIT_MS == 100

@@ -95,3 +95,29 @@ def test_a_state_saved_with_records_reads_as_columns() -> None:
     old.add_many(0, 3, [s])
     m = SampleMerger.from_dict(orjson.loads(orjson.dumps(old.to_dict())))  # a record release's
     assert m.offsets == {0: 3} and [_key(x) for x in m.flush().to_samples()] == [_key(s)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_sample, max_size=12), st.integers(0, 12), st.integers(0, 12))
+def test_a_batch_goes_through_bytes_unchanged(rows: list, lo: int, hi: int) -> None:
+    """The live path forwards samples between its agents as :meth:`SampleBatch.to_bytes`."""
+    samples = [NodeSample(1000.0 + sec, job, pid, node, "", 0, 0, 3, 4, 0, 0, 5, w, 1.5, 0, 0,
+                          start, 2, "", (("home", 1.5, 0.25),) if fs else ())
+               for sec, job, pid, node, start, w, fs in rows]  # fmt: skip
+    b = SampleBatch.from_samples(samples)
+    back, head = SampleBatch.from_bytes(b.to_bytes({"partition": 3}))
+    assert head["partition"] == 3
+    assert [_key(s) for s in back.to_samples()] == [_key(s) for s in samples]
+    assert [_key(s) for s in back.slice(lo, hi).to_samples()] == [_key(s) for s in samples[lo:hi]]
+
+
+def test_the_partials_header_validates() -> None:
+    import jsonschema
+
+    from streams.topics import SAMPLES_PARTIALS_SCHEMA
+
+    s = NodeSample(5.0, "J", 1, "n", "", 0, 0, 7, 0, 0, 0, 3, 4, 1.0, 0, 0, 2.0, 4, "",
+                   (("home", 1.5, 0.0),))  # fmt: skip
+    data = SampleBatch.from_samples([s, s]).to_bytes({"partition": 2, "events": [[7, 2]]})
+    _b, head = SampleBatch.from_bytes(data)
+    jsonschema.Draft202012Validator(SAMPLES_PARTIALS_SCHEMA).validate(head)
