@@ -60,7 +60,31 @@ enum Val<'a> {
 }
 
 fn key_index(k: &[u8]) -> Option<usize> {
-    KEYS.iter().position(|&x| x == k)
+    // by length and first byte first: one comparison for most keys
+    let i = match (k.len(), k.first()?) {
+        (2, b't') => TS,
+        (3, b'j') => JOB,
+        (3, b'p') => PID,
+        (4, b'n') => NODE,
+        (4, b'c') => CORE,
+        (5, b'c') if k[4] == b's' => if k[1] == b'o' { CORES } else { 18 },
+        (5, b's') if k[1] == b'y' => if k[4] == b'r' { 9 } else { 10 },
+        (5, b's') => START,
+        (5, b'v') => RSS,
+        (5, b'w') => 19,
+        (6, b'v') => if k[2] == b'P' { PEAK } else if k[3] == b'i' { SIZE } else { SWAP },
+        (7, b'c') => 4,
+        (7, b'r') => 14,
+        (8, b't') => 15,
+        (10, b'r') => RB,
+        (11, b'w') => WB,
+        _ => return None,
+    };
+    if KEYS[i] == k {
+        Some(i)
+    } else {
+        None
+    }
 }
 
 struct Scan<'a> {
@@ -86,7 +110,10 @@ impl<'a> Scan<'a> {
             return None;
         }
         let v = &rest[..end];
-        if v.iter().any(|&b| b < 0x20) || std::str::from_utf8(v).is_err() {
+        // printable ASCII needs no more checks; otherwise no control bytes and valid UTF-8
+        if !v.iter().all(|&b| (0x20..0x7f).contains(&b))
+            && (v.iter().any(|&b| b < 0x20) || std::str::from_utf8(v).is_err())
+        {
             return None;
         }
         self.i = start + end + 1;
@@ -315,12 +342,13 @@ pub fn sample_lines<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<
     // Safety: the buffer is held (and so unchanged) for the whole call.
     let bytes: &[u8] = unsafe { drain::view(&buf) };
     let (status, bounds, f64s, i64s, codes, jobs, nodes) = py.allow_threads(|| {
-        let mut status: Vec<u8> = Vec::new();
-        let mut bounds: Vec<u64> = Vec::new();
-        let mut fl: [Vec<f64>; 3] = Default::default();
-        let mut it: [Vec<i64>; 6] = Default::default();
-        let mut jc: Vec<u32> = Vec::new();
-        let mut nc: Vec<u32> = Vec::new();
+        let guess = bytes.len() / 160 + 16; // lines are ~250 bytes
+        let mut status: Vec<u8> = Vec::with_capacity(guess);
+        let mut bounds: Vec<u64> = Vec::with_capacity(2 * guess);
+        let mut fl: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(guess));
+        let mut it: [Vec<i64>; 6] = std::array::from_fn(|_| Vec::with_capacity(guess));
+        let mut jc: Vec<u32> = Vec::with_capacity(guess);
+        let mut nc: Vec<u32> = Vec::with_capacity(guess);
         let mut jobs = Intern { map: FxHashMap::default(), values: Vec::new() };
         let mut nodes = Intern { map: FxHashMap::default(), values: Vec::new() };
         let mut pos = 0usize;
