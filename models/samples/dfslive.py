@@ -62,7 +62,7 @@ class _Episode:
 
 class DfsStream:
     __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
-                 "book", "_procs", "_minutes", "_closed", "_ep", "_forget_at",
+                 "book", "_procs", "_last", "_minutes", "_closed", "_ep", "_forget_at",
                  "job_io", "subject")  # fmt: skip
 
     def __init__(
@@ -85,8 +85,9 @@ class DfsStream:
         self.alert_minutes = alert_minutes
         self.forget_s = forget_s
         self.book = AlertBook()
-        # (node, pid, start) -> [last ts, write bytes, read bytes]
-        self._procs: dict[tuple[str, int, float], list[float]] = {}
+        # (node, pid, start) -> its column in _last: last ts, write bytes, read bytes
+        self._procs: dict[tuple[str, int, float], int] = {}
+        self._last = np.zeros((3, 0))
         # minute -> {(job, node): [write bytes, read bytes]} (FsRateStream: [speeds], [speeds])
         self._minutes: dict[int, dict[tuple[str, str], list[Any]]] = {}
         self._closed: int | None = None  # every minute before it is final
@@ -120,12 +121,23 @@ class DfsStream:
         nodes, procs = b.nodes, self._procs
         keys = list(zip([nodes[c] for c in b.node[order[fi]].tolist()], b.pid[order[fi]].tolist(),
                         b.start[order[fi]].tolist(), strict=True))  # fmt: skip
-        prevs = [procs.get(k) for k in keys]
-        for k, t, lw, lr in zip(keys, ts[li].tolist(), w[li].tolist(), r[li].tolist(), strict=True):
-            procs[k] = [t, lw, lr]
-        known = np.array([p is not None for p in prevs], bool)
-        pw[fi] = [p[1] if p is not None else 0.0 for p in prevs]
-        pr[fi] = [p[2] if p is not None else 0.0 for p in prevs]
+        get = procs.get
+        slot = np.array([get(k, -1) for k in keys], np.int64)
+        known = slot >= 0
+        fresh_procs = np.flatnonzero(~known)
+        if fresh_procs.size:  # new processes get the next columns
+            n0 = len(procs)
+            for j, i in enumerate(fresh_procs.tolist()):
+                procs[keys[i]] = n0 + j
+            slot[fresh_procs] = np.arange(n0, n0 + fresh_procs.size)
+            if len(procs) > self._last.shape[1]:
+                grown = np.zeros((3, max(2 * len(procs), 1024)))
+                grown[:, : self._last.shape[1]] = self._last
+                self._last = grown
+        last_ts, last_w, last_r = self._last
+        pw[fi] = np.where(known, last_w[slot], 0.0)
+        pr[fi] = np.where(known, last_r[slot], 0.0)
+        last_ts[slot], last_w[slot], last_r[slot] = ts[li], w[li], r[li]
         dw = np.where(w >= pw, w - pw, w)
         dr = np.where(r >= pr, r - pr, r)
         # a process's first sample: its whole counter if it started within a period, else 0
@@ -258,7 +270,19 @@ class DfsStream:
             return
         self._forget_at = now_s + self.forget_s / 8
         cut = now_s - self.forget_s
-        self._procs = {k: v for k, v in self._procs.items() if v[0] >= cut}
+        keep = [(k, i) for k, i in self._procs.items() if self._last[0, i] >= cut]
+        self._last = self._last[:, [i for _k, i in keep]]
+        self._procs = {k: j for j, (k, _i) in enumerate(keep)}
+
+    def __setstate__(self, state: Any) -> None:
+        """A stream saved by a release that kept each process's counters in a list reads on."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for k, v in slots.items():
+            setattr(self, k, v)
+        if "_last" not in slots:
+            old: dict[tuple[str, int, float], list[float]] = slots.get("_procs", {})
+            self._procs = {k: i for i, k in enumerate(old)}
+            self._last = np.array([v for v in old.values()], float).reshape(-1, 3).T.copy()
 
 
 class FsRateStream(DfsStream):

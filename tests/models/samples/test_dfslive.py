@@ -266,3 +266,40 @@ def test_generated_job_utilisation_streamed_equals_the_batch(rows: list, cuts: l
         assert g[:4] == w[:4] and g[7] == w[7]
         for a, b in zip(g[4:], w[4:], strict=True):  # the replay's exact sums: equal bits
             assert (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def _proc_sample(ts: float, written: int, pid: int = 7) -> NodeSample:
+    return NodeSample(ts, "J", pid, "n1", "a", 1, 1, 1, 0, 0, 0, 0, written, 1.0, 0, 0,
+                      start=1000.0)  # fmt: skip
+
+
+def test_a_process_is_forgotten_after_its_silence_and_comes_back_as_a_baseline() -> None:
+    t0 = 1_700_000_000.0
+    s = DfsStream(forget_s=3600.0)
+    s.update([_proc_sample(t0, 100), _proc_sample(t0, 5, pid=8)])
+    s.close(math.floor(t0 / 60) + 1)
+    s.update([_proc_sample(t0 + 60, 400)])  # pid 8 goes quiet
+    rows, _z, _a = s.close(math.floor(t0 / 60) + 2)
+    assert [r.write for r in rows] == [300 / 1e6 / 60]
+    for k in range(1, 9):  # pid 7 goes on every 15 minutes; closes pass the forget time
+        s.update([_proc_sample(t0 + 60 + 900 * k, 400 + k)])
+        s.close(math.floor((t0 + 60 + 900 * k) / 60) + 1)
+    assert len(s._procs) == 1 and s._last.shape[1] == 1  # pid 8 left memory
+    s.update([_proc_sample(t0 + 9000, 50, pid=8), _proc_sample(t0 + 9000, 410)])
+    rows, _z, _a = s.close(math.floor((t0 + 9000) / 60) + 1)
+    assert [r.write for r in rows] == [2 / 1e6 / 60]  # pid 7: 408 -> 410; pid 8: a baseline
+
+
+def test_a_stream_saved_with_the_counters_as_lists_reads_on() -> None:
+    """The release before kept each process's [last ts, write, read] in a dict of lists."""
+    t0 = 1_700_000_000.0
+    s = DfsStream()
+    s.update([_proc_sample(t0, 100)])
+    s.close(math.floor(t0 / 60) + 1)
+    state = {k: getattr(s, k) for k in DfsStream.__slots__ if k not in ("_procs", "_last")}
+    state["_procs"] = {("n1", 7, 1000.0): [t0, 100.0, 0.0]}
+    old = DfsStream.__new__(DfsStream)
+    old.__setstate__((None, state))
+    old.update([_proc_sample(t0 + 60, 350)])
+    rows, _z, _a = old.close(math.floor(t0 / 60) + 2)
+    assert [r.write for r in rows] == [250 / 1e6 / 60]
