@@ -87,6 +87,14 @@ fn key_index(k: &[u8]) -> Option<usize> {
     }
 }
 
+/// The end of the run of ASCII digits starting at `i`.
+fn digits(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && s[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
+}
+
 struct Scan<'a> {
     s: &'a [u8],
     i: usize,
@@ -126,24 +134,17 @@ impl<'a> Scan<'a> {
         let mut i = start;
         match s.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while i < s.len() && s[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
+            Some(b'1'..=b'9') => i = digits(s, i),
             _ => return None,
         }
         let int_end = i;
         let mut float = false;
         if s.get(i) == Some(&b'.') {
-            i += 1;
-            let d = i;
-            while i < s.len() && s[i].is_ascii_digit() {
-                i += 1;
+            let d = digits(s, i + 1);
+            if d == i + 1 {
+                return None; // a point needs digits after it
             }
-            if i == d {
-                return None;
-            }
+            i = d;
             float = true;
         }
         if matches!(s.get(i), Some(b'e') | Some(b'E')) {
@@ -151,13 +152,11 @@ impl<'a> Scan<'a> {
             if matches!(s.get(i), Some(b'+') | Some(b'-')) {
                 i += 1;
             }
-            let d = i;
-            while i < s.len() && s[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i == d {
+            let d = digits(s, i);
+            if d == i {
                 return None;
             }
+            i = d;
             float = true;
         }
         self.i = i;
