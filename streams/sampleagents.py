@@ -96,13 +96,11 @@ class SamplesPipeline(JobsPipeline):
         return {"partition": head["partition"], "events": events}
 
     def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:
-        """The forwarded samples into the merger (checked by the forwarding agent; rows,
-        lines or objects from an earlier release); returns the late ones (records with the
-        fields the live path keeps, for their dead letters)."""
+        """The forwarded samples into the merger (checked by the forwarding agent; rows or
+        objects from an earlier release); returns the late ones (records with the fields the
+        live path keeps, for their dead letters)."""
         if isinstance(rec, SampleBatch):
             batch = rec
-        elif len(rec) == 2 and isinstance(rec[1], str):
-            batch = parse_lines(rec[1].encode()).batch
         elif rec and isinstance(rec[0], dict):
             batch = SampleBatch.from_samples(parse_sample(orjson.dumps(d)) for d in rec)
         else:
