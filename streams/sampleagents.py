@@ -44,7 +44,7 @@ from streams.stages.samples import (
 )
 
 STATE_KEY = "samples"
-# 2: the merger holds columns (format 1, records, still reads)
+# 2: the merger (holding columns) pickled as it is (format 1, a dict of records, still reads)
 STATE_FORMAT = 2
 
 
@@ -122,7 +122,8 @@ class SamplesPipeline(JobsPipeline):
                 d = pickle.loads(data)  # noqa: S301 (the worker's own state topic)
                 if not isinstance(d, dict) or d.get("format") not in (1, STATE_FORMAT):
                     raise ValueError("samples state: not readable by this release")
-                self.merger = SampleMerger.from_dict(d["merger"])
+                m = d["merger"]  # format 1: the merger as a dict of records
+                self.merger = SampleMerger.from_dict(m) if isinstance(m, dict) else m
                 self.merger.partitions = self.partitions
                 self.stages = {"dfs": d["dfs"], "util": d["util"], "fs": d.get("fs") or self._fs()}
                 self.offset = int(d["offset"])
@@ -181,7 +182,8 @@ class SamplesPipeline(JobsPipeline):
 
     def _saved(self) -> bytes:
         assert self.merger is not None and self.stages is not None
-        state = {"format": STATE_FORMAT, "merger": self.merger.to_dict(),
+        # the merger itself: its held columns pickle as arrays, not as lists of values
+        state = {"format": STATE_FORMAT, "merger": self.merger,
                  "dfs": self.stages["dfs"], "util": self.stages["util"], "fs": self.stages["fs"],
                  "offset": self.offset}  # fmt: skip
         return pickle.dumps(state, protocol=5)
