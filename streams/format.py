@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,12 +31,18 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def instant_ms(ms: int | None) -> str:
-    """Epoch milliseconds -> ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (exact: integer arithmetic)."""
+    """Epoch milliseconds -> ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (exact: integer arithmetic; the
+    date, hour and minute made once per minute: the live job path writes one per row)."""
     if ms is None:
         return ""
-    ms = int(ms)
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return f"{dt:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+    minute, rest = divmod(int(ms), 60_000)
+    return f"{_minute_text(minute)}{rest // 1000:02d}.{rest % 1000:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _minute_text(minute: int) -> str:
+    """``YYYY-MM-DDTHH:MM:`` of an epoch minute."""
+    return f"{_EPOCH + timedelta(minutes=minute):%Y-%m-%dT%H:%M:}"
 
 
 def instant(ts: float | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import numpy as np
@@ -24,6 +24,8 @@ def test_instants_are_utc_z_with_milliseconds() -> None:
 @given(st.integers(min_value=-(10**12), max_value=10**13))
 def test_instant_ms_is_exact(ms: int) -> None:
     s = instant_ms(ms)
+    dt0 = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)  # the plain way
+    assert s == f"{dt0:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
     dt = datetime.fromisoformat(s)
     assert dt.tzinfo == UTC
     assert round(dt.timestamp() * 1000) == ms
