@@ -4,13 +4,17 @@ worker (``live_samples = on``) -> InfluxDB, and the same path in this process wi
 Input: a generated trace (``--nodes`` nodes, ``--procs`` processes a node, one sample a minute
 for ``--minutes`` minutes; jobs of 32 nodes; every node writes 0.5 MB/s, one job 15 MB/s a
 node for 10 minutes: one hot-zone episode; ``--fs``: per-file-system speeds on every sample,
-which adds the per-system streams). It is shipped to an empty ``<prefix>node-samples`` first;
+which adds the per-system streams; ``--order``: lines by minute, every node's sweep in turn, as
+nodes send them live (the default), or each node's whole trace in turn). It is shipped to an
+empty ``<prefix>node-samples`` first;
 then one worker starts and the run is done when InfluxDB holds every ``dfs`` minute the
 merger can make final (the minutes before the lowest over the partitions of their latest
 sample time minus ``worker.lateness``, 60 s here), or nothing changed for 30 s.
 
-Reported: samples/s from the worker's start and from its ``/health/`` answer, its CPU seconds
-(``/proc/<pid>/stat``) and peak RSS (VmHWM); in process (``--in-process``): the worker's
+Reported: samples/s from the worker's start, from its ``/health/`` answer and from the first
+samples it forwarded to samples-partials (the broker's timestamp: the consumer group had
+joined), its CPU seconds (``/proc/<pid>/stat``), peak RSS (VmHWM) and a timeline (minutes in
+InfluxDB, CPU, RSS); ``--profile``: one more run with the worker under py-spy; in process (``--in-process``): the worker's
 samples path (``streams.sampleagents.SamplesPipeline``) on the messages the shipper would
 send, points turned into line protocol but not sent, plain and under cProfile. Broker,
 InfluxDB and worker share this machine's CPUs. Results: stdout and
@@ -19,7 +23,7 @@ InfluxDB and worker share this machine's CPUs. Results: stdout and
 Needs the local stack (``.venv/bin/python deploy/local/stack.py start``).
 
     .venv/bin/python bench/bench_live_samples.py [--nodes 1024] [--procs 2] [--minutes 60]
-        [--fs] [--repeat 1] [--in-process] [--skip-e2e]
+        [--fs] [--order time|node] [--repeat 1] [--in-process] [--skip-e2e] [--profile]
 """
 
 from __future__ import annotations
