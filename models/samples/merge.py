@@ -34,10 +34,6 @@ class SampleMerger(JobEventMerger):
     indices of its late samples."""
 
     @staticmethod
-    def sort_key(e: Any) -> Any:
-        return sample_sort_key(e)
-
-    @staticmethod
     def encode(e: Any) -> Any:
         """A late sample for its dead letter."""
         return sample_to_dict(e)
@@ -94,9 +90,6 @@ class SampleMerger(JobEventMerger):
             top = float(out.ts[-1])
             self.released_to = max(top, self.released_to if self.released_to is not None else top)
         return out
-
-    def held_count(self) -> int:
-        return sum(len(b) for b in self.held)
 
     # ---- durable state ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

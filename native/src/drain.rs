@@ -50,10 +50,12 @@ pub(crate) unsafe fn view_mut<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> &mut
     }
 }
 
-fn i64_bytes(v: &[i64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 8);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+/// The values as little-endian bytes (`to_le`: the type's `to_le_bytes`), as numpy's
+/// `frombuffer` reads them back.
+pub(crate) fn le_bytes<T: Copy, const N: usize>(v: &[T], to_le: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&to_le(x));
     }
     out
 }
@@ -357,7 +359,7 @@ pub fn drain_accrue<'py>(
         a.day = day.pairs();
         a
     });
-    let arrays = [&a.sums, &a.fine, &a.hour, &a.day, &a.pair_job, &a.pair_node].map(|v| PyBytes::new(py, &i64_bytes(v)).into_any());
+    let arrays = [&a.sums, &a.fine, &a.hour, &a.day, &a.pair_job, &a.pair_node].map(|v| PyBytes::new(py, &le_bytes(v, i64::to_le_bytes)).into_any());
     let head = [a.gaps, a.w0, a.nw].map(|x| x.into_pyobject(py).map(|o| o.into_any()));
     let [g, w0, nw] = head;
     let mut items = vec![g?, w0?, nw?];

@@ -19,6 +19,7 @@ mod assemble;
 mod drain;
 mod samples;
 
+use crate::drain::le_bytes;
 use memchr::{memchr, memchr_iter};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
@@ -150,22 +151,6 @@ fn tokenize(data: &[u8]) -> Tokens<'_> {
     t
 }
 
-fn u16_bytes(v: &[u16]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 2);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
-fn u32_bytes(v: &[u32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 4);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
 /// tokenize_moab(data: bytes or a contiguous byte buffer) -> (lines, ok: bytes, ((codes: bytes of little-endian u32, values:
 /// list[str], first line of each value: bytes of little-endian u32) for head second, head after
 /// the milliseconds, node, state, rsvlist, joblist), milliseconds: bytes of little-endian u16).
@@ -180,8 +165,8 @@ fn tokenize_moab<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bou
     let (lines, ok, ms, cols) = py.allow_threads(|| {
         let t = tokenize(bytes);
         let cols: Vec<(Vec<u8>, Vec<&[u8]>, Vec<u8>)> =
-            t.cols.into_iter().map(|c| (u32_bytes(&c.codes), c.values, u32_bytes(&c.first))).collect();
-        (t.lines, t.ok, u16_bytes(&t.ms), cols)
+            t.cols.into_iter().map(|c| (le_bytes(&c.codes, u32::to_le_bytes), c.values, le_bytes(&c.first, u32::to_le_bytes))).collect();
+        (t.lines, t.ok, le_bytes(&t.ms, u16::to_le_bytes), cols)
     });
     let mut out = Vec::with_capacity(KEYS);
     for (codes, values, first) in cols {

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
-use crate::drain;
+use crate::drain::{self, le_bytes};
 
 const MAX_INT: u64 = i64::MAX as u64;
 const MAX_CORE_PCT: f64 = 100.0 * 8192.0;
@@ -321,14 +321,6 @@ impl<'a> Intern<'a> {
     }
 }
 
-fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * N);
-    for &x in v {
-        out.extend_from_slice(&f(x));
-    }
-    out
-}
-
 /// sample_lines(data: bytes or a contiguous byte buffer) -> (status: bytes, one per line (0
 /// blank, 1 taken, 2 Python decides); bounds: little-endian u64 (start, end) per line; the
 /// taken lines' columns: ts, start, core (f64), pid, write_bytes, read_bytes, vmRss, vmSwap,
@@ -376,10 +368,10 @@ pub fn sample_lines<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<
             status.push(st);
             pos = end + 1;
         }
-        let f64s: Vec<Vec<u8>> = fl.iter().map(|c| le(c, f64::to_le_bytes)).collect();
-        let i64s: Vec<Vec<u8>> = it.iter().map(|c| le(c, i64::to_le_bytes)).collect();
-        let codes = [le(&jc, u32::to_le_bytes), le(&nc, u32::to_le_bytes)];
-        (status, le(&bounds, u64::to_le_bytes), f64s, i64s, codes, jobs.values, nodes.values)
+        let f64s: Vec<Vec<u8>> = fl.iter().map(|c| le_bytes(c, f64::to_le_bytes)).collect();
+        let i64s: Vec<Vec<u8>> = it.iter().map(|c| le_bytes(c, i64::to_le_bytes)).collect();
+        let codes = [le_bytes(&jc, u32::to_le_bytes), le_bytes(&nc, u32::to_le_bytes)];
+        (status, le_bytes(&bounds, u64::to_le_bytes), f64s, i64s, codes, jobs.values, nodes.values)
     });
     let strs = |vs: &[&[u8]]| -> PyResult<Bound<'py, PyList>> {
         let s: Vec<Bound<'py, PyString>> =

@@ -121,3 +121,16 @@ def test_the_partials_header_validates() -> None:
     data = SampleBatch.from_samples([s, s]).to_bytes({"partition": 2, "events": [[7, 2]]})
     _b, head = SampleBatch.from_bytes(data)
     jsonschema.Draft202012Validator(SAMPLES_PARTIALS_SCHEMA).validate(head)
+
+
+def test_one_sample_at_a_time() -> None:
+    """``add``, the record merger's one-record call, says what happened as it does."""
+    s = NodeSample(5.0, "J", 1, "n", "", 0, 0, 7, 0, 0, 0, 3, 4, 1.0, 0, 0, 2.0, 4)
+    m, ref = SampleMerger(0.0, 1), RecordMerger(0.0, 1)
+    for merger in (m, ref):
+        assert merger.add(0, 0, s) is None
+        assert merger.add(0, 0, s) == "duplicate"
+    assert [_key(x) for x in m.release().to_samples()] == [_key(x) for x in ref.release()]
+    for merger in (m, ref):
+        assert merger.add(0, 1, s) == "late"
+    assert (m.duplicates, m.late) == (ref.duplicates, ref.late) == (1, 1)
