@@ -299,6 +299,17 @@ class LiveWindow:
     provisional: bool
     states: dict[str, list[int]] | None = None  # hour and day: node-ms per state and combo
 
+    def node_seconds(self) -> dict[str, float]:
+        """The node-ms totals as node-seconds, by drain_daily.csv's column names (the InfluxDB
+        fields and the metrics.drain message write the same)."""
+        return {
+            "accounted_node_seconds": self.accounted_ms / 1000,
+            "drain_node_seconds": self.drain_ms / 1000,
+            "unallocated_idle_node_seconds": self.idle_unallocated_ms / 1000,
+            "down_node_seconds": self.down_ms / 1000,
+            "unaccounted_node_seconds": self.unaccounted_ms / 1000,
+        }
+
     @classmethod
     def of(
         cls,

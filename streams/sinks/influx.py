@@ -39,11 +39,7 @@ def window_point(cluster: str, w: LiveWindow) -> str:
     fields: dict[str, Any] = {
         "nodes": w.nodes,
         "length_seconds": w.length_ms / 1000,
-        "accounted_node_seconds": w.accounted_ms / 1000,
-        "drain_node_seconds": w.drain_ms / 1000,
-        "unallocated_idle_node_seconds": w.idle_unallocated_ms / 1000,
-        "down_node_seconds": w.down_ms / 1000,
-        "unaccounted_node_seconds": w.unaccounted_ms / 1000,
+        **w.node_seconds(),
         "basis_seconds_per_node": float(w.basis_seconds_per_node),
         "data_quality": w.data_quality,
         "provisional": w.provisional,
