@@ -18,7 +18,11 @@ from models.formats.samplelines import parse_lines
 from models.formats.sampletrace import dumps, sample_row
 from models.records.nodesample import NodeSample
 
-pytestmark = pytest.mark.skipif(samplelines._native is None, reason="no compiled module")
+pytestmark = pytest.mark.skipif(
+    samplelines._native is None,
+    reason="native/ is not built (no Rust toolchain): no compiled reader to compare; the Python "
+    "reader alone is checked against parse_trace in test_parsers_fuzz.py",
+)
 
 GOOD = NodeSample(1704067200.25, "J1", 4242, "n001", "app", 10, 9, 8, 7, 1, 2, 3, 4, 99.5, 5, 6,
                   start=1704067100.0, cores=4, job_class="normal", wchar=12)  # fmt: skip
