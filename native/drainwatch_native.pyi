@@ -110,3 +110,23 @@ def sample_lines(
     2 Python decides; little-endian u64 (start, end) per line; the taken lines' ts, start,
     core (f64), pid, write_bytes, read_bytes, vmRss, vmSwap, cores (i64), job and node codes
     (u32), as little-endian bytes; job values; node values)."""
+
+def lp_lines(
+    prefix: str,
+    tags: Any,
+    fields: Any,
+    cluster: str,
+    rows: list[Any],
+    times: list[float] | None,
+    time_col: int,
+    time_div: float,
+    job_col: int,
+) -> list[str | None]:
+    """Each row (tuple or list) as one line of InfluxDB line protocol (src/lineproto.rs): ''
+    for a row without fields, None for a row with a value left to Python's
+    ``Measurement.line``. tags: (",key=", column or -1 for the cluster) in key order; fields:
+    ("key=", column, kind) in key order; times: each row's POSIX seconds, else column
+    ``time_col`` / ``time_div``; job_col >= 0: crc32(job id) % 10^6 in the nanoseconds."""
+
+def lp_float(x: float) -> str:
+    """repr(x) without a trailing '.0' (the line protocol's float text)."""

@@ -52,9 +52,9 @@ from streams.sinks.jobpoints import (
     alert_line,
     alert_message,
     row_message,
-    runtime_line,
     table_lines,
     timed_line,
+    timed_lines,
 )
 from streams.sinks.statestore import StateStore
 from streams.sources.jobevents import day_batches
@@ -320,12 +320,15 @@ class JobsPipeline:
         """One day-bounded batch through every stage: rows to points and messages, alerts."""
         cluster, zone, ja = self.settings.cluster, self.zone, self.alerts
         alerts: list[Alert] = []
+        ends: dict[str, float] | None = None
         for stage in stages.values():
             for table, rows in stage.step(batch):
                 self.counts["rows"] += len(rows)
-                if table is RUNTIME_PREDICTIONS:
-                    ends = {e.job: e.ts for e in batch if e.type == "end"}
-                    self.points += [runtime_line(cluster, r, ends[r[0]], zone) for r in rows]
+                if table is RUNTIME_PREDICTIONS:  # at the job's end
+                    if ends is None:
+                        ends = {e.job: e.ts for e in batch if e.type == "end"}
+                    times = [ends[r[0]] for r in rows]
+                    self.points += timed_lines(RUNTIME_PREDICTIONS, cluster, rows, times, zone)
                     alerts += ja.overrun_ended(rows, ends)
                     continue
                 if table is RELEASE_FORECAST:  # the point's identity: its time, job and step
@@ -416,10 +419,9 @@ class JobsPipeline:
             self.points += table_lines(cluster, table, rows, zone)
         if self.join is not None:
             rows, alerts, stamps = self.join.take()
-            self.points += [  # at the job's stamp: its first charge moves as partitions report
-                timed_line(DRAIN_JOBS_WITH_EVENTS, cluster, row, ms / 1000, zone)
-                for row, ms in zip(rows, stamps, strict=True)
-            ]
+            # at the job's stamp: its first charge moves as partitions report
+            times = [ms / 1000 for ms in stamps]
+            self.points += timed_lines(DRAIN_JOBS_WITH_EVENTS, cluster, rows, times, zone)
             at = self.join.clock()
             self.points += [
                 timed_line(SIZE_GROUPS, cluster, size_group_row(g), at, zone)

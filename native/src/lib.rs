@@ -17,6 +17,7 @@
 
 mod assemble;
 mod drain;
+mod lineproto;
 mod samples;
 
 use crate::drain::le_bytes;
@@ -198,5 +199,7 @@ fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assemble::moab_accept, m)?)?;
     m.add_function(wrap_pyfunction!(assemble::moab_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(samples::sample_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(lineproto::lp_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(lineproto::lp_float, m)?)?;
     Ok(())
 }

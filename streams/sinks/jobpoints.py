@@ -49,6 +49,12 @@ from streams.stages.samples import (
 )
 from streams.tables import Row, Table
 
+_native_lines: Callable[..., list[str | None]] | None
+try:
+    from drainwatch_native import lp_lines as _native_lines
+except ImportError:  # pragma: no cover - the pure-Python path (tests force it too)
+    _native_lines = None
+
 _CLUSTER = -1  # the cluster tag's place in a tag plan
 
 
@@ -79,6 +85,7 @@ class Measurement:
     # (field name, escaped key, column, text of a value) in name order
     tag_plan: tuple[tuple[str, int], ...] = field(init=False, default=())
     field_plan: tuple[tuple[str, str, int, int], ...] = field(init=False, default=())
+    native_fields: tuple[tuple[str, int, int], ...] = field(init=False, default=())  # lines()
     # the plans compiled into one function (cluster, row) -> (measurement and tags, fields)
     fast: Callable[[str, Row], tuple[str, list[str]]] = field(
         init=False,
@@ -112,6 +119,7 @@ class Measurement:
         put(self, "prefix", measurement_prefix(self.name))
         put(self, "tag_plan", tuple(("," + key(k) + "=", i) for k, i in sorted(tags)))
         put(self, "field_plan", tuple(sorted(fields, key=lambda f: f[0])))
+        put(self, "native_fields", tuple((k, i, kind) for _n, k, i, kind in self.field_plan))
         put(self, "fast", self._compile())
 
     def _compile(self) -> Callable[[str, Row], tuple[str, list[str]]]:
@@ -213,6 +221,34 @@ class Measurement:
             ts = self._time_s(row[self.time_col], tz)
         return f"{''.join(parts)} {','.join(fields)} {self.time_ns(ts, row)}"
 
+    def lines(self, cluster: str, rows: Sequence[Row], tz: ZoneInfo,
+              times: Sequence[float] | None = None) -> list[str]:  # fmt: skip
+        """:meth:`line` of each row (``times``: each row's ``ts``), compiled where
+        ``native/`` is built (its rows must be tuples or lists): the same text, checked
+        against :meth:`line` on generated rows; a row with a value the compiled code leaves
+        to Python (a date, a float tag, an integer beyond 2^53 as seconds) is :meth:`line`'s."""
+        native = _native_lines
+        if native is None or not rows:
+            if times is None:
+                return [self.line(cluster, r, tz) for r in rows]
+            return [self.line(cluster, r, tz, t) for r, t in zip(rows, times, strict=True)]
+        for r in rows:
+            if len(r) != self.width:
+                raise ValueError(f"{self.name}: a row of {len(r)} columns, not {self.width}")
+        if times is None and self.time_kind == "day":
+            times = [self._time_s(r[self.time_col], tz) for r in rows]
+        elif times is not None:
+            times = [float(t) for t in times]
+        div = 1000.0 if self.time_kind == "instant_ms" else 1.0
+        if not isinstance(rows, list):
+            rows = list(rows)
+        out = native(self.prefix, self.tag_plan, self.native_fields, cluster, rows,
+                     times, self.time_col, div, self.job_col if self.per_job else -1)  # fmt: skip
+        for i, s in enumerate(out):
+            if s is None:
+                out[i] = self.line(cluster, rows[i], tz, None if times is None else times[i])
+        return out  # type: ignore[return-value]
+
     def time_ns(self, t: float, row: Row) -> int:
         ns = round(t * 1000) * 1_000_000
         if self.per_job:
@@ -265,6 +301,12 @@ def timed_line(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo,
     return MEASUREMENTS[table.file].line(cluster, row, tz, ts, extra)
 
 
+def timed_lines(table: Table, cluster: str, rows: Sequence[Row], times: Sequence[float],
+                tz: ZoneInfo) -> list[str]:  # fmt: skip
+    """:func:`timed_line` of each row at its time (POSIX seconds)."""
+    return MEASUREMENTS[table.file].lines(cluster, rows, tz, times)
+
+
 def runtime_line(cluster: str, row: Row, end: float, tz: ZoneInfo) -> str:
     return timed_line(RUNTIME_PREDICTIONS, cluster, row, end, tz)
 
@@ -312,5 +354,4 @@ def alert_line(cluster: str, a: Alert) -> str:
 
 
 def table_lines(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[str]:
-    m = MEASUREMENTS[table.file]
-    return [m.line(cluster, r, tz) for r in rows]
+    return MEASUREMENTS[table.file].lines(cluster, rows, tz)

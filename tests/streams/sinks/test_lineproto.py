@@ -205,3 +205,82 @@ def test_alert_and_drain_points_equal_the_reference() -> None:
 def _window() -> LiveWindow:
     return LiveWindow("hour", 3_600_000, 3_600_000, 2, 7_200_000, 0, 0, 0, 0, None, None, 3600.0,
                       "ok", True, {"Idle": [0, 0, 3_500, 0]})  # fmt: skip
+
+
+# ---- many rows at once: Measurement.lines (compiled where native/ is built) -----------------
+
+
+@st.composite
+def measured_batches(draw: Any) -> tuple[Measurement, list[Any]]:
+    m = draw(st.sampled_from(list(MEASUREMENTS.values())))
+    n = draw(st.integers(0, 6))
+    rows = [
+        tuple(
+            draw(_time_value(c.kind) if c.name == m.time else _value(c.kind))
+            for c in m.table.columns
+        )
+        for _ in range(n)
+    ]
+    if draw(st.booleans()):  # lists as well as tuples
+        rows = [list(r) for r in rows]
+    return m, rows
+
+
+@settings(max_examples=600, deadline=None)
+@given(measured_batches(), texts.filter(bool), st.sampled_from(ZONES), st.data())
+def test_lines_of_many_rows_are_each_rows_line(mb: Any, cluster: str, tz: ZoneInfo,
+                                               data: Any) -> None:  # fmt: skip
+    m, rows = mb
+    if m.time:
+        assert m.lines(cluster, rows, tz) == [m.line(cluster, r, tz) for r in rows]
+    else:
+        times = [data.draw(st.floats(0, 4e9)) for _ in rows]
+        want = [m.line(cluster, r, tz, t) for r, t in zip(rows, times, strict=True)]
+        assert m.lines(cluster, rows, tz, times) == want
+
+
+def test_lines_without_the_compiled_code_are_each_rows_line(monkeypatch: Any) -> None:
+    import streams.sinks.jobpoints as jp
+
+    m = MEASUREMENTS["release_forecast.csv"]
+    rows = [(1_700_000_000.5, "j 1", 4, 2, 2, 1, "h", "n,x", 2, 1_700_000_100.0, 4, 0,
+             1_700_000_100.0, 99.5, None, None)]  # fmt: skip
+    with_native = m.lines("c", rows, UTC)
+    monkeypatch.setattr(jp, "_native_lines", None)
+    assert m.lines("c", rows, UTC) == with_native == [m.line("c", rows[0], UTC)]
+
+
+def test_a_row_of_the_wrong_width_is_refused_by_lines() -> None:
+    m = MEASUREMENTS["turnover.csv"]
+    with pytest.raises(ValueError, match="columns"):
+        m.lines("c", [(1.0, 2.0)], UTC)
+
+
+try:
+    import drainwatch_native as native
+except ImportError:  # pragma: no cover - CI builds native/
+    native = None
+needs_native = pytest.mark.skipif(
+    native is None,
+    reason="native/ is not built: no compiled "
+    "float text to compare; Measurement.line is checked above",
+)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(floats, st.floats(-1e17, 1e17), st.integers(-(2**53), 2**53).map(lambda i: i / 8)))
+def test_the_compiled_float_text_is_reprs(x: float) -> None:
+    if x - x != 0.0:
+        return
+    t = float.__repr__(x)
+    assert native is not None
+    assert native.lp_float(x) == (t[:-2] if t.endswith(".0") else t)
+
+
+@needs_native
+def test_a_tie_in_the_last_digit_goes_to_even_as_in_repr() -> None:
+    # both are exactly halfway between two shortest 16- and 17-digit texts
+    assert native is not None
+    assert native.lp_float(744571527333723.25) == "744571527333723.2" == repr(744571527333723.25)
+    assert native.lp_float(-17033558519929.5625) == repr(-17033558519929.5625)
