@@ -36,3 +36,22 @@ def pin_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(
         mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
     )
+
+
+GC_THRESHOLD0 = 50_000  # container allocations between two young-generation collections
+
+
+def tune_gc(threshold0: int = GC_THRESHOLD0) -> None:
+    """Python's cyclic garbage collector for a worker that allocates millions of short-lived
+    containers (a decoded batch is a list of lists, a row a tuple) beside a large long-lived
+    state: the objects made before the worker starts are frozen (never scanned again), and a
+    young collection comes every ``threshold0`` allocations instead of every 700. The worker's
+    objects rarely form cycles; those that do are still collected, a little later. The
+    collector took about a tenth of the live job path's time (bench/bench_live_jobs.py
+    in process: 5.56 s -> 4.91 s)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    _, g1, g2 = gc.get_threshold()
+    gc.set_threshold(threshold0, g1, g2)

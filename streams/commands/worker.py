@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from streams.app import APP_ID, create_app
     from streams.jobagents import attach_jobs
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
-    from streams.memory import pin_mmap_threshold
+    from streams.memory import pin_mmap_threshold, tune_gc
     from streams.topics import topic_names
 
     print(
@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         attach_samples(app, settings, sink, sample_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
+    tune_gc()
     try:
         worker.execute_from_commandline()
     except SystemExit as e:
