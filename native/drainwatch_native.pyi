@@ -130,3 +130,8 @@ def lp_lines(
 
 def lp_float(x: float) -> str:
     """repr(x) without a trailing '.0' (the line protocol's float text)."""
+
+def jobevent_rows(value: bytes, not_before_ms: float, not_after_ms: float) -> list[bytes | None]:
+    """A job-events message's lines (``bytes.splitlines()`` when it holds a line feed, else
+    the whole message): for each, the JSON of the row ``jobevent_row`` gives (src/jobevents.rs;
+    the common line only), or None: the line is left to Python (bad, blank, or unusual)."""

@@ -74,6 +74,12 @@ from streams.stages.jobs import (
 )
 from streams.topics import dead_letter_message
 
+_native_rows: Callable[[bytes, float, float], list[bytes | None]] | None
+try:
+    from drainwatch_native import jobevent_rows as _native_rows
+except ImportError:  # pragma: no cover - the pure-Python path (tests force it too)
+    _native_rows = None
+
 PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
 COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can come between)
 FLUSH_POINTS = 20_000  # points waiting that start a flush before the timer's
@@ -158,6 +164,8 @@ class JobsPipeline:
         self.io_idle.set()
         self.suspect = False  # jobs-partials was revoked since the state was last checked
         self.counts: Counter[str] = Counter()
+        # the compiled reader compares ts x 1000 with the bounds as doubles: exact for these
+        self._bounds_exact = all(float(b) == b for b in (settings.not_before, settings.not_after))
 
     async def _send_state(self, key: bytes, value: bytes) -> None:
         await (await self.topics.worker_state.send(key=key, value=value))
@@ -179,37 +187,66 @@ class JobsPipeline:
         return self.topics.jobs_partials
 
     def _records(self, value: bytes, where: dict[str, Any]) -> Any:
-        """One message's events for the partials, as rows (a message holds one event, or
-        several as JSON lines: ``drainwatch ship jobs`` sends a partition's events in batches);
-        each bad line is dead-lettered with its reason. None: nothing usable."""
-        s = self.settings  # the replay's absolute bounds (ms); no time-jump rule here
-        out = []
-        for line in value.splitlines() if b"\n" in value else (value,):
-            try:
-                try:
-                    d = orjson.loads(line)
-                except orjson.JSONDecodeError as e:
-                    if not line.strip():
-                        continue
-                    raise JobEventError("bad_json", str(e)) from e
-                row = jobevent_row(d)
-                if not s.not_before <= row[1] * 1000 < s.not_after:
-                    raise JobEventError("implausible_time", repr(row[1]))
-            except JobEventError as err:
-                text = line[:4096].decode("utf-8", "replace")
-                self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
-                continue
-            out.append(row)
+        """One message's events for the partials, as rows in JSON (a message holds one event,
+        or several as JSON lines: ``drainwatch ship jobs`` sends a partition's events in
+        batches); each bad line is dead-lettered with its reason. None: nothing usable. The
+        common line is read and written by ``native/`` where it is built (jobevents.rs, the
+        same rows: tests/streams/test_jobrows.py); every other line by :meth:`_row`."""
+        s = self.settings
+        native = _native_rows if self._bounds_exact else None
+        if native is not None:
+            got = native(value, float(s.not_before), float(s.not_after))
+            if None not in got:
+                self.counts["job_events"] += len(got)
+                return got or None
+            lines = value.splitlines() if b"\n" in value else [value]
+            out = []
+            for r, line in zip(got, lines, strict=True):
+                if r is None:
+                    row = self._row(line, where)
+                    if row is not None:
+                        out.append(orjson.dumps(row))
+                else:
+                    out.append(r)
+        else:
+            out = []
+            for line in value.splitlines() if b"\n" in value else (value,):
+                row = self._row(line, where)
+                if row is not None:
+                    out.append(orjson.dumps(row))
         self.counts["job_events"] += len(out)
         return out or None
+
+    def _row(self, line: bytes, where: dict[str, Any]) -> list[Any] | None:
+        """One line's row (models.records.jobevent.jobevent_row), within the replay's absolute
+        time bounds (ms; no time-jump rule here); None for a blank line, or a bad one, which
+        is dead-lettered with its reason."""
+        s = self.settings
+        try:
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                if not line.strip():
+                    return None
+                raise JobEventError("bad_json", str(e)) from e
+            row = jobevent_row(d)
+            if not s.not_before <= row[1] * 1000 < s.not_after:
+                raise JobEventError("implausible_time", repr(row[1]))
+        except JobEventError as err:
+            text = line[:4096].decode("utf-8", "replace")
+            self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
+            return None
+        return row
 
     def _size(self, rec: Any) -> int:
         """How many records a forwarded entry holds."""
         return len(rec)
 
     def _encode_partial(self, p: int, entries: list[list[Any]]) -> bytes:
-        """A partials message: a partition's [offset, records] entries."""
-        return orjson.dumps({"partition": p, "events": entries})
+        """A partials message: a partition's [offset, records] entries, the records rows
+        already in JSON: ``{"partition": p, "events": [[offset, [row, ...]], ...]}``."""
+        events = b",".join(b"[%d,[%b]]" % (off, b",".join(rows)) for off, rows in entries)
+        return b'{"partition":%d,"events":[%b]}' % (p, events)
 
     def _decode_partial(self, value: bytes) -> dict[str, Any]:
         d: dict[str, Any] = orjson.loads(value)

@@ -17,6 +17,7 @@
 
 mod assemble;
 mod drain;
+mod jobevents;
 mod lineproto;
 mod samples;
 
@@ -200,6 +201,7 @@ fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assemble::moab_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(samples::sample_lines, m)?)?;
     m.add_function(wrap_pyfunction!(lineproto::lp_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(jobevents::jobevent_rows, m)?)?;
     m.add_function(wrap_pyfunction!(lineproto::lp_float, m)?)?;
     Ok(())
 }
