@@ -28,7 +28,8 @@ FIRING = "firing"
 RESOLVED = "resolved"
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class Alert:
     id: str
     kind: str

@@ -51,7 +51,7 @@ from streams.sinks.influx import InfluxSink
 from streams.sinks.jobpoints import (
     alert_line,
     alert_message,
-    row_message,
+    row_messages,
     table_lines,
     timed_line,
     timed_lines,
@@ -375,15 +375,17 @@ class JobsPipeline:
                 if table is SHORTJOBS:
                     alerts += ja.shortjobs(rows)
                     topic = self.topics.metrics_shortjobs
-                    for r in rows:
-                        msg = row_message(cluster, table, r)
-                        self.messages.append((topic, f"{r[1]}:{r[2]}".encode(), orjson.dumps(msg)))
+                    self.messages += [
+                        (topic, f"{r[1]}:{r[2]}".encode(), m)
+                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
+                    ]
                 elif table is CAPABILITY_DAILY:
                     alerts += ja.capability(rows)
                     topic = self.topics.metrics_capability
-                    for r in rows:
-                        msg = row_message(cluster, table, r)
-                        self.messages.append((topic, str(r[0]).encode(), orjson.dumps(msg)))
+                    self.messages += [
+                        (topic, str(r[0]).encode(), m)
+                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
+                    ]
         self._alerts(alerts)
 
     def _take(self, merger: Any, p: int, off: int, rec: Any) -> list[Any]:

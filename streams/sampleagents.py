@@ -32,7 +32,7 @@ from models.samples.utillive import JobUtilStream
 from streams.config import Settings
 from streams.jobagents import JobsPipeline
 from streams.sinks.influx import InfluxSink
-from streams.sinks.jobpoints import row_message, table_lines, timed_line
+from streams.sinks.jobpoints import row_messages, table_lines, timed_line
 from streams.stages.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
@@ -172,9 +172,8 @@ class SamplesPipeline(JobsPipeline):
         rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
         self.points += table_lines(cluster, mt, rows, zone)
         topic = self.topics.metrics_dfs
-        for r in rows:
-            key = ":".join([*head, str(r[len(head)])])
-            self.messages.append((topic, key.encode(), orjson.dumps(row_message(cluster, mt, r))))
+        for r, m in zip(rows, row_messages(cluster, mt, rows), strict=True):
+            self.messages.append((topic, ":".join([*head, str(r[len(head)])]).encode(), m))
         zrows = [(*head, *_zone_row(z)) for z in zones]
         self.points += table_lines(cluster, zt, zrows, zone)
         self.counts["rows"] += len(rows) + len(zrows)

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class Holder:
     """A running job holding nodes the reservation may need."""
 
@@ -25,7 +26,8 @@ class Holder:
     checkpointable: bool = False
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class ReleaseStep:
     job: str
     name: str | None
@@ -37,7 +39,8 @@ class ReleaseStep:
     in_the_way: bool  # releases after the reservation's time
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class ReleaseForecast:
     need: int
     at: float

@@ -74,7 +74,8 @@ _Estimate = tuple[
 _NONE6 = (None, None, None, None, None, None)
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class Prediction:
     runs: int
     predicted: float | None
@@ -198,7 +199,8 @@ class PredictionRow:
     spread_s: float | None = None
 
 
-@dataclass(slots=True, frozen=True)
+# not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
+@dataclass(slots=True)
 class RunningJob:
     """A running job with its expected end (start + upper estimate, or start + 1 day)."""
 

@@ -284,3 +284,26 @@ def test_a_tie_in_the_last_digit_goes_to_even_as_in_repr() -> None:
     assert native is not None
     assert native.lp_float(744571527333723.25) == "744571527333723.2" == repr(744571527333723.25)
     assert native.lp_float(-17033558519929.5625) == repr(-17033558519929.5625)
+
+
+@settings(max_examples=300, deadline=None)
+@given(measured_batches(), texts)
+def test_row_messages_are_each_rows_message(mb: Any, cluster: str) -> None:
+    """The metric-topic messages of many rows (one dict display per table, instants made
+    once per call) are row_message's, byte for byte."""
+    import orjson
+
+    from streams.sinks.jobpoints import row_message, row_messages
+
+    m, rows = mb
+    rows = [tuple(r) for r in rows]
+    try:  # numpy scalars and instants beyond year 9999 are refused either way
+        want = [orjson.dumps(row_message(cluster, m.table, r)) for r in rows]
+    except (TypeError, OverflowError, ValueError) as e:
+        with pytest.raises(type(e)):
+            row_messages(cluster, m.table, rows)
+        return
+    assert row_messages(cluster, m.table, rows) == want
+    if rows:
+        with pytest.raises(ValueError, match="columns"):
+            row_messages(cluster, m.table, [rows[0][:-1]])
