@@ -41,8 +41,16 @@ def instant_ms(ms: int | None) -> str:
 
 @lru_cache(maxsize=4096)
 def _minute_text(minute: int) -> str:
-    """``YYYY-MM-DDTHH:MM:`` of an epoch minute."""
-    return f"{_EPOCH + timedelta(minutes=minute):%Y-%m-%dT%H:%M:}"
+    """``YYYY-MM-DDTHH:MM:`` of an epoch minute (the date made once per day: event time
+    moves on, so most minutes are new ones)."""
+    day, m = divmod(minute, 1440)
+    return f"{_day_text(day)}T{m // 60:02d}:{m % 60:02d}:"
+
+
+@lru_cache(maxsize=1024)
+def _day_text(day: int) -> str:
+    """``YYYY-MM-DD`` of an epoch day."""
+    return f"{_EPOCH + timedelta(days=day):%Y-%m-%d}"
 
 
 def instant(ts: float | None) -> str:

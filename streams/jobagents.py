@@ -178,6 +178,7 @@ class JobsPipeline:
     # ---- job-events -------------------------------------------------------------------------
     SOURCE = "job-events"
     INPUT_TAKE = 512  # input messages the first stage takes at once
+    PUBLISH_RECORDS = 8 * PARTIAL_EVENTS  # forwarded once read, before the rest of a take
     STATE_KEY = STATE_KEY
 
     def _input_topic(self) -> Any:
@@ -237,6 +238,23 @@ class JobsPipeline:
             self._dead_letter(Reject(err.reason, self.SOURCE, 0, text), **where)
             return None
         return row
+
+    def input_parts(self, events: list[Any]) -> Iterator[list[Any]]:
+        """A take of input messages in runs of about ``PUBLISH_RECORDS`` records (a message of
+        several holds them as lines), each forwarded before the next is read: a take of a
+        backlog's 512 messages held about 250,000 job events, all read before the combiner
+        had any."""
+        run: list[Any] = []
+        n = 0
+        for ev in events:
+            run.append(ev)
+            v = ev.value
+            n += v.count(b"\n") + 1 if isinstance(v, bytes | bytearray) else 1
+            if n >= self.PUBLISH_RECORDS:
+                yield run
+                run, n = [], 0
+        if run:
+            yield run
 
     def _size(self, rec: Any) -> int:
         """How many records a forwarded entry holds."""
@@ -504,10 +522,12 @@ class JobsPipeline:
                 state = self._saved()
                 self.io_idle.clear()
             try:
+                # the points (InfluxDB, in a thread) and the messages (the broker) at once;
+                # the state only once both are written
+                writes = [send_many(self.app, messages), _sent(dead)]
                 if self.sink is not None and points:
-                    await asyncio.to_thread(self.sink.write, points)
-                await send_many(self.app, messages)
-                await _sent(dead)
+                    writes.append(asyncio.to_thread(self.sink.write, points))
+                await _all(writes)
                 await self.store.save(self.STATE_KEY, state)
             except BaseException:
                 async with self.comb_lock:
@@ -521,6 +541,15 @@ class JobsPipeline:
             self.counts["points_written"] += len(points)
 
 
+async def _all(aws: list[Any]) -> None:
+    """Await every one of ``aws``, all of them even when one fails (the flush puts its rows
+    back only once nothing it started still runs), then raise the first failure."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
 def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials: Any,
          name: str) -> None:  # fmt: skip
     """A pipeline's two agents (``concurrency=1``), flush timer and revoke hook on ``app``."""
@@ -530,8 +559,9 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
     async def forward(stream: Any) -> None:
         async with fatal_errors(app, pipe.SOURCE):
             async for events in stream.noack_take(pipe.INPUT_TAKE, within=0.5):
-                await pipe.on_input(events)
-                await pipe.publish()  # forwarded at once: the combiner waits for no timer
+                for part in pipe.input_parts(events):  # a backlog's take: forwarded in parts
+                    await pipe.on_input(part)
+                    await pipe.publish()  # forwarded at once: the combiner waits for no timer
 
     @app.agent(partials, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{name}")
     async def combine(stream: Any) -> None:

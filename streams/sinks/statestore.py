@@ -10,6 +10,7 @@ manifest points to: a crash at any moment leaves a whole snapshot to load.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,8 +45,10 @@ class StateStore:
         sid = uuid.uuid4().hex.encode()  # 32 bytes
         base = self._key(owner)
         chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
-        for n, c in enumerate(chunks):
-            await self.send(base + f"/{gen}{n}".encode(), sid + c)
+        # the chunks at once (each send waits for its own acknowledgement), the manifest once
+        # all of them are acknowledged
+        await asyncio.gather(*(self.send(base + f"/{gen}{n}".encode(), sid + c)
+                               for n, c in enumerate(chunks)))  # fmt: skip
         manifest = {"id": sid.decode(), "chunks": len(chunks), "bytes": len(data), "gen": gen}
         await self.send(base, orjson.dumps(manifest))
         self._generation[owner] = gen
