@@ -121,12 +121,14 @@ def lp_lines(
     time_col: int,
     time_div: float,
     job_col: int,
+    width: int,
 ) -> list[str | None]:
     """Each row (tuple or list) as one line of InfluxDB line protocol (src/lineproto.rs): ''
     for a row without fields, None for a row with a value left to Python's
     ``Measurement.line``. tags: (",key=", column or -1 for the cluster) in key order; fields:
     ("key=", column, kind) in key order; times: each row's POSIX seconds, else column
-    ``time_col`` / ``time_div``; job_col >= 0: crc32(job id) % 10^6 in the nanoseconds."""
+    ``time_col`` / ``time_div``; job_col >= 0: crc32(job id) % 10^6 in the nanoseconds; a row
+    of another ``width`` is None."""
 
 def lp_float(x: float) -> str:
     """repr(x) without a trailing '.0' (the line protocol's float text)."""

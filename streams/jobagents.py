@@ -22,6 +22,7 @@ import asyncio
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -84,6 +85,7 @@ PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 m
 COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can come between)
 FLUSH_POINTS = 20_000  # points waiting that start a flush before the timer's
 STATE_KEY = "jobs"
+_FORECAST_POINT = itemgetter(0, 1, 5)  # a release-forecast row's point: its ts, job and step
 # 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
 # worker's own, written and read by the same release)
 STATE_FORMAT = 2
@@ -387,7 +389,7 @@ class JobsPipeline:
                     alerts += ja.overrun_ended(rows, ends)
                     continue
                 if table is RELEASE_FORECAST:  # the point's identity: its time, job and step
-                    self.rewritten.update(((r[0], r[1], r[5]), r) for r in rows)
+                    self.rewritten.update(zip(map(_FORECAST_POINT, rows), rows, strict=True))
                     continue
                 self.points += table_lines(cluster, table, rows, zone)
                 if table is SHORTJOBS:

@@ -265,9 +265,9 @@ fn one_line(
 /// the row holds a value this code leaves to Python. `tags`: (",key=", column; -1: the
 /// cluster) in key order; `fields`: ("key=", column, kind) in key order; `times`: each row's
 /// time (POSIX seconds), else column `time_col` divided by `time_div`; `job_col` >= 0: a
-/// per-job measurement's job id column.
+/// per-job measurement's job id column; a row of another `width` is None.
 #[pyfunction]
-#[pyo3(signature = (prefix, tags, fields, cluster, rows, times, time_col, time_div, job_col))]
+#[pyo3(signature = (prefix, tags, fields, cluster, rows, times, time_col, time_div, job_col, width))]
 #[allow(clippy::too_many_arguments)]
 pub fn lp_lines<'py>(
     py: Python<'py>,
@@ -280,6 +280,7 @@ pub fn lp_lines<'py>(
     time_col: isize,
     time_div: f64,
     job_col: isize,
+    width: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     let mut line = String::with_capacity(256);
@@ -290,7 +291,7 @@ pub fn lp_lines<'py>(
             Ok(t) => Some(t.clone()),
             Err(_) => row.downcast::<PyList>().ok().map(|l| l.to_tuple()),
         };
-        let done = tuple.and_then(|t| {
+        let done = tuple.filter(|t| t.len() == width).and_then(|t| {
             one_line(&mut line, prefix, &tags, &fields, cluster, &t, ts, time_col, time_div,
                      job_col)
         });

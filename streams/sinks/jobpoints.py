@@ -25,10 +25,11 @@ from streams.sinks.lineproto import (
     KEY_TABLE,
     STRING_TABLE,
     field_text,
+    float_text,
     key,
-    line,
     measurement_prefix,
     string_text,
+    tag_value,
 )
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from streams.stages.jobs import (
@@ -232,18 +233,15 @@ class Measurement:
             if times is None:
                 return [self.line(cluster, r, tz) for r in rows]
             return [self.line(cluster, r, tz, t) for r, t in zip(rows, times, strict=True)]
-        for r in rows:
-            if len(r) != self.width:
-                raise ValueError(f"{self.name}: a row of {len(r)} columns, not {self.width}")
         if times is None and self.time_kind == "day":
             times = [self._time_s(r[self.time_col], tz) for r in rows]
-        elif times is not None:
-            times = [float(t) for t in times]
         div = 1000.0 if self.time_kind == "instant_ms" else 1.0
         if not isinstance(rows, list):
             rows = list(rows)
-        out = native(self.prefix, self.tag_plan, self.native_fields, cluster, rows,
-                     times, self.time_col, div, self.job_col if self.per_job else -1)  # fmt: skip
+        # a row of another width is None there, and :meth:`line` refuses it
+        job = self.job_col if self.per_job else -1
+        out = native(self.prefix, self.tag_plan, self.native_fields, cluster, rows, times,
+                     self.time_col, div, job, self.width)  # fmt: skip
         for i, s in enumerate(out):
             if s is None:
                 out[i] = self.line(cluster, rows[i], tz, None if times is None else times[i])
@@ -383,21 +381,33 @@ def alert_message(cluster: str, a: Alert) -> dict[str, Any]:
     }
 
 
+_ALERT_TAGS = ("cluster", "kind", "severity", "state", "subject")  # in key order
+
+
 def alert_line(cluster: str, a: Alert) -> str:
     """One ``alerts`` point at the change's event time (to the millisecond); series = kind +
-    subject + state, so a re-sent change overwrites itself."""
-    tags = {"cluster": cluster, "kind": a.kind, "subject": a.subject, "state": a.state,
-            "severity": a.severity}  # fmt: skip
-    fields = {
-        "id": a.id,
-        "since_s": float(a.since),
-        "firing": 1 if a.state == "firing" else 0,
-        "window": a.window,
-        "details": orjson.dumps(dict(a.details)).decode(),
-        "value": None if a.value is None else float(a.value),
-        "threshold": None if a.threshold is None else float(a.threshold),
-    }
-    return line("alerts", tags, fields, round(a.at * 1000) * 1_000_000)
+    subject + state, so a re-sent change overwrites itself. Written directly (the job path
+    writes one per alert change): the same text as :func:`~streams.sinks.lineproto.line` of
+    the tags and fields in tests/streams/sinks/test_lineproto.py."""
+    head = "alerts"
+    for k, v in zip(_ALERT_TAGS, (cluster, a.kind, a.severity, a.state, a.subject),
+                    strict=True):  # fmt: skip
+        if v is not None:
+            t = tag_value(v)
+            if t:
+                head += "," + k + "=" + t
+    fields = ["details=" + string_text(orjson.dumps(dict(a.details)).decode()),
+              "firing=1i" if a.state == "firing" else "firing=0i"]  # fmt: skip
+    if a.id is not None:
+        fields.append("id=" + string_text(a.id))
+    for k, x in (("since_s", a.since), ("threshold", a.threshold), ("value", a.value)):
+        if x is not None:
+            ft = float_text(float(x))
+            if ft is not None:
+                fields.append(k + "=" + ft)
+    if a.window is not None:
+        fields.append("window=" + string_text(a.window))
+    return f"{head} {','.join(fields)} {round(a.at * 1000) * 1_000_000}"
 
 
 def table_lines(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[str]:

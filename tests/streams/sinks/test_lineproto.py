@@ -307,3 +307,45 @@ def test_row_messages_are_each_rows_message(mb: Any, cluster: str) -> None:
     if rows:
         with pytest.raises(ValueError, match="columns"):
             row_messages(cluster, m.table, [rows[0][:-1]])
+
+
+def _alert_line_reference(cluster: str, a: Alert) -> str:
+    """The alert point as the generic ``line`` builds it from its tags and fields."""
+    import orjson
+
+    tags = {"cluster": cluster, "kind": a.kind, "subject": a.subject, "state": a.state,
+            "severity": a.severity}  # fmt: skip
+    fields = {
+        "id": a.id,
+        "since_s": float(a.since),
+        "firing": 1 if a.state == "firing" else 0,
+        "window": a.window,
+        "details": orjson.dumps(dict(a.details)).decode(),
+        "value": None if a.value is None else float(a.value),
+        "threshold": None if a.threshold is None else float(a.threshold),
+    }
+    return line("alerts", tags, fields, round(a.at * 1000) * 1_000_000)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts.filter(bool),
+    st.builds(
+        Alert,
+        id=texts,
+        kind=texts,
+        subject=texts,
+        severity=texts,
+        state=st.one_of(st.sampled_from(["firing", "resolved"]), texts),
+        value=st.one_of(st.none(), floats, ints),
+        threshold=st.one_of(st.none(), floats),
+        window=texts,
+        since=st.floats(-1e10, 4e9),
+        at=st.floats(0, 4e9),
+        details=st.dictionaries(
+            texts, st.one_of(texts, ints, st.lists(texts, max_size=3)), max_size=3
+        ),  # fmt: skip
+    ),
+)
+def test_an_alert_line_is_the_generic_lines(cluster: str, a: Alert) -> None:
+    assert alert_line(cluster, a) == _alert_line_reference(cluster, a)
