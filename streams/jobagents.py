@@ -143,6 +143,7 @@ class JobsPipeline:
                                 app.conf.id, self._send_state)  # fmt: skip
         self.pending: dict[int, list[list[Any]]] = {}  # partition -> [offset, event dict]
         self.held: dict[int, list[Any]] = {}
+        self.flights: list[asyncio.Future[None]] = []  # publishes waiting for the broker
         self.dead: list[Any] = []
         self.lock = asyncio.Lock()
         self.merger: JobEventMerger | None = None
@@ -180,6 +181,7 @@ class JobsPipeline:
     # ---- job-events -------------------------------------------------------------------------
     SOURCE = "job-events"
     INPUT_TAKE = 512  # input messages the first stage takes at once
+    IN_FLIGHT = 4  # publishes whose acks may wait while the next part is read
     PUBLISH_RECORDS = 8 * PARTIAL_EVENTS  # forwarded once read, before the rest of a take
     STATE_KEY = STATE_KEY
 
@@ -286,17 +288,20 @@ class JobsPipeline:
                     self.pending.setdefault(p, []).append([off, rec])
                 self.held.setdefault(p, []).append(ev)
 
-    async def publish(self) -> None:
-        """Send every partition's new events to jobs-partials, then ack them. A backlog goes
-        out with the partitions' messages interleaved (the first of each, then the second...):
-        the combiner releases events only once every partition is past them, so one partition's
-        whole backlog before the next one's would hold everything until the last arrived."""
+    async def publish(self, wait: bool = True) -> None:
+        """Send every partition's new events to jobs-partials, then ack them once the broker
+        has them. A backlog goes out with the partitions' messages interleaved (the first of
+        each, then the second...): the combiner releases events only once every partition is
+        past them, so one partition's whole backlog before the next one's would hold everything
+        until the last arrived. ``wait=False`` (the job-events agent, between the parts of a
+        take): the sends are queued and their acks happen in order once the broker has them,
+        while the next part is read; at most ``IN_FLIGHT`` publishes wait so; a failed send
+        stops the agent at its next publish (nothing after it is acked)."""
         async with self.lock:
             dead, self.dead = self.dead, []
-            await _sent(dead)
             parts = sorted(set(self.held) | set(self.pending))
             runs = {p: list(_chunks(self.pending.pop(p, []), self._size)) for p in parts}
-            futs = [
+            sends = [
                 self._partials_topic().send(
                     key=str(p).encode(), value=self._encode_partial(p, runs[p][i])
                 )
@@ -304,12 +309,29 @@ class JobsPipeline:
                 for p in parts
                 if i < len(runs[p])
             ]
-            await _sent(futs)
-            for p in parts:
-                held = self.held.get(p, [])
-                for ev in held:  # ascending offsets, no holes
-                    ev.ack()
-                held.clear()
+            queued = [await x for x in [*dead, *sends]]  # queued in this order
+            held = [self.held.pop(p) for p in parts if p in self.held]
+            flight = asyncio.ensure_future(self._acked(self.flights[-1:], queued, held))
+            self.flights.append(flight)
+        while self.flights and (wait or len(self.flights) > self.IN_FLIGHT
+                                or self.flights[0].done()):  # fmt: skip
+            first = self.flights[0]
+            await first  # raises a failed send's error
+            if self.flights and self.flights[0] is first:  # (the flush timer publishes too)
+                self.flights.pop(0)
+
+    @staticmethod
+    async def _acked(before: list[asyncio.Future[None]], queued: list[Any],
+                     held: list[list[Any]]) -> None:  # fmt: skip
+        """Once the publish before (if any) has acked its events and the broker has every
+        one of ``queued``: ack the ``held`` events (per partition, ascending offsets)."""
+        if before:
+            await before[0]
+        if queued:
+            await asyncio.gather(*queued)
+        for events in held:
+            for ev in events:
+                ev.ack()
 
     async def revoked(self, tps: Iterable[Any]) -> None:
         """Nothing is dropped: events this worker still holds are forwarded anyway, unacked (a
@@ -320,6 +342,8 @@ class JobsPipeline:
         jp = self._partials_topic().get_topic_name()
         tps = list(tps)
         async with self.lock:
+            if self.flights:  # publishes under way ack their events first
+                await asyncio.gather(*self.flights, return_exceptions=True)
             for tp in tps:
                 if tp.topic == je:  # its events are still forwarded; their acks are void
                     self.held.pop(tp.partition, None)
@@ -563,7 +587,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
             async for events in stream.noack_take(pipe.INPUT_TAKE, within=0.5):
                 for part in pipe.input_parts(events):  # a backlog's take: forwarded in parts
                     await pipe.on_input(part)
-                    await pipe.publish()  # forwarded at once: the combiner waits for no timer
+                    await pipe.publish(wait=False)  # at once: the combiner waits for no timer
 
     @app.agent(partials, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{name}")
     async def combine(stream: Any) -> None:

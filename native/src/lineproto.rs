@@ -7,6 +7,7 @@
 //! (a date, a float tag, a big integer...) comes back as None, for `Measurement.line`.
 
 use pyo3::prelude::*;
+use std::fmt::Write;
 use pyo3::types::{PyFloat, PyInt, PyList, PyString, PyTuple};
 
 const FLOAT: u8 = 0;
@@ -25,6 +26,13 @@ pub fn float_repr(out: &mut String, x: f64) {
     // would be ...723.3 where repr writes ...723.2)
     let mut buf = ryu::Buffer::new();
     let text = buf.format_finite(x);
+    // the common case: ryu writes it positionally as repr does (exponent in [-4, 16))
+    let b = text.as_bytes();
+    let digits_from = if b[0] == b'-' { 1 } else { 0 };
+    if !b.contains(&b'e') && !b[digits_from..].starts_with(b"0.0000") {
+        out.push_str(text.strip_suffix(".0").unwrap_or(text));
+        return;
+    }
     let (neg, text) = match text.strip_prefix('-') {
         Some(t) => (true, t),
         None => (false, text),
@@ -136,7 +144,7 @@ fn as_text(v: &Bound<'_, PyAny>, buf: &mut String) -> Option<()> {
         return Some(());
     }
     if v.is_exact_instance_of::<PyInt>() {
-        buf.push_str(&v.extract::<i64>().ok()?.to_string());
+        let _ = write!(buf, "{}", v.extract::<i64>().ok()?);
         return Some(());
     }
     None
@@ -194,7 +202,7 @@ fn one_line(
                     out.push(',');
                 }
                 out.push_str(k);
-                out.push_str(&as_int(&v)?.to_string());
+                let _ = write!(out, "{}", as_int(&v)?);
                 out.push('i');
                 any = true;
                 continue;
@@ -257,7 +265,7 @@ fn one_line(
         ns += (crc32fast::hash(text.as_bytes()) % 1_000_000) as i64;
     }
     out.push(' ');
-    out.push_str(&ns.to_string());
+    let _ = write!(out, "{}", ns);
     Some(true)
 }
 

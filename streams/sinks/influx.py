@@ -14,6 +14,7 @@ inject a point.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -24,6 +25,9 @@ from models.drain.live import LiveJob, LiveWindow
 from streams.sinks.lineproto import line
 
 BATCH = 5000
+# write requests at once for a write of more than a batch: InfluxDB parses and indexes one
+# request on one core, and the live job path writes ~1.5 points per job event
+WRITERS = 2
 
 
 class InfluxError(RuntimeError):
@@ -117,8 +121,12 @@ class InfluxSink:
         self.sleep = sleep
         self.stats = SinkStats()
         self._api: Any = None
+        self._pool: Any = None  # the writers' threads, made at the first large write
+        self._stats_lock = threading.Lock()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
         self.client.close()
 
     def write_windows(self, rows: Iterable[LiveWindow]) -> None:
@@ -132,8 +140,28 @@ class InfluxSink:
         self.write([job_point(self.cluster, j) for j in rows])
 
     def write(self, points: Sequence[str]) -> None:
-        """Lines of line protocol (nanosecond times; '' for a point without fields: none)."""
+        """Lines of line protocol (nanosecond times; '' for a point without fields: none).
+        More than a batch is written by ``WRITERS`` requests at once, each line by the writer
+        its series names (the text before its first space: the same series, the same writer,
+        so a point written twice keeps its order)."""
         lines = [p for p in points if p]
+        if len(lines) <= BATCH or WRITERS < 2:
+            self._write_lines(lines)
+            return
+        parts: list[list[str]] = [[] for _ in range(WRITERS)]
+        for p in lines:
+            parts[hash(p[: p.find(" ")]) % WRITERS].append(p)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="influx-write")
+        futures = [self._pool.submit(self._write_lines, part) for part in parts if part]
+        errors = [f.exception() for f in futures]  # every writer done, then the first error
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def _write_lines(self, lines: Sequence[str]) -> None:
         for i in range(0, len(lines), BATCH):
             self._write_batch(lines[i : i + BATCH])
 
@@ -143,8 +171,9 @@ class InfluxSink:
 
         if not points:
             return
-        if self._api is None:
-            self._api = self.client.write_api(write_options=SYNCHRONOUS)
+        with self._stats_lock:  # writers share the client's write API and the counts
+            if self._api is None:
+                self._api = self.client.write_api(write_options=SYNCHRONOUS)
         t0 = time.monotonic()
         delay, attempt = 0.5, 1
         while True:
@@ -153,7 +182,9 @@ class InfluxSink:
                 break
             except ApiException as e:
                 status = int(e.status or 0)
-                self.stats.by_status[str(status)] = self.stats.by_status.get(str(status), 0) + 1
+                with self._stats_lock:
+                    by = self.stats.by_status
+                    by[str(status)] = by.get(str(status), 0) + 1
                 if status != 429 and status < 500:
                     raise InfluxError(
                         f"InfluxDB refused the points: HTTP {status} {str(e.body)[:300]!r}"
@@ -163,14 +194,16 @@ class InfluxSink:
             except Exception as e:  # connection refused, reset, timeout: InfluxDB is down
                 wait = delay
                 why = f"{type(e).__name__}: {e}".splitlines()[0][:160]
-            self.stats.retries += 1
-            self.stats.last_error = why
+            with self._stats_lock:
+                self.stats.retries += 1
+                self.stats.last_error = why
             self.log(f"influxdb: write failed (attempt {attempt}: {why}); retrying in {wait:.1f} s")
             self.sleep(wait)
             delay, attempt = min(delay * 2, self.max_delay_s), attempt + 1
-        self.stats.writes += 1
-        self.stats.points += len(points)
-        self.stats.seconds += time.monotonic() - t0
+        with self._stats_lock:
+            self.stats.writes += 1
+            self.stats.points += len(points)
+            self.stats.seconds += time.monotonic() - t0
 
 
 def _retry_after(e: Any) -> float | None:

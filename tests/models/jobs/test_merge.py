@@ -10,6 +10,8 @@ import zlib
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.formats.jobsource import event_sort_key, iter_job_events, sort_events
 from models.jobs.merge import JobEventMerger
@@ -104,3 +106,24 @@ def test_late_and_waiting_for_every_partition() -> None:
     assert [e.job for e in m.release()] == ["f", "a"]  # min(300, 200) - 10 = 190, in time order
     assert [e.job for e in m.flush()] == ["c", "g"]
     assert sorted([ev(5, "x", "end"), ev(5, "x", "start")], key=event_sort_key)[0].type == "start"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            JobEvent,
+            type=st.sampled_from(["submit", "start", "end", "other"]),
+            ts=st.sampled_from([0.0, 1.0, 1.5, -2.0, 1e9]),
+            job=st.sampled_from(["a", "b", "10", "9", ""]),
+            user=st.sampled_from([None, "u", "v"]),  # ties otherwise: stability shows
+        ),
+        max_size=40,
+    )
+)
+def test_the_merger_sorts_as_the_sort_key_stably(events: list[JobEvent]) -> None:
+    """The merger's release order (keys made without a Python call per event) is
+    ``sorted(key=event_sort_key)``'s, equal keys in their arrival order."""
+    got = JobEventMerger().sort(list(events))
+    want = sorted(events, key=event_sort_key)
+    assert [id(e) for e in got] == [id(e) for e in want]
