@@ -9,9 +9,9 @@ it, copy c shifted by c hours with its own job ids, users and groups, as bench_j
 its stream) is shipped to an empty ``<prefix>job-events`` first; then one worker starts and the
 run is done when InfluxDB holds one ``runtime_prediction`` point per ended job the merger can
 release (events up to the lowest over the partitions of their latest event time, minus
-``worker.lateness``: computed here from the shipped events and their partitions). Beyond
-about 3 copies the run fails: ``runtime_prediction`` has a ``job`` tag, and InfluxDB 1.8 refuses
-a tag's 100,001st value (``max-values-per-tag``), which stops the worker.
+``worker.lateness``: computed here from the shipped events and their partitions). The job id
+is a field, not a tag, of every per-job measurement, so the copies are bounded only by time
+(``--copies 6``, 512,568 events, runs in about 15 s).
 
 Latency: each episode publishes ten 1-second 8-core jobs of a new user (A = 4,792 > 3,600
 slot-seconds) and filler jobs on every partition of job-events that start 190 s later (the

@@ -69,6 +69,24 @@ PRODUCER_BATCH_BYTES = 512 << 10
 FETCH_MAX_WAIT_MS = 100
 
 
+def table_manager() -> type:
+    """Faust's table manager, without its start-up's fixed one-second sleep (it waits for
+    tables to be declared) when none is: drainwatch keeps its state in ``worker-state``, not in
+    Faust tables, and the sleep was a second of every worker's start before its first
+    record (bench/bench_live_jobs.py). With a table declared, Faust's own start runs."""
+    from faust.tables import TableManager
+
+    class Tables(TableManager):
+        async def on_start(self) -> None:
+            if len(self):
+                await super().on_start()
+            elif not self.should_stop:
+                await self._update_channels()
+                await self.recovery.start()
+
+    return Tables
+
+
 def kafka_transport(app: faust.App) -> Any:
     """Faust's aiokafka transport, its worker consumer with :data:`FETCH_MAX_WAIT_MS`."""
     from faust.transport.drivers import aiokafka as drv
@@ -112,6 +130,7 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
         # held acks must not make shutdown and rebalances wait forever (docs/state.md)
         stream_wait_empty=False,
+        TableManager=table_manager(),
         autodiscover=False,
         env={},  # Faust's own env vars must not override DRAINWATCH_* settings
     )

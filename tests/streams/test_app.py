@@ -241,3 +241,34 @@ def test_the_worker_consumer_waits_briefly_for_new_data_on_the_broker() -> None:
         return int(consumer._fetch_max_wait_ms)
 
     assert asyncio.run(build()) == FETCH_MAX_WAIT_MS == 100
+
+
+def test_the_worker_starts_without_fausts_one_second_wait_for_tables() -> None:
+    """Faust's table manager sleeps 1 s at start for tables to be declared; drainwatch
+    declares none, so its manager goes straight on (channels, recovery). The two steps after
+    the sleep are recorded here (stand-ins: the recovery service needs a running consumer);
+    the real start is every integration test's worker."""
+    from types import SimpleNamespace
+
+    from faust.tables import TableManager
+
+    async def start() -> list[str]:
+        app = create_app(load_settings(env={}), app_id="drainwatch-test-tables")
+        tables = app.tables
+        assert isinstance(tables, TableManager) and len(tables) == 0
+        done: list[str] = []
+
+        async def no_sleep(seconds: float) -> None:
+            done.append(f"sleep {seconds}")
+
+        async def step(name: str) -> None:
+            done.append(name)
+
+        tables.sleep = no_sleep  # type: ignore[method-assign]
+        tables._update_channels = lambda: step("channels")  # type: ignore[method-assign]
+        recovery = SimpleNamespace(start=lambda: step("recovery"))
+        type(tables).recovery = property(lambda _self: recovery)  # type: ignore[assignment]
+        await tables.on_start()
+        return done
+
+    assert asyncio.run(start()) == ["channels", "recovery"]
