@@ -687,11 +687,15 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
 def in_process(fmt: str, path: Path, events: int, settings: Settings, per_flush: int,
                profile: bool) -> dict[str, Any]:  # fmt: skip
     """Events/s of the worker's job path in this process (no broker, points to line protocol
-    but not sent); with ``profile``, cProfile's functions by cumulative time."""
+    but not sent; the garbage collector tuned as the worker tunes it); with ``profile``,
+    cProfile's functions by cumulative time."""
     import cProfile
     import pstats
 
+    from streams.memory import tune_gc
+
     msgs = _messages(fmt, path, settings)
+    tune_gc()  # as the worker does before its first record
     prof = cProfile.Profile() if profile else None
     t0 = time.perf_counter()
     if prof is not None:
