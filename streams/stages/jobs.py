@@ -19,11 +19,11 @@ import bisect
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
-from models.drain.release import Holder, ReleaseForecast, forecast_release
+from models.drain.release import Holder, ReleaseForecast, forecast_in_order, forecast_release
 from models.jobs.capability import (
     DEFAULT_FRACTION,
     CapabilityUse,
@@ -616,6 +616,9 @@ class FairShareStage(_DailyStage):
         return {"half_life_s": self.m.half_life, "refunded_jobs": self.m.refunded_jobs}
 
 
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
 class ReleaseForecastStage:
     """Seed 001's node-release forecast (models.drain.release) at every submit: the job's nodes
     are needed at its submit time; the nodes not held by running jobs are free (the section's
@@ -678,23 +681,19 @@ class ReleaseForecastStage:
                 bisect.insort(self._ends, (held[1], job))
         self._running_sums = (busy, no_end)
 
-    def _holders(self, missing: int, now: float) -> list[Holder]:
-        """The running jobs (with an end) whose releases :func:`forecast_release` walks, in its
-        order (expected end, jobs past theirs at ``now``; then job id) until ``missing`` nodes
-        are free: the forecast is the same as with every running job, without listing them."""
-        ends = self._ends
-        i = bisect.bisect_right(ends, now, key=lambda x: x[0])
-        out: list[Holder] = []
-        free = 0
-        for end, job in itertools.chain(sorted(ends[:i], key=lambda x: x[1]), ends[i:]):
-            n, _, name = self.running[job]
-            if n <= 0:
-                continue
-            out.append(Holder(job, n, end, name))
-            free += n
-            if free >= missing:
-                break
-        return out
+    def _releases(self, now: float) -> Iterator[tuple[float, str, int, str | None]]:
+        """The running jobs with an end in :func:`forecast_release`'s order at ``now``: those
+        past their end (released any moment now) by job id, then the rest by end and job id,
+        as (release time, job, nodes, name); the walk takes them until the nodes are free."""
+        ends, running = self._ends, self.running
+        i = bisect.bisect_right(ends, now, key=_FIRST)
+        if i:
+            for _end, job in sorted(ends[:i], key=_SECOND):
+                n, _, name = running[job]
+                yield now, job, n, name
+        for end, job in itertools.islice(ends, i, None):
+            n, _, name = running[job]
+            yield end, job, n, name
 
     def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
         nodes = e.nodes or 0
@@ -708,8 +707,7 @@ class ReleaseForecastStage:
         free = max(0, self.section_nodes - busy)
         at = e.ts if e.reserved_start is None else e.reserved_start
         # the running jobs' releases matter only when nodes are missing
-        holders = self._holders(nodes - free, e.ts) if nodes > free else []
-        f = forecast_release(nodes, at, free, holders, now=e.ts)
+        f = forecast_in_order(nodes, at, free, self._releases(e.ts) if nodes > free else (), e.ts)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
         return f

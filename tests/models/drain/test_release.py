@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from models.drain.release import Holder, forecast_release
+from models.drain.release import Holder, forecast_in_order, forecast_release
 from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 
@@ -66,3 +68,22 @@ def test_from_predictor_running_view() -> None:
     holders = [Holder(r.job, r.nodes, r.expected_end, r.name) for r in m.running(5100)]
     f = forecast_release(need=16, at=5500.0, held=0, running=holders, now=5100.0)
     assert f.ready_at == 5600.0 and f.late_by == 100.0 and f.in_the_way == ("r1",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-5, 40), st.integers(0, 50)), max_size=12),
+    st.integers(0, 120),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+def test_in_order_equals_forecast_release(
+    jobs: list[tuple[int, int]], need: int, held: int, at: int, now: int
+) -> None:
+    """The walk over running jobs given in order (past ones released at ``now``, ties by job)
+    makes exactly forecast_release's forecast, nodes <= 0 and every timing case included."""
+    running = [Holder(f"j{k:02d}", n, float(end), f"n{k}") for k, (n, end) in enumerate(jobs)]
+    releases = sorted((max(h.expected_end, float(now)), h.job, h.nodes, h.name) for h in running)
+    want = forecast_release(need, float(at), held, running, now=float(now))
+    assert forecast_in_order(need, float(at), held, iter(releases), float(now)) == want
