@@ -96,8 +96,10 @@ class Stack:
             doc: dict[str, Any] = json.loads(r.read())
         return doc
 
-    def count(self, db: str, measurement: str, field: str) -> int:
-        r = self.query(f'SELECT count("{field}") FROM "{measurement}"', db=db)
+    def count(self, db: str, measurement: str, field: str, since_ms: int | None = None) -> int:
+        """Points of ``measurement`` with ``field`` (at or after ``since_ms`` if given)."""
+        where = "" if since_ms is None else f" WHERE time >= {since_ms}ms"
+        r = self.query(f'SELECT count("{field}") FROM "{measurement}"{where}', db=db)
         series = r["results"][0].get("series")
         return int(series[0]["values"][0][1]) if series else 0
 

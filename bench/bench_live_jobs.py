@@ -236,6 +236,16 @@ def cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def stack_pids() -> dict[str, int]:
+    """The local stack's broker and InfluxDB processes (their pid files), to charge them
+    their CPU: on this machine they share the worker's CPUs."""
+    out = {}
+    for name, f in (("broker", "kafka/kafka.pid"), ("influxdb", "influxdb/influxd.pid")):
+        with contextlib.suppress(OSError, ValueError):
+            out[name] = int((ROOT / ".drainwatch" / f).read_text().strip())
+    return out
+
+
 def forwarded(settings: Settings, prefix: str) -> list[tuple[float, int, int]]:
     """(broker timestamp s, job-events partition, events) of every jobs-partials message: when
     the worker's first stage forwarded which events to its merger."""
@@ -297,10 +307,14 @@ def shipped(settings: Settings, prefix: str) -> tuple[int, int, dict[int, float]
     return messages, events, latest
 
 
+TAIL_POINTS = 1000  # the latest points the done poll counts before it counts them all
+
+
 def expected_rows(
     events: list[JobEvent], latest: dict[int, float], parts: int, settings: Settings
-) -> tuple[int, int]:
-    """(events the merger releases, runtime_prediction points they give): released are the
+) -> tuple[int, int, int, int]:
+    """(events the merger releases, runtime_prediction points they give, the time in ms from
+    which the latest ~TAIL_POINTS of them are, how many are from then): released are the
     events up to the lowest over the partitions of their latest event time minus the lateness;
     one point per ended job (series job + user, time: its end)."""
     wm = min(latest.values()) - settings.lateness if len(latest) == parts else float("-inf")
@@ -309,7 +323,12 @@ def expected_rows(
     rows = RuntimePredictor(overrun_margin=settings.alert_overrun_margin).update(
         [e for e in released if e.type != "submit"]
     )
-    return len(released), len({(r.job, r.user, round(ends[r.job] * 1000)) for r in rows})
+    points = sorted({(round(ends[r.job] * 1000), r.job, r.user) for r in rows})
+    if len(points) < TAIL_POINTS:  # few enough to count them all every time
+        return len(released), len(points), 0, 0
+    tail_ms = points[-TAIL_POINTS][0]
+    tail_n = sum(1 for ms, _, _ in points if ms >= tail_ms)
+    return len(released), len(points), tail_ms, tail_n
 
 
 def throughput(
@@ -325,16 +344,23 @@ def throughput(
                                     settings.max_hosts)  # fmt: skip
         t_ship = run.ship(fmt, path)
         n_msgs, n_shipped, latest = shipped(settings, run.prefix)
-        n_released, want = expected_rows(events, latest, settings.topic_partitions, settings)
+        n_released, want, tail_ms, tail_n = expected_rows(
+            events, latest, settings.topic_partitions, settings
+        )
         wrap = None
         if profile is not None:
             wrap = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
                     "--rate", "200", "--nonblocking", "-o", str(profile), "--"]  # fmt: skip
+        others = stack_pids()
+        others_cpu0 = {k: cpu_s(v) for k, v in others.items()}
+        others_done = dict(others_cpu0)
+        polls, poll_s = 0, 0.0
         wall0, t0 = time.time(), time.perf_counter()
         t_health = run.start_worker(wrap)
         pid = run.worker_pid()
         first = last_change = None
-        n = last = 0
+        n = tail = 0
+        last: tuple[str, int] | None = None
         cpu = cpu_first = cpu_done = 0.0
         outages: list[str] = []
         while True:
@@ -342,7 +368,17 @@ def throughput(
             if run.proc.poll() is not None:
                 raise SystemExit(f"the worker stopped; see {out}/worker-{run.tag}.log")
             try:
-                n = stack.count(run.db, "runtime_prediction", "actual_s")
+                # a count of every point costs InfluxDB ~36 ms of CPU at 85,000 (KTH x 3), on
+                # the CPUs the run shares: once points come, the latest ones only, until all
+                # of those are in; then every point, until all are in
+                q0 = time.perf_counter()
+                if first is not None and tail < tail_n:
+                    tail = stack.count(run.db, "runtime_prediction", "actual_s", tail_ms)
+                    progress = ("latest", tail)
+                else:
+                    n = stack.count(run.db, "runtime_prediction", "actual_s")
+                    progress = ("all", n)
+                polls, poll_s = polls + 1, poll_s + time.perf_counter() - q0
             except OSError as e:  # InfluxDB restarted under us (a shared stack): note it
                 outages.append(f"{time.perf_counter() - t0:.1f} s: {e}")
                 time.sleep(0.5)
@@ -351,8 +387,10 @@ def throughput(
             cpu = cpu_s(pid)
             if n and first is None:
                 first, cpu_first = now, cpu
-            if n != last:
-                last, last_change, cpu_done = n, now, cpu
+            if progress != last:
+                last, last_change, cpu_done = progress, now, cpu
+                with contextlib.suppress(OSError):
+                    others_done = {k: cpu_s(v) for k, v in others.items()}
             if n >= want or (last_change is not None and now - last_change > 30):
                 break
             if now > 1800:
@@ -389,6 +427,10 @@ def throughput(
         "worker_peak_rss_mb": rss, "worker_cpu_s_to_first_point": cpu_first,
         "worker_cpu_s_to_done": cpu_done,
         "events_per_worker_cpu_s": len(events) / cpu_done if cpu_done else None,
+        # the broker's and InfluxDB's CPU from the worker's start to done (this bench's own
+        # polls of InfluxDB, a count query every 0.1 s, included: poll_query_ms_mean)
+        **{f"{k}_cpu_s_to_done": others_done[k] - others_cpu0[k] for k in others},
+        "polls": polls, "poll_query_ms_mean": 1000 * poll_s / polls if polls else None,
         "forwarded_first_s": fw[0][0] - wall0 if fw else None,
         "forwarded_half_s": half, "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
         "forwarded_last_by_partition_s": dict(sorted(last_by_part.items())),
@@ -881,7 +923,10 @@ def main() -> None:
               f", all at {t['forwarded_all_s'] or nan:.2f} s; worker CPU "
               f"{t['worker_cpu_s_to_done']:.2f} s to done "
               f"({t['worker_cpu_s_to_first_point']:.2f} s to the first point): "
-              f"{t['events_per_worker_cpu_s']:,.0f} events per CPU-second; "
+              f"{t['events_per_worker_cpu_s']:,.0f} events per CPU-second; broker CPU "
+              f"{t.get('broker_cpu_s_to_done', nan):.2f} s, InfluxDB CPU "
+              f"{t.get('influxdb_cpu_s_to_done', nan):.2f} s (its count polls "
+              f"{t['poll_query_ms_mean'] or nan:.1f} ms each); "
               f"{t['events_per_s_from_first_forward'] or nan:,.0f} events/s from the first "
               f"forward (after the group join)")  # fmt: skip
     result["throughput"] = runs

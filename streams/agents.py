@@ -33,6 +33,7 @@ import orjson
 
 from models.alerts import Alert, AlertBook, DrainAlerts, StallWatch
 from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
+from models.jsonbytes import json_bytes
 from models.records.nodestatus import NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
@@ -322,13 +323,13 @@ class DrainPipeline:
             futs = [
                 self.topics.metrics_drain.send(
                     key=f"{w.unit}:{w.start_ms}".encode(),
-                    value=orjson.dumps(window_message(cluster, w)),
+                    value=json_bytes(window_message(cluster, w)),
                 )
                 for w in rows
             ]
             futs += [
                 self.topics.metrics_jobs.send(
-                    key=j.job.encode(), value=orjson.dumps(job_message(cluster, j))
+                    key=j.job.encode(), value=json_bytes(job_message(cluster, j))
                 )
                 for j in jobs
             ]
@@ -353,7 +354,7 @@ class DrainPipeline:
                     await asyncio.to_thread(self.sink.write, points)
                 futs += [
                     self.topics.alerts.send(
-                        key=a.id.encode(), value=orjson.dumps(alert_message(cluster, a))
+                        key=a.id.encode(), value=json_bytes(alert_message(cluster, a))
                     )
                     for a in changes
                 ]

@@ -37,6 +37,7 @@ from models.jobs.merge import JobEventMerger
 from models.jobs.runtime import RuntimePredictor
 from models.jobs.shortjobs import ShortJobPenalty
 from models.jobs.turnover import SlotTurnover
+from models.jsonbytes import json_bytes
 from models.records.jobevent import (
     JobEvent,
     JobEventError,
@@ -389,7 +390,7 @@ class JobsPipeline:
         cluster = self.settings.cluster
         for a in alerts:
             self.points.append(alert_line(cluster, a))
-            self.alert_messages.append((a.id.encode(), orjson.dumps(alert_message(cluster, a))))
+            self.alert_messages.append((a.id.encode(), json_bytes(alert_message(cluster, a))))
         self.counts["alert_changes"] += len(alerts)
 
     async def send_alerts(self) -> None:

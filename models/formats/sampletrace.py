@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from models.jsonbytes import json_bytes
 from models.records.nodesample import (
     IMPLAUSIBLE,
     MAX_CORE_PCT,
@@ -94,8 +95,9 @@ def sample_to_dict(s: NodeSample) -> dict[str, object]:
 
 
 def dumps(s: NodeSample) -> bytes:
-    """One trace line (no newline)."""
-    return orjson.dumps(sample_to_dict(s))
+    """One trace line (no newline), in a block of its own size: the shippers keep a batch of
+    them (models.jsonbytes)."""
+    return json_bytes(sample_to_dict(s))
 
 
 def parse_sample(line: str | bytes) -> NodeSample:

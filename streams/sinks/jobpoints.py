@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from models.alerts import Alert
+from models.jsonbytes import json_bytes
 from streams.format import instant
 from streams.sinks.lineproto import (
     KEY_TABLE,
@@ -363,11 +364,10 @@ def row_messages(cluster: str, table: Table, rows: Sequence[Row]) -> list[bytes]
         return t
 
     out = []
-    dumps = orjson.dumps
     for r in rows:
         if len(r) != width:
             raise ValueError(f"{table.file}: a row of {len(r)} columns, not {width}")
-        out.append(dumps(build(cluster, r, iso)))
+        out.append(json_bytes(build(cluster, r, iso)))  # kept until the flush sends them
     return out
 
 
