@@ -66,72 +66,62 @@ def forecast_release(
     checkpointable jobs at ``now`` (they write a restart file and stop)."""
     if checkpoint and now is None:
         raise ValueError("checkpoint needs now")
-    missing = max(0, need - held)
     base = now if now is not None else at
-    if missing == 0:
-        return ReleaseForecast(need, at, held, 0, base if base <= at else at, 0.0, (), ())
-    order: list[tuple[float, str, Holder, bool]] = []
+    if need <= held:
+        return _walk(need, at, held, base, ())
+    order: list[tuple[float, str, int, str | None, bool]] = []
     for h in running:
         ck = checkpoint and h.checkpointable
         rel = base if ck else h.expected_end  # ck implies now is not None, so base is now
         if now is not None and rel < now:
             rel = now  # overrunning jobs: expected any moment
-        order.append((rel, h.job, h, ck))
+        order.append((rel, h.job, h.nodes, h.name, ck))
     order.sort(key=lambda x: (x[0], x[1]))
-    free = held
-    steps: list[ReleaseStep] = []
-    ready: float | None = None
-    for rel, _job, h, ck in order:
-        if h.nodes <= 0:
-            continue
-        free += h.nodes
-        left = max(0, need - free)
-        steps.append(ReleaseStep(h.job, h.name, h.nodes, rel, free, left, ck, rel > at))
-        if left == 0:
-            ready = rel
-            break
-    late = None if ready is None else max(0.0, ready - at)
-    return ReleaseForecast(
-        need,
-        at,
-        held,
-        missing,
-        ready,
-        late,
-        tuple(steps),
-        tuple(s.job for s in steps if s.in_the_way),
-    )
+    return _walk(need, at, held, base, order)
 
 
 def forecast_in_order(
     need: int,
     at: float,
     held: int,
-    releases: Iterable[tuple[float, str, int, str | None]],
+    releases: Iterable[tuple[float, str, int, str | None, bool]],
     now: float,
 ) -> ReleaseForecast:
-    """:func:`forecast_release` at ``now`` (no checkpointing) for running jobs given already in
-    its order: ``releases`` are (release time, job, nodes, name), the release time a job's
-    expected end or ``now`` for a job past it, sorted by release time, then job. The same
-    forecast without making, sorting and walking a holder per running job: the walk stops at
-    the job that completes the reservation (the live stage keeps its running jobs in order)."""
+    """:func:`forecast_release` at ``now`` for running jobs given already in its order:
+    ``releases`` are (release time, job, nodes, name, checkpointed), the release time a job's
+    expected end, or ``now`` for a job past it (or checkpointed), sorted by release time, then
+    job. The same forecast without making, sorting and walking a holder per running job: the
+    walk stops at the job that completes the reservation (the live stage keeps its running
+    jobs in order)."""
+    return _walk(need, at, held, now, releases)
+
+
+def _walk(
+    need: int,
+    at: float,
+    held: int,
+    base: float,
+    releases: Iterable[tuple[float, str, int, str | None, bool]],
+) -> ReleaseForecast:
+    """The releases, in order, until ``need`` nodes are free (Figure 9's Free / Need rows);
+    ``base``: when the reservation could start if nothing is missing (now, else ``at``)."""
     missing = need - held
     if missing <= 0:
-        return ReleaseForecast(need, at, held, 0, now if now <= at else at, 0.0, (), ())
+        return ReleaseForecast(need, at, held, 0, base if base <= at else at, 0.0, (), ())
     free = held
     steps: list[ReleaseStep] = []
     ready: float | None = None
-    for rel, job, nodes, name in releases:
+    for rel, job, nodes, name, ck in releases:
         if nodes <= 0:
             continue
         free += nodes
         left = need - free
         if left <= 0:
-            steps.append(ReleaseStep(job, name, nodes, rel, free, 0, False, rel > at))
+            steps.append(ReleaseStep(job, name, nodes, rel, free, 0, ck, rel > at))
             ready = rel
             break
-        steps.append(ReleaseStep(job, name, nodes, rel, free, left, False, rel > at))
-    late = None if ready is None else (ready - at if ready > at else 0.0)
+        steps.append(ReleaseStep(job, name, nodes, rel, free, left, ck, rel > at))
+    late = None if ready is None else max(0.0, ready - at)
     return ReleaseForecast(
         need,
         at,

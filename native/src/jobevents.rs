@@ -90,24 +90,13 @@ impl<'a> Parser<'a> {
         }
         match s.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while matches!(s.get(i), Some(b'0'..=b'9')) {
-                    i += 1;
-                }
-            }
+            Some(b'1'..=b'9') => i = digits(s, i)?,
             _ => return None,
         }
         let mut int = true;
         if s.get(i) == Some(&b'.') {
             int = false;
-            i += 1;
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
+            i = digits(s, i + 1)?;
         }
         if matches!(s.get(i), Some(b'e' | b'E')) {
             int = false;
@@ -115,13 +104,7 @@ impl<'a> Parser<'a> {
             if matches!(s.get(i), Some(b'+' | b'-')) {
                 i += 1;
             }
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
+            i = digits(s, i)?;
         }
         self.i = i;
         let text = std::str::from_utf8(&s[start..i]).ok()?;
@@ -171,6 +154,15 @@ impl<'a> Parser<'a> {
 }
 
 /// The line's fields by key (the last of a repeated key, as orjson), or None.
+/// The end of the run of digits at `i`; None when there is none (JSON wants one at least).
+fn digits(s: &[u8], mut i: usize) -> Option<usize> {
+    let d = i;
+    while matches!(s.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    (i > d).then_some(i)
+}
+
 fn parse_line<'a>(line: &'a [u8], strs: &mut Vec<&'a [u8]>) -> Option<[Val<'a>; 16]> {
     std::str::from_utf8(line).ok()?;
     let mut p = Parser { s: line, i: 0 };

@@ -681,19 +681,20 @@ class ReleaseForecastStage:
                 bisect.insort(self._ends, (held[1], job))
         self._running_sums = (busy, no_end)
 
-    def _releases(self, now: float) -> Iterator[tuple[float, str, int, str | None]]:
+    def _releases(self, now: float) -> Iterator[tuple[float, str, int, str | None, bool]]:
         """The running jobs with an end in :func:`forecast_release`'s order at ``now``: those
         past their end (released any moment now) by job id, then the rest by end and job id,
-        as (release time, job, nodes, name); the walk takes them until the nodes are free."""
+        as (release time, job, nodes, name, checkpointed: never here); the walk takes them
+        until the nodes are free."""
         ends, running = self._ends, self.running
         i = bisect.bisect_right(ends, now, key=_FIRST)
         if i:
             for _end, job in sorted(ends[:i], key=_SECOND):
                 n, _, name = running[job]
-                yield now, job, n, name
+                yield now, job, n, name, False
         for end, job in itertools.islice(ends, i, None):
             n, _, name = running[job]
-            yield end, job, n, name
+            yield end, job, n, name, False
 
     def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
         nodes = e.nodes or 0
