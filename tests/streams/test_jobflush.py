@@ -1,0 +1,155 @@
+"""The job path's flushes (streams/jobagents.py): a write-out (``flush(save=False)``) writes the
+rows and messages waiting, saves no state and acks nothing; the next flush saves the state and
+only then acks the partials it covers; ``caught_up`` asks for a write-out only once the
+combiner has had no partials for a while and something waits.
+
+Stand-ins, named as such: the app's topics and producer keep what is sent (no broker), the sink
+keeps the lines (no InfluxDB), the state store keeps what is saved. The order of a flush is
+what is checked here; the same pipeline runs on the real stack in tests/integration/."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from streams import jobagents
+from streams.app import AppTopics
+from streams.config import load_settings
+from streams.jobagents import JobsPipeline
+
+
+class _Topic:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent: list[tuple[bytes, bytes]] = []
+
+    def get_topic_name(self) -> str:
+        return self.name
+
+    async def send(self, key: bytes, value: bytes) -> asyncio.Future[None]:
+        self.sent.append((key, value))
+        f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        f.set_result(None)
+        return f
+
+
+class _Producer:
+    def __init__(self, topics: dict[str, _Topic]) -> None:
+        self.topics = topics
+
+    async def send(self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any,
+                   headers: Any) -> asyncio.Future[None]:  # fmt: skip
+        return await self.topics[topic].send(key=key, value=value)
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.saved: list[str] = []
+
+    async def load(self, owner: str) -> None:
+        return None
+
+    async def save(self, owner: str, state: bytes) -> None:
+        self.saved.append(owner)
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write(self, points: list[str]) -> None:
+        self.lines += points
+
+
+class _Event:
+    def __init__(self, topic: str, offset: int, value: bytes) -> None:
+        self.value = value
+        self.message = SimpleNamespace(topic=topic, offset=offset,
+                                       tp=SimpleNamespace(topic=topic, partition=0))  # fmt: skip
+        self.acked = False
+
+    def ack(self) -> None:
+        self.acked = True
+
+
+def _kept(lines: list[str]) -> dict[tuple[str, str], str]:
+    """Line protocol as InfluxDB keeps it: (series, time) -> the fields of its last write."""
+    out = {}
+    for line in lines:
+        series, rest = line.split(" ", 1)
+        fields, ts = rest.rsplit(" ", 1)
+        out[series, ts] = fields
+    return out
+
+
+def _job(job: str, submit: float, run: float) -> list[dict[str, Any]]:
+    base = {"job": job, "user": "u1", "group": "g1", "name": "n", "nodes": 1, "cores": 4,
+            "req_walltime": 3600}  # fmt: skip
+    return [{**base, "type": "submit", "ts": submit},
+            {**base, "type": "start", "ts": submit + 10},
+            {**base, "type": "end", "ts": submit + 10 + run}]  # fmt: skip
+
+
+def _partial(pipe: JobsPipeline, offset: int, events: list[dict[str, Any]]) -> _Event:
+    value = b"\n".join(orjson.dumps(e) for e in events)
+    rows = pipe._records(value, {"topic": "job-events", "partition": 0, "offset": offset})
+    return _Event("jobs-partials", offset, pipe._encode_partial(0, [[offset, rows]]))
+
+
+def _pipeline() -> tuple[JobsPipeline, dict[str, _Topic], _Sink, _Store]:
+    settings = load_settings(env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on",
+                                  "DRAINWATCH_LATENESS": "1"})  # fmt: skip
+    topics = {f: _Topic(f) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=_Producer(topics),
+                          conf=SimpleNamespace(id="t"))  # fmt: skip
+    sink, store = _Sink(), _Store()
+    pipe = JobsPipeline(app, settings, sink, 1)  # type: ignore[arg-type]
+    pipe.store = store  # type: ignore[assignment]
+    return pipe, topics, sink, store
+
+
+T0 = 1_700_000_000.0
+FIRST = _job("1", T0, 300) + _job("2", T0 + 60, 5)
+SECOND = _job("3", T0 + 7200, 60)
+
+
+def test_a_write_out_writes_what_waits_and_the_flush_then_saves_and_acks() -> None:
+    async def run() -> None:
+        pipe, topics, sink, store = _pipeline()
+        first = _partial(pipe, 0, FIRST)
+        assert not pipe.caught_up()  # nothing waits yet
+        await pipe.on_partials([first])
+        assert pipe.waiting() and not pipe.caught_up()  # partials came just now
+        pipe.last_partials = time.monotonic() - jobagents.WRITE_OUT_IDLE
+        assert pipe.caught_up()
+
+        await pipe.flush(save=False)
+        written = len(sink.lines)
+        assert written > 0 and any(line.startswith("runtime_prediction") for line in sink.lines)
+        assert store.saved == [] and not first.acked  # no state, no ack
+        assert not pipe.waiting() and not pipe.caught_up()
+        await pipe.flush(save=False)  # nothing waits: nothing is written
+        assert len(sink.lines) == written
+
+        second = _partial(pipe, 1, SECOND)
+        await pipe.on_partials([second])
+        await pipe.flush()
+        assert store.saved == [JobsPipeline.STATE_KEY]
+        assert first.acked and second.acked  # once the state that holds them was saved
+        assert len(sink.lines) > written
+
+        # the same points and messages as one flush of both messages
+        once, topics_once, sink_once, _ = _pipeline()
+        await once.on_partials([_partial(once, 0, FIRST), _partial(once, 1, SECOND)])
+        await once.flush()
+        # as InfluxDB keeps them: a point (series, time) written again keeps its last fields
+        assert _kept(sink.lines) == _kept(sink_once.lines)
+        assert len(sink.lines) > len(_kept(sink.lines))  # the write-out's day rows, rewritten
+        sent = {k: len(t.sent) for k, t in topics.items() if k != "worker_state"}
+        assert sent == {k: len(t.sent) for k, t in topics_once.items() if k != "worker_state"}
+
+    asyncio.run(run())
