@@ -79,6 +79,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_live import Stack  # noqa: E402
 
 from tests.integration.kafka_read import read_records  # noqa: E402
+from tests.streams.standins import Producer, Topic  # noqa: E402
 
 KTH = ROOT.parent / "shared" / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 OUT = ROOT / "bench" / "out"
@@ -578,34 +579,6 @@ def latency(stack: Stack, out: Path, episodes: int, bg_rate: float, flush: float
 
 
 # ---- in process ------------------------------------------------------------------------------
-class _Topic:
-    """A stand-in for a faust topic: keeps what is sent, acknowledged at once."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.sent: list[tuple[bytes, bytes]] = []
-
-    def get_topic_name(self) -> str:
-        return self.name
-
-    async def send(self, key: bytes, value: bytes) -> asyncio.Future[None]:
-        self.sent.append((key, value))
-        f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        f.set_result(None)
-        return f
-
-
-class _Producer:
-    """A stand-in for the app's producer: sends go to the named _Topic."""
-
-    def __init__(self, topics: dict[str, _Topic]) -> None:
-        self.topics = topics
-
-    async def send(self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any,
-                   headers: Any) -> asyncio.Future[None]:  # fmt: skip
-        return await self.topics[topic].send(key=key, value=value)
-
-
 class _Event:
     """A stand-in for a faust event: value, message (topic, partition, offset), ack()."""
 
@@ -690,8 +663,8 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
     from streams.sampleagents import SamplesPipeline
 
     parts = settings.topic_partitions
-    topics = {f: _Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=_Producer(topics),
+    topics = {f: Topic(f) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=Producer(topics),
                           conf=SimpleNamespace(id="bench"))  # fmt: skip
     sink = _LineSink()
     cls = SamplesPipeline if samples else JobsPipeline

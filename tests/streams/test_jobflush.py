@@ -20,30 +20,7 @@ from streams import jobagents
 from streams.app import AppTopics
 from streams.config import load_settings
 from streams.jobagents import JobsPipeline
-
-
-class _Topic:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.sent: list[tuple[bytes, bytes]] = []
-
-    def get_topic_name(self) -> str:
-        return self.name
-
-    async def send(self, key: bytes, value: bytes) -> asyncio.Future[None]:
-        self.sent.append((key, value))
-        f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        f.set_result(None)
-        return f
-
-
-class _Producer:
-    def __init__(self, topics: dict[str, _Topic]) -> None:
-        self.topics = topics
-
-    async def send(self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any,
-                   headers: Any) -> asyncio.Future[None]:  # fmt: skip
-        return await self.topics[topic].send(key=key, value=value)
+from tests.streams.standins import Producer, Topic
 
 
 class _Store:
@@ -100,11 +77,11 @@ def _partial(pipe: JobsPipeline, offset: int, events: list[dict[str, Any]]) -> _
     return _Event("jobs-partials", offset, pipe._encode_partial(0, [[offset, rows]]))
 
 
-def _pipeline() -> tuple[JobsPipeline, dict[str, _Topic], _Sink, _Store]:
+def _pipeline() -> tuple[JobsPipeline, dict[str, Topic], _Sink, _Store]:
     settings = load_settings(env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on",
                                   "DRAINWATCH_LATENESS": "1"})  # fmt: skip
-    topics = {f: _Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=_Producer(topics),
+    topics = {f: Topic(f) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=Producer(topics),
                           conf=SimpleNamespace(id="t"))  # fmt: skip
     sink, store = _Sink(), _Store()
     pipe = JobsPipeline(app, settings, sink, 1)  # type: ignore[arg-type]
