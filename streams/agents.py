@@ -120,7 +120,7 @@ class DrainPipeline:
         self.decoders: dict[int, Decoder] = {}
         self.held: dict[int, list[Any]] = {}
         self.fresh: set[int] = set()  # partitions with records not yet in a partial
-        self.dead: list[Any] = []  # dead-letter send futures to await before acking
+        self.dead: list[tuple[bytes, bytes]] = []  # dead letters (key, value) to send first
         self.lock = asyncio.Lock()
         self.comb: DrainCombiner | None = None
         self.comb_offset = -1
@@ -162,8 +162,7 @@ class DrainPipeline:
     def _dead_letter(self, r: Reject, **where: Any) -> None:
         self.counts["dead_letters"] += 1
         self.counts[f"dead_letters_{r.reason}"] += 1
-        value = orjson.dumps(dead_letter_message(r, **where))
-        self.dead.append(self.topics.dead_letter.send(key=r.source.encode(), value=value))
+        self.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
 
     def input_seen(self, topic: str) -> None:
         """Input arrived on ``topic`` (the stalled-pipeline alert's clock)."""
@@ -244,8 +243,8 @@ class DrainPipeline:
         snapshot and then ack its held events (the invariant). Partials are absolute, so
         sending them more often than snapshots (every flush) only makes rows fresher."""
         async with self.lock:
-            await _sent(self.dead)
-            self.dead.clear()
+            dead, self.dead = self.dead, []
+            await _sent([self.topics.dead_letter.send(key=k, value=v) for k, v in dead])
             for p, held in self.held.items():
                 st = self.parts[p]
                 if p in self.fresh:

@@ -50,7 +50,7 @@ from models.records.jobevent import (
     jobevent_row,
 )
 from models.records.reject import Reject
-from streams.agents import _sent, fatal_errors, send_many
+from streams.agents import fatal_errors, send_many
 from streams.config import Settings
 from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.influx import InfluxSink
@@ -152,7 +152,7 @@ class JobsPipeline:
         self.pending: dict[int, list[list[Any]]] = {}  # partition -> [offset, event dict]
         self.held: dict[int, list[Any]] = {}
         self.flights: list[asyncio.Future[None]] = []  # publishes waiting for the broker
-        self.dead: list[Any] = []
+        self.dead: list[tuple[bytes, bytes]] = []  # dead letters (key, value) not yet sent
         self.lock = asyncio.Lock()
         self.merger: JobEventMerger | None = None
         self.stages: dict[str, Any] | None = None
@@ -184,8 +184,7 @@ class JobsPipeline:
 
     def _dead_letter(self, r: Reject, **where: Any) -> None:
         self.counts["dead_letters"] += 1
-        value = orjson.dumps(dead_letter_message(r, **where))
-        self.dead.append(self.topics.dead_letter.send(key=r.source.encode(), value=value))
+        self.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
 
     # ---- job-events -------------------------------------------------------------------------
     SOURCE = "job-events"
@@ -318,7 +317,9 @@ class JobsPipeline:
                 for p in parts
                 if i < len(runs[p])
             ]
-            queued = [await x for x in [*dead, *sends]]  # queued in this order
+            topic = self.topics.dead_letter
+            queued = [await topic.send(key=k, value=v) for k, v in dead]  # queued in order
+            queued += [await x for x in sends]
             held = [self.held.pop(p) for p in parts if p in self.held]
             flight = asyncio.ensure_future(self._acked(self.flights[-1:], queued, held))
             self.flights.append(flight)
@@ -578,7 +579,8 @@ class JobsPipeline:
             try:
                 # the points (InfluxDB, in a thread) and the messages (the broker) at once;
                 # the state only once both are written
-                writes = [send_many(self.app, messages), _sent(dead)]
+                dl = self.topics.dead_letter
+                writes = [send_many(self.app, [*messages, *((dl, k, v) for k, v in dead)])]
                 if self.sink is not None and points:
                     writes.append(asyncio.to_thread(self.sink.write, points))
                 await _all(writes)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -133,22 +132,13 @@ def test_the_common_line_is_taken_and_lines_split_as_splitlines() -> None:
     same_row(got[0], want)
 
 
-class _DeadLetters:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def send(self, key: bytes, value: bytes) -> None:
-        self.sent.append(orjson.loads(value))
-
-
 def _pipe() -> JobsPipeline:
-    """The pipeline's first stage without an app: settings, counts and a dead-letter topic
-    that keeps what it is sent (a stand-in: no broker is involved in reading a line)."""
+    """The pipeline's first stage without an app: settings, counts, the dead letters it keeps
+    until they are sent (no broker is involved in reading a line)."""
     pipe = JobsPipeline.__new__(JobsPipeline)
     pipe.settings = load_settings(env={})
     pipe.counts = Counter()
     pipe.dead = []
-    pipe.topics = SimpleNamespace(dead_letter=_DeadLetters())
     pipe._bounds_exact = True
     return pipe
 
@@ -179,7 +169,7 @@ def test_a_message_forwards_the_same_rows_and_dead_letters_either_way(
             rows = pipe._records(value, where)
         finally:
             jobagents._native_rows = saved
-        dead = [(d["reason"], d["text"]) for d in pipe.topics.dead_letter.sent]
+        dead = [(d["reason"], d["text"]) for d in (orjson.loads(v) for _k, v in pipe.dead)]
         back = None if rows is None else [jobevent_from_row(orjson.loads(r)) for r in rows]
         out[native] = (back, dead, pipe.counts["job_events"], pipe.counts["dead_letters"])
     assert out[True] == out[False]
