@@ -319,6 +319,14 @@ class DrainPipeline:
             if self.sink is not None and (rows or jobs):
                 await asyncio.to_thread(self.sink.write_windows, rows)
                 await asyncio.to_thread(self.sink.write_jobs, jobs)
+            da = self.alerts
+            changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
+            changes += da.quiet(comb.watermark_ms)
+            if changes and self.sink is not None:
+                points = [alert_line(cluster, a) for a in changes]
+                await asyncio.to_thread(self.sink.write, points)
+            # the sends made from here on are awaited with nothing else between (a stop in
+            # between would leave them never awaited)
             futs = [
                 self.topics.metrics_drain.send(
                     key=f"{w.unit}:{w.start_ms}".encode(),
@@ -344,13 +352,7 @@ class DrainPipeline:
                     )
                     for i in range(0, len(jobs), 2000)
                 ]  # fmt: skip
-            da = self.alerts
-            changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
-            changes += da.quiet(comb.watermark_ms)
             if changes:
-                if self.sink is not None:
-                    points = [alert_line(cluster, a) for a in changes]
-                    await asyncio.to_thread(self.sink.write, points)
                 futs += [
                     self.topics.alerts.send(
                         key=a.id.encode(), value=json_bytes(alert_message(cluster, a))
@@ -439,8 +441,18 @@ class DrainPipeline:
 
 
 async def _sent(sends: list[Any]) -> None:
-    """Queue every send, then wait until the broker acknowledged all of them."""
-    futures = [await s for s in sends]
+    """Queue every send, then wait until the broker acknowledged all of them. Stopped on the
+    way (the worker's shutdown), the sends not yet queued are closed, never left unawaited
+    (nothing they cover was acked)."""
+    futures = []
+    try:
+        for s in sends:
+            futures.append(await s)
+    except BaseException:
+        for s in sends[len(futures) :]:
+            if hasattr(s, "close"):
+                s.close()
+        raise
     if futures:
         await asyncio.gather(*futures)
 

@@ -309,17 +309,13 @@ class JobsPipeline:
             dead, self.dead = self.dead, []
             parts = sorted(set(self.held) | set(self.pending))
             runs = {p: list(_chunks(self.pending.pop(p, []), self._size)) for p in parts}
-            sends = [
-                self._partials_topic().send(
-                    key=str(p).encode(), value=self._encode_partial(p, runs[p][i])
-                )
-                for i in range(max((len(r) for r in runs.values()), default=0))
-                for p in parts
-                if i < len(runs[p])
-            ]
-            topic = self.topics.dead_letter
+            topic, partials = self.topics.dead_letter, self._partials_topic()
             queued = [await topic.send(key=k, value=v) for k, v in dead]  # queued in order
-            queued += [await x for x in sends]
+            for i in range(max((len(r) for r in runs.values()), default=0)):
+                for p in parts:
+                    if i < len(runs[p]):  # each send made only as it is awaited
+                        value = self._encode_partial(p, runs[p][i])
+                        queued.append(await partials.send(key=str(p).encode(), value=value))
             held = [self.held.pop(p) for p in parts if p in self.held]
             flight = asyncio.ensure_future(self._acked(self.flights[-1:], queued, held))
             self.flights.append(flight)
