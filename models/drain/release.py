@@ -115,12 +115,11 @@ def _walk(
         if nodes <= 0:
             continue
         free += nodes
-        left = need - free
-        if left <= 0:
-            steps.append(ReleaseStep(job, name, nodes, rel, free, 0, ck, rel > at))
+        left = need - free if need > free else 0
+        steps.append(ReleaseStep(job, name, nodes, rel, free, left, ck, rel > at))
+        if left == 0:
             ready = rel
             break
-        steps.append(ReleaseStep(job, name, nodes, rel, free, left, ck, rel > at))
     late = None if ready is None else max(0.0, ready - at)
     return ReleaseForecast(
         need,

@@ -153,7 +153,6 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// The line's fields by key (the last of a repeated key, as orjson), or None.
 /// The end of the run of digits at `i`; None when there is none (JSON wants one at least).
 fn digits(s: &[u8], mut i: usize) -> Option<usize> {
     let d = i;
@@ -163,6 +162,7 @@ fn digits(s: &[u8], mut i: usize) -> Option<usize> {
     (i > d).then_some(i)
 }
 
+/// The line's fields by key (the last of a repeated key, as orjson), or None.
 fn parse_line<'a>(line: &'a [u8], strs: &mut Vec<&'a [u8]>) -> Option<[Val<'a>; 16]> {
     std::str::from_utf8(line).ok()?;
     let mut p = Parser { s: line, i: 0 };
