@@ -628,8 +628,9 @@ class ReleaseForecastStage:
     writes it: the forecast made at the submit is then taken against it), else the submit time.
     Rows are written at the job's start (with how late it actually started), at its end when
     it never started (cancelled while pending), or at the end of the input. ``provisional``
-    (the live worker): also at the submit, without the actual start; the later rows have the
-    same (ts, job, step), so they overwrite them. Summary sums are exact and O(1) in memory."""
+    (the live worker): also once after the submit, without the actual start, by
+    :meth:`provisional_rows` for the jobs still pending then; the later rows have the same
+    (ts, job, step), so they overwrite them. Summary sums are exact and O(1) in memory."""
 
     name = "release"
 
@@ -640,6 +641,7 @@ class ReleaseForecastStage:
         self._running_sums: tuple[int, int] | None = (0, 0)  # their nodes, those without end
         self._ends: list[tuple[float, str]] = []  # (end, job) of those with one, sorted
         self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
+        self.fresh: dict[str, None] = {}  # provisional: pending jobs forecast since last taken
         self.forecasts = 0
         self.late = 0
         self.never = 0
@@ -745,16 +747,18 @@ class ReleaseForecastStage:
 
     def step(self, batch: list[JobEvent]) -> Iterable[Output]:
         rows: list[Any] = []
+        fresh = self._fresh()
         for e in batch:
             if e.type == "submit":
                 f = self._forecast(e)
                 if f is not None and self.provisional:
-                    rows += self._rows(e.job, e.ts, f, e.reserved_start, None)
+                    fresh[e.job] = None
             elif e.type == "start":
                 end = None if e.req_walltime is None else e.ts + e.req_walltime
                 self._run(e.job, (e.nodes or 0, end, e.name))
                 p = self.pending.pop(e.job, None)
                 if p is not None:
+                    fresh.pop(e.job, None)
                     ts, f, rsv = p
                     if rsv is None and e.reserved_start is not None:
                         rsv = e.reserved_start
@@ -767,9 +771,29 @@ class ReleaseForecastStage:
                 self._run(e.job, None)
                 p = self.pending.pop(e.job, None)  # ended without a start: cancelled
                 if p is not None:
+                    fresh.pop(e.job, None)
                     self._count(p[1])
                     rows += self._rows(e.job, *p, None)
         return [(RELEASE_FORECAST, rows)] if rows else ()
+
+    def _fresh(self) -> dict[str, None]:
+        fresh: dict[str, None] | None = getattr(self, "fresh", None)
+        if fresh is None:  # a stage saved before it kept them
+            fresh = self.fresh = {}
+        return fresh
+
+    def provisional_rows(self) -> list[Any]:
+        """The rows of the jobs forecast since the last call and still pending (without the
+        actual start), once each: a job that started or ended meanwhile has its final rows
+        from :meth:`step` instead, and those never made here cost nothing (a worker behind
+        its input sees most jobs start within the same flush)."""
+        fresh, pending = self._fresh(), self.pending
+        rows: list[Any] = []
+        for job in fresh:
+            ts, f, rsv = pending[job]
+            rows += self._rows(job, ts, f, rsv, None)
+        fresh.clear()
+        return rows
 
     def finish(self) -> Iterable[Output]:
         rows: list[Any] = []
@@ -777,6 +801,7 @@ class ReleaseForecastStage:
             self._count(f)
             rows += self._rows(job, ts, f, rsv, None)
         self.pending.clear()
+        self._fresh().clear()
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
     def summary(self) -> dict[str, Any]:

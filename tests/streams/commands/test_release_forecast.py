@@ -174,11 +174,13 @@ def test_a_job_cancelled_while_pending_is_written_at_its_end() -> None:
             hst.booleans(),  # cancelled (ends without a start) when it never starts
         ),
         max_size=25,
-    )
+    ),
+    hst.integers(1, 6),
 )
-def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any]) -> None:
-    """The live stage (rows at submit too) leaves, keyed by (ts, job, step) with the last write
-    winning, exactly the replay stage's rows, and the same summary."""
+def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any], every: int) -> None:
+    """The live stage (rows of the jobs still pending at each flush too, the flush every
+    ``every`` events) leaves, keyed by (ts, job, step) with the last write winning, exactly the
+    replay stage's rows, and the same summary; a pending job's rows are made once."""
     events = []
     for k, (nodes, sub, wait, run, wall, cancel) in enumerate(jobs):
         j = f"j{k}"
@@ -196,9 +198,15 @@ def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any]) -
     replay, live = ReleaseForecastStage(16), ReleaseForecastStage(16, provisional=True)
     want = [r for _, rows in [*replay.step(events), *replay.finish()] for r in rows]
     got: dict[tuple[Any, ...], Any] = {}
-    for e in events:  # one event a batch, as a worker may see them
+    made: list[str] = []
+    for i, e in enumerate(events, 1):  # one event a batch, as a worker may see them
         for _, rows in live.step([e]):
             got.update({(r[0], r[1], r[5]): r for r in rows})
+        if i % every == 0:  # a flush
+            rows = live.provisional_rows()
+            made += sorted({r[1] for r in rows})
+            got.update({(r[0], r[1], r[5]): r for r in rows})
+    assert len(made) == len(set(made))  # once each (every job here is submitted once)
     pending = set(live.pending)
     assert all(r[-2] is None for k, r in got.items() if k[1] in pending)  # not started yet
     for _, rows in live.finish():
@@ -262,5 +270,6 @@ def test_running_sums_kept_as_jobs_start_and_end_equal_summing_them(
     fast, ref = ReleaseForecastStage(section, provisional=True), _ReferenceStage(section, True)
     for e in evs:
         assert list(fast.step([e])) == list(ref.step([e]))
+        assert fast.provisional_rows() == ref.provisional_rows()
     assert list(fast.finish()) == list(ref.finish())
     assert fast.summary() == ref.summary()
