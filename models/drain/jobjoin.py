@@ -138,15 +138,18 @@ class DrainJobJoin:
     def events(self, events: Iterable[JobEvent]) -> None:
         """Job events (as :func:`models.drain.jobs.job_times` folds them: the latest wins)."""
         times, drains, dirty = self.times, self.drains, self.dirty
+        now = self.now
         for e in events:
-            jt = times.get(e.job)
+            job = e.job
+            jt = times.get(job)
             if jt is None:
-                jt = times[e.job] = JobTimes()
+                jt = times[job] = JobTimes()
             fold_event(jt, e)
-            if e.job in drains:
-                dirty.add(e.job)
-            if self.now is None or e.ts > self.now:
-                self.now = e.ts
+            if job in drains:
+                dirty.add(job)
+            if now is None or e.ts > now:
+                now = e.ts
+        self.now = now
 
     def drain(self, rows: Iterable[Sequence[Any]], watermark_ms: int | None = None) -> None:
         """Totals ``(job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running[,

@@ -110,6 +110,7 @@ def _walk(
         return ReleaseForecast(need, at, held, 0, base if base <= at else at, 0.0, (), ())
     free = held
     steps: list[ReleaseStep] = []
+    in_the_way: list[str] = []
     ready: float | None = None
     for rel, job, nodes, name, ck in releases:
         if nodes <= 0:
@@ -117,17 +118,10 @@ def _walk(
         free += nodes
         left = need - free if need > free else 0
         steps.append(ReleaseStep(job, name, nodes, rel, free, left, ck, rel > at))
+        if rel > at:
+            in_the_way.append(job)
         if left == 0:
             ready = rel
             break
     late = None if ready is None else max(0.0, ready - at)
-    return ReleaseForecast(
-        need,
-        at,
-        held,
-        missing,
-        ready,
-        late,
-        tuple(steps),
-        tuple(s.job for s in steps if s.in_the_way),
-    )
+    return ReleaseForecast(need, at, held, missing, ready, late, tuple(steps), tuple(in_the_way))

@@ -708,9 +708,12 @@ class ReleaseForecastStage:
         busy, no_end = self._sums()
         self.holders_without_walltime += no_end
         free = max(0, self.section_nodes - busy)
-        at = e.ts if e.reserved_start is None else e.reserved_start
-        # the running jobs' releases matter only when nodes are missing
-        f = forecast_in_order(nodes, at, free, self._releases(e.ts) if nodes > free else (), e.ts)
+        now = e.ts
+        at = now if e.reserved_start is None else e.reserved_start
+        if nodes <= free:  # nothing missing: forecast_in_order's result without a walk
+            f = ReleaseForecast(nodes, at, free, 0, now if now <= at else at, 0.0, (), ())
+        else:
+            f = forecast_in_order(nodes, at, free, self._releases(now), now)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
         return f

@@ -130,3 +130,36 @@ def test_a_write_out_writes_what_waits_and_the_flush_then_saves_and_acks() -> No
         assert sent == {k: len(t.sent) for k, t in topics_once.items() if k != "worker_state"}
 
     asyncio.run(run())
+
+
+def test_points_are_handed_to_the_write_queue_as_the_combiner_makes_them(
+    monkeypatch: Any,
+) -> None:
+    """Once ``FLUSH_POINTS`` wait, the combiner hands them to the write queue itself (no flush,
+    no state, no ack); the flush hands over the rest and saves only once all are written."""
+    monkeypatch.setattr(jobagents, "FLUSH_POINTS", 1)
+
+    async def run() -> None:
+        pipe, _topics, sink, store = _pipeline()
+        first = _partial(pipe, 0, FIRST)
+        await pipe.on_partials([first])
+        assert pipe.points == [] and pipe.counts["points_written"] > 0
+        assert pipe.writes is not None
+        await pipe.writes.barrier()
+        handed = len(sink.lines)
+        assert handed == pipe.counts["points_written"]
+        assert any(line.startswith("runtime_prediction") for line in sink.lines)
+        assert store.saved == [] and not first.acked
+
+        second = _partial(pipe, 1, SECOND)
+        await pipe.on_partials([second])
+        await pipe.flush()
+        assert store.saved == [JobsPipeline.STATE_KEY] and first.acked and second.acked
+        assert pipe.writes.written == pipe.writes.handed == len(sink.lines) > handed
+
+        once, _, sink_once, _ = _pipeline()
+        await once.on_partials([_partial(once, 0, FIRST), _partial(once, 1, SECOND)])
+        await once.flush()
+        assert _kept(sink.lines) == _kept(sink_once.lines)
+
+    asyncio.run(run())
