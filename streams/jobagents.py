@@ -89,12 +89,15 @@ except ImportError:  # pragma: no cover - the pure-Python path (tests force it t
 
 PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
 COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can come between)
-# points waiting that start a write-out before the timer's flush (the state is saved by the
-# timer's flush only: pickling it at every 20,000 points cost ~0.5 us a job event, KTH x 3)
+# points or messages waiting that start a write-out before the timer's flush (the state is
+# saved by the timer's flush only: pickling it at every 20,000 points cost ~0.5 us a job event,
+# KTH x 3)
 FLUSH_POINTS = 20_000
+# points the combiner hands to the write queue itself (two requests of InfluxSink's batch)
+HAND_OVER_POINTS = 10_000
 # a combiner without partials for WRITE_OUT_IDLE s writes what waits (checked every
-# WRITE_OUT_EVERY s): a burst's last rows are in InfluxDB ~0.2 s after it, not at the next flush
-WRITE_OUT_EVERY, WRITE_OUT_IDLE = 0.2, 0.1
+# WRITE_OUT_EVERY s): a burst's last rows are in InfluxDB ~0.1 s after it, not at the next flush
+WRITE_OUT_EVERY, WRITE_OUT_IDLE = 0.1, 0.05
 STATE_KEY = "jobs"
 # 2: the stages themselves (pickled: they are the replay's objects; the state topic is the
 # worker's own, written and read by the same release)
@@ -490,7 +493,7 @@ class JobsPipeline:
                                           topic=self._input_topic().get_topic_name(),
                                           partition=p, offset=int(src_off))  # fmt: skip
                 self._released(stages, merger.release())
-                if len(self.points) >= FLUSH_POINTS:  # InfluxDB writes them meanwhile
+                if len(self.points) >= HAND_OVER_POINTS:  # InfluxDB writes them meanwhile
                     self._hand_over()
                 self.offset = off
                 self.comb_held.append(ev)
@@ -540,8 +543,9 @@ class JobsPipeline:
         return pickle.dumps(state, protocol=5)
 
     def due(self) -> bool:
-        """Enough rows wait to write them now rather than at the timer's next flush."""
-        return len(self.points) >= FLUSH_POINTS
+        """Enough rows or messages wait to write them now rather than at the timer's next
+        flush (the combiner hands most points over itself)."""
+        return len(self.points) + len(self.messages) >= FLUSH_POINTS
 
     def waiting(self) -> bool:
         """Rows, messages or dead letters wait for a write."""

@@ -135,9 +135,10 @@ def test_a_write_out_writes_what_waits_and_the_flush_then_saves_and_acks() -> No
 def test_points_are_handed_to_the_write_queue_as_the_combiner_makes_them(
     monkeypatch: Any,
 ) -> None:
-    """Once ``FLUSH_POINTS`` wait, the combiner hands them to the write queue itself (no flush,
-    no state, no ack); the flush hands over the rest and saves only once all are written."""
-    monkeypatch.setattr(jobagents, "FLUSH_POINTS", 1)
+    """Once ``HAND_OVER_POINTS`` wait, the combiner hands them to the write queue itself (no
+    flush, no state, no ack); the flush hands over the rest and saves only once all are
+    written."""
+    monkeypatch.setattr(jobagents, "HAND_OVER_POINTS", 1)
 
     async def run() -> None:
         pipe, _topics, sink, store = _pipeline()
