@@ -15,6 +15,7 @@ Times are nanoseconds since the epoch.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ _ESCAPES = {",": r"\,", " ": r"\ ", "\n": r"\n", "\t": r"\t", "\r": r"\r"}
 KEY_TABLE = str.maketrans({**_ESCAPES, "=": r"\="})  # keys and tag values
 _MEASUREMENT = str.maketrans(_ESCAPES)
 STRING_TABLE = str.maketrans({'"': r"\"", "\\": r"\\"})  # field strings
+_KEY_SPECIAL = re.compile(r"[,= \n\t\r]")  # the characters KEY_TABLE escapes
 _INF = math.inf
 
 
@@ -32,7 +34,9 @@ def key(name: str) -> str:
 
 def tag_value(v: Any) -> str:
     """A tag value, escaped ('' is left out by the caller)."""
-    s = str(v).translate(KEY_TABLE)
+    s = str(v)
+    if _KEY_SPECIAL.search(s):  # translate is slow: most values need no escape
+        s = s.translate(KEY_TABLE)
     return s + " " if s.endswith("\\") else s
 
 
@@ -49,7 +53,14 @@ def int_text(v: int) -> str:
 
 
 def string_text(v: Any) -> str:
-    return '"' + str(v).translate(STRING_TABLE) + '"'
+    s = str(v)
+    # STRING_TABLE's escapes by two C-level replaces (backslashes first: the quotes' escapes
+    # are not escaped again): a tenth of translate's time on a JSON text
+    if "\\" in s:
+        s = s.replace("\\", "\\\\")
+    if '"' in s:
+        s = s.replace('"', '\\"')
+    return '"' + s + '"'
 
 
 def field_text(v: Any) -> str | None:
