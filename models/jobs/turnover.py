@@ -166,6 +166,8 @@ class SlotTurnover:
             sub = submits.pop(e.job, None)
             pools, per = alloc[e.job] = pools_of(e)
             taken: list[tuple[float, int]] = []  # (release, slots) refilled by this job
+            ready = -math.inf  # the latest release refilled
+            count = 0  # slots refilled
             for p in pools:
                 stack = free.get(p)
                 if not stack:
@@ -182,15 +184,17 @@ class SlotTurnover:
                         break
                     take = run[1] if run[1] < need else need
                     taken.append((release, int(take)))
+                    count += int(take)
+                    if release > ready:
+                        ready = release
                     need -= take
                     run[1] -= take
                     if run[1] <= 0:
                         stack.pop()
             if not taken:
                 continue
-            ready = max(r for r, _c in taken)
             if sub is None:
-                self.refills_without_submit += sum(c for _r, c in taken)
+                self.refills_without_submit += count
             elif sub > ready:
                 ready = sub if sub < ts else ts
             w = ts - ready
@@ -198,7 +202,6 @@ class SlotTurnover:
             slot = win.get(k_end)
             if slot is None:
                 slot = win[k_end] = [0, 0.0, 0.0]
-            count = sum(c for _r, c in taken)
             self.n += count
             self.sum_w += w * count
             self.sum_w2 += w * w * count

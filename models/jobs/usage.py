@@ -303,30 +303,36 @@ class UsageAccumulator:
         return rec
 
     def update(self, events: Iterable[JobEvent]) -> None:
-        span = self.cal.span
+        span, day, opened = self.cal.span, self._day, self._open
         for ev in events:
             if ev.type == "start":
-                self._open[ev.job] = (ev.ts, ev.nodes, ev.cores)
+                opened[ev.job] = (ev.ts, ev.nodes, ev.cores)
             elif ev.type == "end":
-                sv = self._open.pop(ev.job, None)
+                sv = opened.pop(ev.job, None)
                 if sv is None or not ev.ts >= sv[0]:
                     continue
                 s, e = sv[0], ev.ts
                 nn = _nan0(sv[1] if sv[1] is not None else ev.nodes)
                 nc = _nan0(sv[2] if sv[2] is not None else ev.cores)
-                d0 = span(s)[0]
-                d1 = span(e)[0]
-                self._day(d0)[3] += 1
-                self._day(d1)[4] += 1
+                d0, _lo, hi = first = span(s)
+                rec = day(d0)
+                rec[3] += 1
+                if e < hi:  # within its first day (most jobs): one day, one piece
+                    d1 = d0
+                    rec[4] += 1
+                else:
+                    d1 = span(e)[0]
+                    day(d1)[4] += 1
                 if self._first is None or d0 < self._first:
                     self._first = d0
                 if self._last is None or d1 > self._last:
                     self._last = d1
                 t = s
                 while t < e:
-                    d, _lo, hi = span(t)
+                    d, _lo, hi = first if t == s else span(t)
                     piece = (hi if hi < e else e) - t
-                    rec = self._day(d)
+                    if d is not d0:
+                        rec = day(d)
                     add_exact(rec[0], nc * piece)
                     add_exact(rec[1], nn * piece)
                     add_exact(rec[2], piece)
