@@ -91,12 +91,19 @@ class JobEventMerger:
             self.duplicates += len(records)
             return []
         self.offsets[partition] = offset
+        if not records:
+            return []
+        times = list(map(_TS, records))
+        top = max(times)
+        if top > self.latest.get(partition, float("-inf")):
+            self.latest[partition] = top
+        done = self.released_to
+        if done is None or min(times) > done:  # none late (the usual message): C-level
+            self.held += records
+            return []
         late = []
-        for r in records:
-            ts = r.ts
-            if ts > self.latest.get(partition, float("-inf")):
-                self.latest[partition] = ts
-            if self.released_to is not None and ts <= self.released_to:
+        for r, ts in zip(records, times, strict=True):
+            if ts <= done:
                 self.late += 1
                 late.append(r)
             else:
