@@ -95,6 +95,9 @@ COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can co
 FLUSH_POINTS = 20_000
 # points the combiner hands to the write queue itself (two requests of InfluxSink's batch)
 HAND_OVER_POINTS = 10_000
+# points handed over and not yet written at which the combiner waits for InfluxDB (down, or
+# behind): its partials wait in Kafka, not in the worker's memory (~40 MB of lines)
+WRITE_BACKLOG_POINTS = 200_000
 # a combiner without partials for WRITE_OUT_IDLE s writes what waits (checked every
 # WRITE_OUT_EVERY s): a burst's last rows are in InfluxDB ~0.1 s after it, not at the next flush
 WRITE_OUT_EVERY, WRITE_OUT_IDLE = 0.1, 0.05
@@ -530,6 +533,14 @@ class JobsPipeline:
             self.writes.submit(points)
         self.counts["points_written"] += len(points)
 
+    async def keep_up(self) -> None:
+        """Wait until the write queue has written what was handed over when more than
+        ``WRITE_BACKLOG_POINTS`` wait for it (InfluxDB down or behind)."""
+        w = self.writes
+        if w is not None and w.handed - w.written > WRITE_BACKLOG_POINTS:
+            self.counts["write_waits"] += 1
+            await w.barrier()
+
     def _saved(self) -> bytes:
         assert self.merger is not None
         state = {
@@ -649,6 +660,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
                         flushing = None
                     if flushing is None and pipe.due():  # writes overlap the next partials
                         flushing = asyncio.ensure_future(pipe.flush(save=False))
+                    await pipe.keep_up()
                     await asyncio.sleep(0)
 
     @app.timer(settings.flush_interval, name=f"drainwatch.{name}.flush")

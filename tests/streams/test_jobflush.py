@@ -164,3 +164,37 @@ def test_points_are_handed_to_the_write_queue_as_the_combiner_makes_them(
         assert _kept(sink.lines) == _kept(sink_once.lines)
 
     asyncio.run(run())
+
+
+def test_the_combiner_waits_for_a_write_queue_far_behind(monkeypatch: Any) -> None:
+    """More than ``WRITE_BACKLOG_POINTS`` handed over and not written (InfluxDB down or
+    behind): ``keep_up`` returns only once they are written, so the combiner takes no more
+    partials meanwhile (they wait in Kafka); below it, it returns at once."""
+    import threading
+
+    monkeypatch.setattr(jobagents, "HAND_OVER_POINTS", 1)
+    monkeypatch.setattr(jobagents, "WRITE_BACKLOG_POINTS", 0)
+
+    async def run() -> None:
+        pipe, _topics, sink, _store = _pipeline()
+        gate = threading.Event()  # InfluxDB "down" until set
+        write = sink.write
+
+        def slow(points: list[str]) -> None:
+            gate.wait(5)
+            write(points)
+
+        assert pipe.writes is not None
+        pipe.writes._write = slow
+        await pipe.keep_up()  # nothing handed over: at once
+        await pipe.on_partials([_partial(pipe, 0, FIRST)])
+        assert pipe.writes.handed > 0 and pipe.writes.written == 0
+        waiting = asyncio.ensure_future(pipe.keep_up())
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and sink.lines == []
+        gate.set()
+        await asyncio.wait_for(waiting, 5)
+        assert pipe.writes.written == pipe.writes.handed == len(sink.lines)
+        assert pipe.counts["write_waits"] == 1
+
+    asyncio.run(run())
