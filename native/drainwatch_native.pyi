@@ -1,6 +1,7 @@
 """drainwatch's compiled Moab node-status tokenizer, the rest of its fast path, and the drain
 accountant loops (src/)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 def tokenize_moab(
@@ -132,6 +133,11 @@ def lp_lines(
 
 def lp_float(x: float) -> str:
     """repr(x) without a trailing '.0' (the line protocol's float text)."""
+
+def lp_bodies(points: Sequence[Any], writers: int, batch: int) -> list[list[bytes]]:
+    """The request bodies of lines of line protocol ('' and None left out; src/lineproto.rs):
+    per writer (zlib's crc32 of the text before a line's first space, modulo ``writers``),
+    bodies of at most ``batch`` lines joined by newlines, in the lines' order."""
 
 def jobevent_rows(value: bytes, not_before_ms: float, not_after_ms: float) -> list[bytes | None]:
     """A job-events message's lines (``bytes.splitlines()`` when it holds a line feed, else

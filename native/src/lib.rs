@@ -203,5 +203,6 @@ fn drainwatch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lineproto::lp_lines, m)?)?;
     m.add_function(wrap_pyfunction!(jobevents::jobevent_rows, m)?)?;
     m.add_function(wrap_pyfunction!(lineproto::lp_float, m)?)?;
+    m.add_function(wrap_pyfunction!(lineproto::lp_bodies, m)?)?;
     Ok(())
 }

@@ -319,3 +319,58 @@ pub fn lp_float(x: f64) -> String {
     float_repr(&mut s, x);
     s
 }
+
+/// zlib's crc32 of a line's series text, the bytes before its first space: the same series,
+/// the same writer (`streams/sinks/influx.py`'s Python path takes the same function).
+fn series_hash(line: &[u8]) -> u64 {
+    let end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
+    u64::from(crc32fast::hash(&line[..end]))
+}
+
+/// The request bodies of ``points`` (lines of line protocol; '' and None left out): per
+/// writer (the series' crc32 modulo ``writers``), bodies of at most ``batch`` lines
+/// joined by newlines, in the points' order. `InfluxSink.write` without a Python step per
+/// line (the write queue's thread held the worker's lock ~0.37 us a point doing it).
+#[pyfunction]
+pub fn lp_bodies<'py>(
+    py: Python<'py>,
+    points: &Bound<'py, PyList>,
+    writers: usize,
+    batch: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let writers = writers.max(1);
+    let batch = batch.max(1);
+    let mut bodies: Vec<Vec<Vec<u8>>> = vec![Vec::new(); writers];
+    let mut cur: Vec<Vec<u8>> = vec![Vec::new(); writers];
+    let mut count: Vec<usize> = vec![0; writers];
+    for item in points.iter() {
+        let Ok(s) = item.downcast::<PyString>() else { continue }; // None: left out
+        let line = s.to_str()?.as_bytes();
+        if line.is_empty() {
+            continue;
+        }
+        let w = if writers == 1 { 0 } else { (series_hash(line) % writers as u64) as usize };
+        let body = &mut cur[w];
+        if count[w] > 0 {
+            body.push(b'\n');
+        }
+        body.extend_from_slice(line);
+        count[w] += 1;
+        if count[w] == batch {
+            bodies[w].push(std::mem::take(body));
+            count[w] = 0;
+        }
+    }
+    let out = PyList::empty(py);
+    for (w, mut done) in bodies.into_iter().enumerate() {
+        if count[w] > 0 {
+            done.push(std::mem::take(&mut cur[w]));
+        }
+        let part = PyList::empty(py);
+        for b in done {
+            part.append(pyo3::types::PyBytes::new(py, &b))?;
+        }
+        out.append(part)?;
+    }
+    Ok(out)
+}
