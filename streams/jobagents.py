@@ -89,6 +89,12 @@ except ImportError:  # pragma: no cover - the pure-Python path (tests force it t
 
 PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
 COMBINE_TAKE = 8  # partials messages the combiner takes at once (a flush can come between)
+# seconds a take waits to fill before it goes with what it has: at 0.5 s a backlog smaller
+# than a take (the KTH trace's 176 messages) waited all of it before its first forward, and a
+# burst's last partials before the combiner took them (alert latency p50 0.41 -> 0.06 s, p99
+# 1.02 -> 0.20 s). The drain path keeps 0.5 s: its node-status takes are numpy batches, and at
+# 0.05 s its records/s fell ~12 % (bench/bench_live.py, alternated)
+TAKE_WITHIN = 0.05
 # points or messages waiting that start a write-out before the timer's flush (the state is
 # saved by the timer's flush only: pickling it at every 20,000 points cost ~0.5 us a job event,
 # KTH x 3)
@@ -640,7 +646,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
     @app.agent(source, concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{pipe.SOURCE}")
     async def forward(stream: Any) -> None:
         async with fatal_errors(app, pipe.SOURCE):
-            async for events in stream.noack_take(pipe.INPUT_TAKE, within=0.5):
+            async for events in stream.noack_take(pipe.INPUT_TAKE, within=TAKE_WITHIN):
                 for part in pipe.input_parts(events):  # a backlog's take: forwarded in parts
                     await pipe.on_input(part)
                     await pipe.publish(wait=False)  # at once: the combiner waits for no timer
@@ -649,7 +655,7 @@ def wire(app: Any, settings: Settings, pipe: JobsPipeline, source: Any, partials
     async def combine(stream: Any) -> None:
         async with fatal_errors(app, name):
             flushing: asyncio.Future[None] | None = None
-            async for events in stream.noack_take(COMBINE_TAKE, within=0.5):
+            async for events in stream.noack_take(COMBINE_TAKE, within=TAKE_WITHIN):
                 # one message at a time (~2,000 records, ~20 ms), the event loop's turn after
                 # each: a flush's writes are seen done and the next one starts within a message,
                 # not a take (InfluxDB had sat idle a quarter of the time, KTH x 3)
