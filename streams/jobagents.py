@@ -3,20 +3,22 @@
 
 * ``job-events`` agent (``concurrency=1``; the partitions this worker owns): decodes each
   message into a JobEvent (bad ones and implausible times go to the dead-letter topic with
-  their reason) and keeps it with its offset. Every ``flush_interval`` it sends each partition's
-  new events to ``jobs-partials`` (at most ``PARTIAL_EVENTS`` per message), waits for the
-  broker's acknowledgement, then acks the events. It holds no other state: the merger below
+  their reason) and keeps it with its offset. As it takes them (and at every flush) it sends
+  each partition's new events to ``jobs-partials`` (at most ``PARTIAL_EVENTS`` per message),
+  then acks the events once the broker has them. It holds no other state: the merger below
   recognises a re-sent event by (partition, offset).
 * ``jobs-partials`` agent: the :class:`~models.jobs.merge.JobEventMerger` releases events in
   the replay's order once every partition is past them (event time), cut at the zone's day
   edges as the replay cuts them, into the replay's own stages (usage, short-job penalties,
   turnover, run-time predictions, capability, fair share) and :class:`~models.alerts.JobAlerts`.
-  Every ``flush_interval`` the new rows go to InfluxDB and the metric topics, the alert changes
-  to ``alerts``; then the merger, the stages and the open alerts are saved to ``worker-state``
-  and only then are the partials acked (the drain path's invariant). Between two flushes, the
+  Its InfluxDB points go to a write queue (streams/sinks/writequeue.py), handed over as soon
+  as ``HAND_OVER_POINTS`` wait. Every ``flush_interval`` the rest of the points and the metric
+  messages go out, the alert changes to ``alerts``; once the queue has written every point
+  handed over, the merger, the stages and the open alerts are saved to ``worker-state`` and
+  only then are the partials acked (the drain path's invariant). Between two flushes, the
   rows are written without the state and the acks (a write-out: a restart from the last saved
   state writes the same points again, and they overwrite themselves) once ``FLUSH_POINTS``
-  points wait, and once the combiner has caught up with its input (no partials for
+  points or messages wait, and once the combiner has caught up with its input (no partials for
   ``WRITE_OUT_IDLE`` s, checked every ``WRITE_OUT_EVERY`` s).
 """
 
