@@ -76,7 +76,7 @@ from streams.driver import RejectLog  # noqa: E402
 from streams.sources.jobevents import read_job_events  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_live import Stack  # noqa: E402
+from bench_live import Stack, delete_topics  # noqa: E402
 
 from tests.integration.kafka_read import read_records  # noqa: E402
 from tests.streams.standins import Producer, Topic  # noqa: E402
@@ -181,7 +181,7 @@ class Run:
             self.exit_code = p.returncode
         steps: list[tuple[str, Callable[[], object]]] = [
             ("database", lambda: self.stack.query(f'DROP DATABASE "{self.db}"')),
-            ("topics", lambda: asyncio.run(_delete_topics(self.settings, self.prefix))),
+            ("topics", lambda: asyncio.run(delete_topics(self.settings, self.prefix))),
         ]
         for what, undo in steps:
             try:
@@ -189,19 +189,6 @@ class Run:
             except Exception as e:  # cleanup is best effort
                 print(f"cleanup of {self.tag} ({what}): {e}", file=sys.stderr)
         shutil.rmtree(self.state, ignore_errors=True)
-
-
-async def _delete_topics(settings: Settings, prefix: str) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(**settings.aiokafka_kwargs())
-    await admin.start()
-    try:
-        mine = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if mine:
-            await admin.delete_topics(mine)
-    finally:
-        await admin.close()
 
 
 def free_port() -> int:

@@ -164,7 +164,7 @@ class JobsPipeline:
         self.topics = app.drainwatch_topics
         self.sink = sink
         # points go to InfluxDB in order from a thread of their own, handed over as soon as
-        # FLUSH_POINTS wait (streams/sinks/writequeue.py); a flush waits for them to be written
+        # HAND_OVER_POINTS wait (streams/sinks/writequeue.py); a flush waits for them written
         self.writes = WriteQueue(sink.write, self.SOURCE) if sink is not None else None
         self.store = StateStore(settings, self.topics.worker_state.get_topic_name(),
                                 app.conf.id, self._send_state)  # fmt: skip

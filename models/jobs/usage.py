@@ -331,7 +331,7 @@ class UsageAccumulator:
                 while t < e:
                     d, _lo, hi = first if t == s else span(t)
                     piece = (hi if hi < e else e) - t
-                    if d is not d0:
+                    if d != d0:
                         rec = day(d)
                     add_exact(rec[0], nc * piece)
                     add_exact(rec[1], nn * piece)

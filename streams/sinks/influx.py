@@ -171,7 +171,7 @@ class InfluxSink:
         written twice keeps its order)."""
         writers = WRITERS if len(points) > BATCH else 1
         parts = [p for p in request_bodies(points, writers, BATCH) if p]
-        if len(parts) == 1:
+        if len(parts) <= 1:
             for bodies in parts:
                 self._write_bodies(bodies)
             return

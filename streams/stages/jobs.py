@@ -710,10 +710,8 @@ class ReleaseForecastStage:
         free = max(0, self.section_nodes - busy)
         now = e.ts
         at = now if e.reserved_start is None else e.reserved_start
-        if nodes <= free:  # nothing missing: forecast_in_order's result without a walk
-            f = ReleaseForecast(nodes, at, free, 0, now if now <= at else at, 0.0, (), ())
-        else:
-            f = forecast_in_order(nodes, at, free, self._releases(now), now)
+        # the running jobs' releases matter only when nodes are missing
+        f = forecast_in_order(nodes, at, free, self._releases(now) if nodes > free else (), now)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
         return f
