@@ -74,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     import faust
 
-    from streams.agents import attach
     from streams.app import APP_ID, create_app
-    from streams.jobagents import attach_jobs
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
     from streams.memory import pin_mmap_threshold, tune_gc
     from streams.topics import topic_names
@@ -101,14 +99,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if settings.mmap_threshold:  # large arrays go back to the system when freed
         pin_mmap_threshold(settings.mmap_threshold * 1024)
-    app = create_app(settings, app_id=args.group or APP_ID)
-    attach(app, settings, sink)
-    if settings.live_jobs == "on":
-        attach_jobs(app, settings, sink, job_partitions)
-    if settings.live_samples == "on":
-        from streams.sampleagents import attach_samples
+    from streams.live import attach
 
-        attach_samples(app, settings, sink, sample_partitions)
+    app = create_app(settings, app_id=args.group or APP_ID)
+    attach(app, settings, sink, job_partitions, sample_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
     tune_gc()

@@ -2,10 +2,13 @@
 
 A snapshot is split into chunks under the message size limit and sent under ``<key>/<g><n>``,
 each value prefixed with the snapshot's 32-byte id, every send awaited until the broker
-acknowledged it; then the manifest ``<key>`` -> ``{"id", "chunks", "bytes", "gen"}`` is sent and
-awaited. A snapshot exists once its manifest does. Chunk keys alternate between two generations
-``g`` (a, b), so writing a new snapshot never overwrites the chunks of the one the current
-manifest points to: a crash at any moment leaves a whole snapshot to load.
+acknowledged it; then the manifest ``<key>`` -> ``{"v", "id", "chunks", "bytes", "gen"}``
+(:mod:`streams.codecs.state`) is sent and awaited, under ``<key>/<g>`` (the generation's) and
+then ``<key>`` (the current one). A snapshot exists once its manifest does. Chunk keys
+alternate between two generations ``g`` (a, b), so writing a new snapshot never overwrites the
+chunks of the one the current manifest points to: a crash at any moment leaves a whole snapshot
+to load, and a current snapshot that cannot be read leaves the other generation's
+(:meth:`StateStore.candidates`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
-
+from streams.codecs import CodecError
+from streams.codecs.state import Manifest, decode_manifest, encode_manifest
 from streams.config import Settings
 from streams.kafka import read_latest
 
@@ -36,6 +39,7 @@ class StateStore:
         self.group = group
         self.send = send
         self._generation: dict[str, str] = {}
+        self.refused: list[str] = []  # manifests or chunks that could not be read whole
 
     def _key(self, owner: str) -> bytes:
         return f"{self.group}/{owner}".encode()
@@ -45,30 +49,70 @@ class StateStore:
         sid = uuid.uuid4().hex.encode()  # 32 bytes
         base = self._key(owner)
         chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
-        # the chunks at once (each send waits for its own acknowledgement), the manifest once
-        # all of them are acknowledged
-        await asyncio.gather(*(self.send(base + f"/{gen}{n}".encode(), sid + c)
-                               for n, c in enumerate(chunks)))  # fmt: skip
-        manifest = {"id": sid.decode(), "chunks": len(chunks), "bytes": len(data), "gen": gen}
-        await self.send(base, orjson.dumps(manifest))
+        # the chunks at once (each send waits for its own acknowledgement), the manifests once
+        # all of them are acknowledged: the generation's own, then the current one
+        await asyncio.gather(
+            *(self.send(base + f"/{gen}{n}".encode(), sid + c) for n, c in enumerate(chunks))
+        )
+        manifest = encode_manifest(Manifest(sid.decode(), len(chunks), len(data), gen))
+        await self.send(base + f"/{gen}".encode(), manifest)
+        await self.send(base, manifest)
         self._generation[owner] = gen
 
     async def load(self, owner: str) -> bytes | None:
+        """The current snapshot of ``owner`` (None: none saved); raises StateError."""
         base = self._key(owner)
         values = await read_latest(self.settings, self.topic, base)
         raw = values.get(base)
         if raw is None:
             return None
-        m = orjson.loads(raw)
-        sid, gen = m["id"].encode(), m["gen"]
-        parts = []
-        for n in range(m["chunks"]):
-            v = values.get(base + f"/{gen}{n}".encode())
-            if v is None or v[:32] != sid:
-                raise StateError(f"snapshot {owner}: chunk {n} of {m['chunks']} is missing")
-            parts.append(v[32:])
-        data = b"".join(parts)
-        if len(data) != m["bytes"]:
-            raise StateError(f"snapshot {owner}: {len(data)} bytes, manifest says {m['bytes']}")
+        data, gen = _whole(owner, raw, base, values)
         self._generation[owner] = gen
         return data
+
+    async def candidates(self, owner: str) -> list[tuple[str, bytes]]:
+        """(generation, bytes) of ``owner``'s snapshots to try, newest first: the current
+        manifest's, then the other generation's. A manifest or chunk that cannot be read
+        whole is left out and its reason kept in :attr:`refused`. The caller says which one
+        it restored (:meth:`restored`)."""
+        base = self._key(owner)
+        values = await read_latest(self.settings, self.topic, base)
+        order: list[bytes] = [base, base + b"/a", base + b"/b"]
+        out: list[tuple[str, bytes]] = []
+        seen: set[str] = set()
+        for key in order:
+            raw = values.get(key)
+            if raw is None:
+                continue
+            try:
+                data, gen = _whole(owner, raw, base, values)
+            except StateError as e:
+                self.refused.append(str(e))
+                continue
+            if gen not in seen:
+                seen.add(gen)
+                out.append((gen, data))
+        return out
+
+    def restored(self, owner: str, gen: str) -> None:
+        """``owner`` was restored from generation ``gen``: the next save writes the other."""
+        self._generation[owner] = gen
+
+
+def _whole(owner: str, raw: bytes, base: bytes, values: dict[bytes, bytes]) -> tuple[bytes, str]:
+    """A manifest's snapshot, checked whole: (bytes, generation)."""
+    try:
+        m = decode_manifest(raw)
+    except CodecError as e:
+        raise StateError(f"snapshot {owner}: manifest unreadable ({e})") from None
+    sid, gen, n, size = m.id.encode(), m.gen, m.chunks, m.bytes
+    parts = []
+    for i in range(n):
+        v = values.get(base + f"/{gen}{i}".encode())
+        if v is None or v[:32] != sid:
+            raise StateError(f"snapshot {owner}: chunk {i} of {n} is missing")
+        parts.append(v[32:])
+    data = b"".join(parts)
+    if len(data) != size:
+        raise StateError(f"snapshot {owner}: {len(data)} bytes, manifest says {size}")
+    return data, gen

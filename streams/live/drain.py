@@ -1,0 +1,269 @@
+"""The drain family (seed 000) on the live flow (docs/state.md, "Two stages").
+
+* Forward step, per ``node-status`` partition: a :class:`~models.drain.live.PartitionDrain`
+  (the replay's accountant with minute windows, a reorder buffer, an event-time watermark);
+  bad messages and late records are dead-lettered with their reason; its partial (absolute
+  totals of what changed) goes to ``drain-partials``; its snapshot is the accountant as npz.
+* Combine step: the :class:`~models.drain.live.DrainCombiner` sums the partitions' partials;
+  changed and newly closed windows and changed jobs go to InfluxDB, ``metrics.drain``,
+  ``metrics.jobs`` (and to ``jobs-partials`` for the join when the job path runs), alerts to
+  ``alerts``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from models.alerts import DrainAlerts
+from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
+from models.jsonbytes import json_bytes
+from models.records.nodestatus import NodeStatusBatch
+from models.records.plausible import TimeBounds
+from models.records.reject import Reject
+from streams.format import instant_ms
+from streams.live.checkpoint import Outbox
+from streams.live.context import WorkerContext
+from streams.sinks.influx import job_point, state_points, window_point
+from streams.topics import dead_letter_message
+from streams.wire import Decoder, MessageError
+
+TAKE = 512
+TAKE_WITHIN = 0.5  # node-status takes are numpy batches: larger takes, fewer of them
+JOIN_JOBS = 2000  # drain totals per join message to jobs-partials
+COMBOS = ("none", "job", "rsv", "rsv+job")  # has_rsv * 2 + has_job (seed 000 §III-B.1)
+
+
+def window_message(cluster: str, w: LiveWindow) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "cluster": cluster,
+        "window": w.unit,
+        "start": instant_ms(w.start_ms),
+        "start_ms": w.start_ms,
+        "length_ms": w.length_ms,
+        "nodes": w.nodes,
+        **w.node_seconds(),
+        "drain_pct_static": w.drain_pct_static,
+        "drain_pct_dynamic": w.drain_pct_dynamic,
+        "basis_seconds_per_node": w.basis_seconds_per_node,
+        "data_quality": w.data_quality,
+        "provisional": w.provisional,
+        **({"node_states": node_states_seconds(w.states)} if w.states else {}),
+    }
+
+
+def node_states_seconds(states: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+    return {
+        name: {COMBOS[i]: ms / 1000 for i, ms in enumerate(v) if ms} for name, v in states.items()
+    }
+
+
+def job_message(cluster: str, j: LiveJob) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "cluster": cluster,
+        "job": j.job,
+        "drain_node_seconds": j.drain_ms / 1000,
+        "nodes_charged": j.nodes_charged,
+        "first_charged": instant_ms(j.first_charged_ms),
+        "last_charged": instant_ms(j.last_charged_ms),
+        "nodes_running": j.nodes_running,
+    }
+
+
+def _dead(out: Outbox, ctx: WorkerContext, r: Reject, **where: Any) -> None:
+    ctx.counts["dead_letters"] += 1
+    ctx.counts[f"dead_letters_{r.reason}"] += 1
+    out.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
+
+
+def _late_rejects(source: str, b: NodeStatusBatch, st: PartitionDrain) -> list[Reject]:
+    names, states, jobs = st.book.nodes.names, st.book.states.names, st.book.jobs
+    out = []
+    for i in range(len(b)):
+        row = {
+            "ts": instant_ms(int(b.ts_ms[i])),
+            "node": names[int(b.node[i])],
+            "state": states[int(b.state[i])],
+            "rsv": jobs.name(int(b.rsv[i])) if b.rsv[i] >= 0 else None,
+        }
+        out.append(Reject("late", source, 0, orjson.dumps(row).decode()))
+    return out
+
+
+class DrainForward:
+    name = "node-status"
+    take = TAKE
+    within = TAKE_WITHIN
+    stateful = True
+    forward_each_part = False  # partials go out with the timers' publishes
+    part_records = 0
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+        s = ctx.settings
+        self.decoders: dict[int, Decoder] = {}
+        self.fresh: set[int] = set()  # partitions with records not yet in a partial
+        self.bounds = TimeBounds(s.not_before, s.not_after, round(s.max_jump * 1000))
+
+    def topic(self) -> Any:
+        return self.ctx.topics.node_status
+
+    def partials_topic(self) -> Any:
+        return self.ctx.topics.drain_partials
+
+    def records_in(self, value: Any) -> int:
+        return 1
+
+    def new_state(self, p: int) -> PartitionDrain:
+        s = self.ctx.settings
+        st = PartitionDrain(
+            p,
+            s.tz,
+            round(s.max_gap * 1000),
+            round(s.lateness * 1000),
+            round(s.reorder_window * 1000),
+        )
+        self.decoders[p] = Decoder(st.book)
+        return st
+
+    def restore(self, p: int, tree: Any) -> PartitionDrain:
+        st = PartitionDrain.loads(tree["partition"])
+        if st.partition != p:
+            raise ValueError(f"the snapshot is of partition {st.partition}, not {p}")
+        self.decoders[p] = Decoder(st.book)
+        return st
+
+    def snapshot(self, p: int, st: PartitionDrain) -> Any:
+        return {"partition": st.dumps()}
+
+    def offset(self, st: PartitionDrain) -> int:
+        return st.offset
+
+    def add(self, p: int, off: int, value: bytes, st: PartitionDrain, out: Outbox) -> None:
+        ctx = self.ctx
+        where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
+        st.offset = off
+        self.fresh.add(p)
+        try:
+            ctl = orjson.loads(value) if len(value) < 8192 and b'"control"' in value else None
+            if isinstance(ctl, dict) and ctl.get("control") == "flush" and ctl.get("v") == 1:
+                st.end_of_input()
+                return
+            source, batch, bad = self.decoders[p].decode(value, self.bounds)
+        except (MessageError, orjson.JSONDecodeError) as e:
+            reason = getattr(e, "reason", "bad_json")
+            text = value[:4096].decode("utf-8", "replace")
+            _dead(out, ctx, Reject(reason, "node-status", 0, text), **where)
+            return
+        for reason, text in bad:
+            _dead(out, ctx, Reject(reason, source, 0, text), **where)
+        ctx.counts["records"] += len(batch)
+        late = st.add(batch)
+        for r in _late_rejects(source, late, st):
+            _dead(out, ctx, r, **where)
+
+    def partials(self, p: int, st: PartitionDrain | None) -> list[bytes]:
+        if st is None or p not in self.fresh:
+            return []
+        self.fresh.discard(p)
+        return [orjson.dumps(st.partial().to_dict())]
+
+    def forget(self, p: int) -> None:
+        self.decoders.pop(p, None)
+        self.fresh.discard(p)
+
+    def waiting_partitions(self) -> set[int]:
+        return set()
+
+
+class DrainCombine:
+    name = "combiner"
+    owner = "combiner"
+    kind = "drain-combiner"
+    version = 1
+    take = TAKE
+    within = TAKE_WITHIN
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+        self.comb: DrainCombiner | None = None
+        self.alerts = self._alerts()
+
+    def _alerts(self) -> DrainAlerts:
+        s = self.ctx.settings
+        return DrainAlerts(None, s.alert_sliding_node_hours, s.alert_sliding_quiet)
+
+    def topic(self) -> Any:
+        return self.ctx.topics.drain_partials
+
+    def fresh(self) -> None:
+        s = self.ctx.settings
+        self.comb = DrainCombiner(s.tz, s.nodes)
+        self.alerts = self._alerts()
+
+    def restore(self, version: int, tree: Any) -> None:
+        self.fresh()
+        assert self.comb is not None
+        self.comb.restore(tree["combiner"])
+        self.alerts.restore(tree["alerts"])
+
+    def snapshot(self) -> Any:
+        assert self.comb is not None
+        return {"combiner": self.comb.dumps(), "alerts": self.alerts.to_dict()}
+
+    def add(self, off: int, value: bytes, out: Outbox) -> None:
+        assert self.comb is not None
+        self.comb.add(Partial.from_dict(orjson.loads(value)))
+
+    def has_news(self) -> bool:
+        return self.comb is not None and bool(self.comb.dirty_windows)
+
+    def flush_rows(self, out: Outbox) -> None:
+        """Changed windows and jobs: points, metric messages, the join's drain totals, and
+        the alert changes they make."""
+        comb, ctx = self.comb, self.ctx
+        assert comb is not None
+        rows, jobs = comb.take()
+        cluster, t = ctx.settings.cluster, ctx.topics
+        for w in rows:
+            out.points.append(window_point(cluster, w))
+            out.points += state_points(cluster, w)
+        out.points += [job_point(cluster, j) for j in jobs]
+        da = self.alerts
+        changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
+        changes += da.quiet(comb.watermark_ms)
+        out.messages += [
+            (
+                t.metrics_drain,
+                f"{w.unit}:{w.start_ms}".encode(),
+                json_bytes(window_message(cluster, w)),
+            )
+            for w in rows
+        ]
+        out.messages += [
+            (t.metrics_jobs, j.job.encode(), json_bytes(job_message(cluster, j))) for j in jobs
+        ]
+        if jobs and ctx.settings.live_jobs == "on":  # the job-events side joins them
+            for i in range(0, len(jobs), JOIN_JOBS):
+                drain = [
+                    [
+                        j.job,
+                        j.drain_ms,
+                        j.nodes_charged,
+                        j.first_charged_ms,
+                        j.last_charged_ms,
+                        j.nodes_running,
+                        j.time_ms,
+                    ]
+                    for j in jobs[i : i + JOIN_JOBS]
+                ]
+                value = orjson.dumps(
+                    {"partition": -1, "drain": drain, "watermark_ms": comb.watermark_ms}
+                )
+                out.messages.append((t.jobs_partials, b"drain", value))
+        ctx.counts["alert_changes"] += out.add_alerts(cluster, changes)
+        ctx.counts["windows_written"] += len(rows)
+        ctx.counts["jobs_written"] += len(jobs)

@@ -1,0 +1,381 @@
+"""The job family (seeds 001, 002, 004 and Open XDMoD usage) on the live flow (docs/state.md,
+"Job events"): every job analytic of ``drainwatch replay --format swf|sacct|...`` and its
+alerts.
+
+* Forward step: each ``job-events`` message (one event, or several as JSON lines) is read
+  into rows (bad lines and implausible times dead-lettered with their reason) and forwarded
+  with its offset to ``jobs-partials``; nothing else is kept.
+* Combine step: the :class:`~models.jobs.merge.JobEventMerger` releases events in the replay's
+  order once every partition is past them (event time), cut at the zone's day edges as the
+  replay cuts them, into the replay's own stages and :class:`~models.alerts.JobAlerts`; the
+  drain combiner's job totals (key ``drain``) feed the :class:`~models.drain.jobjoin.DrainJobJoin`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import orjson
+
+from models.alerts import Alert, JobAlerts
+from models.drain.jobjoin import DrainJobJoin
+from models.drain.jobs import size_groups
+from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
+from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
+from models.jobs.merge import JobEventMerger
+from models.jobs.runtime import RuntimePredictor
+from models.jobs.shortjobs import ShortJobPenalty
+from models.jobs.turnover import SlotTurnover
+from models.jsonbytes import json_bytes
+from models.records.jobevent import JobEvent, JobEventError, jobevent_from_row, jobevent_row
+from models.records.reject import Reject
+from streams.config import Settings
+from streams.live.checkpoint import Outbox
+from streams.live.context import WorkerContext
+from streams.sinks.adjust import AdjustTableFile
+from streams.sinks.jobpoints import (
+    row_messages,
+    table_lines,
+    timed_line,
+    timed_lines,
+)
+from streams.sources.jobevents import day_batches
+from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
+from streams.stages.jobs import (
+    CAPABILITY_DAILY,
+    RELEASE_FORECAST,
+    RUNTIME_PREDICTIONS,
+    SHORTJOBS,
+    CapabilityStage,
+    FairShareStage,
+    ReleaseForecastStage,
+    RuntimeStage,
+    ShortJobsStage,
+    TurnoverStage,
+    UsageStage,
+)
+from streams.topics import dead_letter_message
+
+_native_rows: Callable[[bytes, float, float], list[bytes | None]] | None
+try:
+    from drainwatch_native import jobevent_rows as _native_rows
+except ImportError:  # pragma: no cover - the pure-Python path (tests force it too)
+    _native_rows = None
+
+PARTIAL_EVENTS = 2000  # records per partials message (~300 kB; a batch of 500 more at most)
+TAKE_WITHIN = 0.05  # a take goes with what it has after this: a small backlog waits for no more
+INPUT_TAKE = 512
+COMBINE_TAKE = 8  # partials messages the combiner takes at once
+
+
+def chunks(entries: list[list[Any]], size: Callable[[Any], int] = len) -> Iterator[list[list[Any]]]:
+    """[offset, records] entries in runs of about ``PARTIAL_EVENTS`` records (a message's
+    records stay together: they share its offset)."""
+    run: list[list[Any]] = []
+    n = 0
+    for e in entries:
+        run.append(e)
+        n += size(e[1])
+        if n >= PARTIAL_EVENTS:
+            yield run
+            run, n = [], 0
+    if run:
+        yield run
+
+
+def live_stages(settings: Settings) -> dict[str, Any]:
+    """The replay's job stages with the seeds' defaults and the settings' thresholds, by name;
+    capability and the node-release forecast only with a section size (``jobs.section_nodes``,
+    else ``accounting.nodes``); the forecast also writes its rows at the submit (provisional)."""
+    tz = settings.tz
+    stages: dict[str, Any] = {
+        "usage": UsageStage(tz, settings.cluster),
+        "shortjobs": ShortJobsStage(ShortJobPenalty()),
+        "turnover": TurnoverStage(SlotTurnover(), tz),
+        "runtime": RuntimeStage(
+            RuntimePredictor(overrun_margin=settings.alert_overrun_margin), keep=False
+        ),
+        "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
+    }
+    section = settings.section_nodes or settings.nodes
+    if section:
+        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
+        stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
+        stages["release"] = ReleaseForecastStage(section, provisional=True)
+    return stages
+
+
+def dead_letter(ctx: WorkerContext, out: Outbox, r: Reject, **where: Any) -> None:
+    ctx.counts["dead_letters"] += 1
+    out.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
+
+
+class JobsForward:
+    name = "job-events"
+    take = INPUT_TAKE
+    within = TAKE_WITHIN
+    stateful = False
+    forward_each_part = True
+    part_records = 8 * PARTIAL_EVENTS  # a backlog's take is forwarded in parts of this many
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+        s = ctx.settings
+        self.pending: dict[int, list[list[Any]]] = {}  # partition -> [offset, rows]
+        # the compiled reader compares ts x 1000 with the bounds as doubles: exact for these
+        self._bounds_exact = all(float(b) == b for b in (s.not_before, s.not_after))
+
+    def topic(self) -> Any:
+        return self.ctx.topics.job_events
+
+    def partials_topic(self) -> Any:
+        return self.ctx.topics.jobs_partials
+
+    def records_in(self, value: Any) -> int:
+        return value.count(b"\n") + 1 if isinstance(value, bytes | bytearray) else 1
+
+    def new_state(self, p: int) -> None:
+        return None
+
+    def restore(self, p: int, tree: Any) -> None:
+        return None
+
+    def snapshot(self, p: int, state: Any) -> Any:
+        return None
+
+    def offset(self, state: Any) -> int:
+        return -1
+
+    def forget(self, p: int) -> None:
+        pass
+
+    def waiting_partitions(self) -> set[int]:
+        return set(self.pending)
+
+    def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None:
+        where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
+        rows = self.rows(value, where, out)
+        if rows:
+            self.pending.setdefault(p, []).append([off, rows])
+
+    def rows(self, value: bytes, where: dict[str, Any], out: Outbox) -> list[bytes]:
+        """One message's events as rows in JSON (models.records.jobevent.jobevent_row); each
+        bad line is dead-lettered with its reason. The common line is read by ``native/``
+        where it is built (jobevents.rs, the same rows); every other line by :meth:`row`."""
+        s = self.ctx.settings
+        native = _native_rows if self._bounds_exact else None
+        if native is not None:
+            got = native(value, float(s.not_before), float(s.not_after))
+            if None not in got:
+                self.ctx.counts["job_events"] += len(got)
+                return got  # type: ignore[return-value]
+            lines = value.splitlines() if b"\n" in value else [value]
+            rows = []
+            for r, line in zip(got, lines, strict=True):
+                if r is None:
+                    row = self.row(line, where, out)
+                    if row is not None:
+                        rows.append(orjson.dumps(row))
+                else:
+                    rows.append(r)
+        else:
+            rows = []
+            for line in value.splitlines() if b"\n" in value else (value,):
+                row = self.row(line, where, out)
+                if row is not None:
+                    rows.append(orjson.dumps(row))
+        self.ctx.counts["job_events"] += len(rows)
+        return rows
+
+    def row(self, line: bytes, where: dict[str, Any], out: Outbox) -> list[Any] | None:
+        """One line's row within the replay's absolute time bounds (ms; no time-jump rule
+        here); None for a blank line, or a bad one, which is dead-lettered with its reason."""
+        s = self.ctx.settings
+        try:
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                if not line.strip():
+                    return None
+                raise JobEventError("bad_json", str(e)) from e
+            row = jobevent_row(d)
+            if not s.not_before <= row[1] * 1000 < s.not_after:
+                raise JobEventError("implausible_time", repr(row[1]))
+        except JobEventError as err:
+            text = line[:4096].decode("utf-8", "replace")
+            dead_letter(self.ctx, out, Reject(err.reason, self.name, 0, text), **where)
+            return None
+        return row
+
+    def partials(self, p: int, state: Any) -> list[bytes]:
+        return [encode_partial(p, run) for run in chunks(self.pending.pop(p, []))]
+
+
+def encode_partial(p: int, entries: list[list[Any]]) -> bytes:
+    """A partials message: a partition's [offset, rows] entries, the rows already in JSON:
+    ``{"partition": p, "events": [[offset, [row, ...]], ...]}``."""
+    events = b",".join(b"[%d,[%b]]" % (off, b",".join(rows)) for off, rows in entries)
+    return b'{"partition":%d,"events":[%b]}' % (p, events)
+
+
+class JobsCombine:
+    name = "jobs"
+    owner = "jobs"
+    kind = "jobs"
+    version = 1
+    take = COMBINE_TAKE
+    within = TAKE_WITHIN
+
+    def __init__(self, ctx: WorkerContext, partitions: int | None) -> None:
+        self.ctx = ctx
+        s = ctx.settings
+        self.partitions = partitions  # of job-events: the merger waits for each of them
+        self.cal = DayCalendar(s.tz)
+        self.zone = ZoneInfo(s.tz)
+        self.adjust = AdjustTableFile(s.adjust_out) if s.adjust_out else None
+        self.merger = JobEventMerger(s.lateness, partitions)
+        self.stages: dict[str, Any] = {}
+        self.alerts = JobAlerts()
+        self.join: DrainJobJoin | None = None
+
+    def topic(self) -> Any:
+        return self.ctx.topics.jobs_partials
+
+    def fresh(self) -> None:
+        s = self.ctx.settings
+        self.merger = JobEventMerger(s.lateness, self.partitions)
+        self.stages = live_stages(s)
+        self.alerts = JobAlerts(
+            None, s.alert_shortjob_flood, s.alert_cup40_target, s.alert_overrun_margin, s.tz
+        )
+        self.join = DrainJobJoin(s.alert_ftl_node_hours)
+        self._configure()
+
+    def _configure(self) -> None:
+        s = self.ctx.settings
+        assert self.join is not None
+        self.join.configure(
+            size_groups(s.size_groups, s.nodes),
+            s.alert_sliding_top_k,
+            s.alert_sliding_rank_node_hours,
+        )
+        self.stages["shortjobs"].on_tick = self.adjust
+
+    def restore(self, version: int, tree: Any) -> None:
+        self.fresh()
+        self.merger.restore(tree["merger"])
+        self.merger.partitions = self.partitions
+        for name, st in tree["stages"].items():
+            if name in self.stages:  # a stage a later release dropped is ignored
+                self.stages[name].restore(st)
+        self.alerts.restore(tree["alerts"])
+        assert self.join is not None
+        self.join.restore(tree["join"])
+        self._configure()
+
+    def snapshot(self) -> Any:
+        assert self.join is not None
+        return {
+            "merger": self.merger.snapshot(),
+            "stages": {name: st.snapshot() for name, st in self.stages.items()},
+            "alerts": self.alerts.snapshot(),
+            "join": self.join.snapshot(),
+        }
+
+    def has_news(self) -> bool:
+        return False
+
+    def add(self, off: int, value: bytes, out: Outbox) -> None:
+        d = orjson.loads(value)
+        p = int(d["partition"])
+        if "drain" in d:  # the drain combiner's job totals, to join
+            if self.join is not None:
+                self.join.drain(d["drain"], d.get("watermark_ms"))
+            return
+        merger, ctx = self.merger, self.ctx
+        source = ctx.topics.job_events.get_topic_name()
+        for src_off, rows in d["events"]:
+            events = [jobevent_from_row(r) for r in rows]
+            for r in merger.add_many(p, int(src_off), events):  # late: not taken
+                text = orjson.dumps(merger.encode(r)).decode()
+                dead_letter(
+                    ctx,
+                    out,
+                    Reject("late", JobsForward.name, 0, text),
+                    topic=source,
+                    partition=p,
+                    offset=int(src_off),
+                )
+        self._released(merger.release(), out)
+
+    def _released(self, released: list[JobEvent], out: Outbox) -> None:
+        for batch in day_batches(self.cal, released):
+            self._step(batch, out)
+        if self.join is not None:
+            self.join.events(released)
+        if released:  # the new event time: jobs past their estimate, floods decayed
+            now = released[-1].ts
+            running = self.stages["runtime"].m.running(now)
+            self._alerts(self.alerts.overrun_started(running, now), out)
+            self._alerts(self.alerts.advance(self.stages["shortjobs"].m.last_tick_ts), out)
+
+    def _alerts(self, alerts: list[Alert], out: Outbox) -> None:
+        self.ctx.counts["alert_changes"] += out.add_alerts(self.ctx.settings.cluster, alerts)
+
+    def _step(self, batch: list[JobEvent], out: Outbox) -> None:
+        """One day-bounded batch through every stage: rows to points and messages, alerts."""
+        ctx, zone, ja = self.ctx, self.zone, self.alerts
+        cluster, topics = ctx.settings.cluster, ctx.topics
+        alerts: list[Alert] = []
+        ends: dict[str, float] | None = None
+        for stage in self.stages.values():
+            for table, rows in stage.step(batch):
+                ctx.counts["rows"] += len(rows)
+                if table is RUNTIME_PREDICTIONS:  # at the job's end
+                    if ends is None:
+                        ends = {e.job: e.ts for e in batch if e.type == "end"}
+                    times = [ends[r[0]] for r in rows]
+                    out.points += timed_lines(RUNTIME_PREDICTIONS, cluster, rows, times, zone)
+                    alerts += ja.overrun_ended(rows, ends)
+                    continue
+                out.points += table_lines(cluster, table, rows, zone)
+                if table is SHORTJOBS:
+                    alerts += ja.shortjobs(rows)
+                    topic = topics.metrics_shortjobs
+                    out.messages += [
+                        (topic, f"{r[1]}:{r[2]}".encode(), m)
+                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
+                    ]
+                elif table is CAPABILITY_DAILY:
+                    alerts += ja.capability(rows)
+                    topic = topics.metrics_capability
+                    out.messages += [
+                        (topic, str(r[0]).encode(), m)
+                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
+                    ]
+        self._alerts(alerts, out)
+
+    def flush_rows(self, out: Outbox) -> None:
+        """Rows made at a flush rather than a step: the forecasts of jobs still pending, the
+        usage days jobs ending changed, and the jobs whose drain or events changed (the join
+        with the drain stream)."""
+        cluster, zone = self.ctx.settings.cluster, self.zone
+        release = self.stages.get("release")
+        if release is not None:  # overwritten at their start
+            rows = release.provisional_rows()
+            out.points += table_lines(cluster, RELEASE_FORECAST, rows, zone)
+        for table, rows in self.stages["usage"].changed():
+            out.points += table_lines(cluster, table, rows, zone)
+        if self.join is not None:
+            rows, alerts, stamps = self.join.take()
+            # at the job's stamp: its first charge moves as partitions report
+            times = [ms / 1000 for ms in stamps]
+            out.points += timed_lines(DRAIN_JOBS_WITH_EVENTS, cluster, rows, times, zone)
+            at = self.join.clock()
+            out.points += [
+                timed_line(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
+                for g in self.join.size_group_rows()
+            ]
+            self._alerts(alerts, out)

@@ -1,0 +1,468 @@
+"""The live flow, written once: every family is two steps run by this module.
+
+1. :class:`Forwarder`: the family's input topic (many partitions) -> decode -> per-partition
+   work -> the family's partials topic. The drain family keeps state per partition (its
+   accountant) and snapshots it; the job and sample families keep none and ack what the
+   broker has.
+2. :class:`Combiner`: the partials topic (one partition) -> the replay's own stages -> InfluxDB
+   points (through the write queue), metric messages, alert records -> checkpoint.
+
+A family is an adapter (streams/live/drain.py, jobs.py, samples.py) declaring its topics, how
+a message is decoded and fed, what its partials are and what its state is. Takes, held events,
+acks, snapshots, revocation, write-outs and backpressure are here and in
+streams/live/checkpoint.py only. docs/state.md has the design and its invariant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
+from typing import Any, Protocol
+
+from models.state import pack, unpack
+from streams.live.checkpoint import Held, Outbox, load_state
+from streams.live.context import WorkerContext
+
+AGENT_CONCURRENCY = 1  # faust-streaming #606: with more, an offset can be committed too early
+# points or messages waiting that start a write-out before the timer's flush
+FLUSH_POINTS = 20_000
+# points the combiner hands to the write queue itself (two requests of InfluxSink's batch)
+HAND_OVER_POINTS = 10_000
+# points handed over and not yet written at which the combiner waits for InfluxDB (down, or
+# behind): its partials wait in Kafka, not in the worker's memory
+WRITE_BACKLOG_POINTS = 200_000
+# a combiner without partials for WRITE_OUT_IDLE s writes what waits (checked every
+# WRITE_OUT_EVERY s), so a burst's last rows do not wait for the next flush
+WRITE_OUT_EVERY, WRITE_OUT_IDLE = 0.1, 0.05
+IN_FLIGHT = 4  # forwarder publishes whose acks may wait while the next part is read
+
+
+class ForwardFamily(Protocol):
+    """The first step of a family (see the module docstring)."""
+
+    name: str  # the agent's name and the dead letters' source
+    take: int  # input messages taken at once
+    within: float  # seconds a take waits to fill
+    stateful: bool  # keeps state per partition (snapshotted) or none (acks once forwarded)
+    forward_each_part: bool  # publish after every part of a take, not only on the timers
+    part_records: int  # a take is processed in parts of about this many records (0: whole)
+
+    def topic(self) -> Any: ...
+
+    def partials_topic(self) -> Any: ...
+
+    def records_in(self, value: Any) -> int: ...
+
+    def new_state(self, p: int) -> Any: ...
+
+    def restore(self, p: int, tree: Any) -> Any: ...
+
+    def snapshot(self, p: int, state: Any) -> Any: ...
+
+    def offset(self, state: Any) -> int: ...
+
+    def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None: ...
+
+    def partials(self, p: int, state: Any) -> list[bytes]: ...
+
+    def forget(self, p: int) -> None: ...
+
+    def waiting_partitions(self) -> set[int]: ...
+
+
+class CombineFamily(Protocol):
+    """The second step of a family (see the module docstring)."""
+
+    name: str  # the agent's name
+    owner: str  # the state's key in worker-state
+    kind: str  # the state document's kind (models/state.py)
+    version: int  # the state document's version this release writes
+    take: int
+    within: float
+
+    def topic(self) -> Any: ...
+
+    def fresh(self) -> None: ...
+
+    def restore(self, version: int, tree: Any) -> None: ...
+
+    def snapshot(self) -> Any: ...
+
+    def add(self, off: int, value: bytes, out: Outbox) -> None: ...
+
+    def flush_rows(self, out: Outbox) -> None: ...
+
+    def has_news(self) -> bool: ...
+
+
+def _value(ev: Any) -> bytes:
+    v = ev.value
+    return v if isinstance(v, bytes) else bytes(v or b"")
+
+
+class Forwarder:
+    def __init__(self, ctx: WorkerContext, fam: ForwardFamily) -> None:
+        self.ctx, self.fam = ctx, fam
+        self.log = ctx.log.getChild(fam.name)
+        self.held = Held()
+        self.states: dict[int, Any] = {}
+        self.out = Outbox()
+        self.lock = asyncio.Lock()
+        self.flights: list[asyncio.Future[None]] = []  # publishes waiting for the broker
+        self.last_snapshot = time.time()
+        self.kind = f"{fam.name}-partition"
+
+    def parts(self, events: list[Any]) -> Iterator[list[Any]]:
+        """A take in parts of about ``part_records`` records, each forwarded before the next
+        is read (a backlog's take holds far more than the combiner should wait for)."""
+        limit = self.fam.part_records
+        if not limit:
+            yield events
+            return
+        run: list[Any] = []
+        n = 0
+        for ev in events:
+            run.append(ev)
+            n += self.fam.records_in(ev.value)
+            if n >= limit:
+                yield run
+                run, n = [], 0
+        if run:
+            yield run
+
+    async def _state(self, p: int) -> Any:
+        st = self.states.get(p)
+        if st is None:
+            fam = self.fam
+
+            def restore(data: bytes) -> Any:
+                _v, tree = unpack(data, self.kind, (1,))
+                return fam.restore(p, tree)
+
+            st = await load_state(self.ctx, f"{fam.name}/{p}", restore, self.log)
+            if st is None:
+                st = fam.new_state(p)
+            self.states[p] = st
+        return st
+
+    async def on_events(self, events: Iterable[Any]) -> None:
+        fam, held, out = self.fam, self.held, self.out
+        health = getattr(self.ctx, "health", None)
+        if health is not None:  # the stalled-pipeline alert's clock
+            health.input_seen(fam.topic().get_topic_name())
+        async with self.lock:
+            for ev in events:
+                msg = ev.message
+                p, off = msg.tp.partition, msg.offset
+                st = await self._state(p) if fam.stateful else None
+                if st is not None and off <= fam.offset(st):  # already in the loaded snapshot
+                    held.add(p, ev)
+                    continue
+                fam.add(p, off, _value(ev), st, out)
+                held.add(p, ev)
+
+    async def publish(self, save: bool = False, wait: bool = True) -> None:
+        """Send the dead letters and every partition's partials (a backlog's partitions
+        interleaved: the combiner releases only what every partition is past); then, stateless,
+        ack the events once the broker has all of it (``wait=False``: at most ``IN_FLIGHT``
+        publishes wait so, in order), or, stateful with ``save``, snapshot each partition
+        with new events and ack what the snapshot before covered."""
+        fam, ctx = self.fam, self.ctx
+        async with self.lock:
+            dead, self.out.dead = self.out.dead, []
+            parts = sorted(set(self.held.now) | set(self.states) | fam.waiting_partitions())
+            runs = {p: fam.partials(p, self.states.get(p)) for p in parts}
+            dl, partials = ctx.topics.dead_letter, fam.partials_topic()
+            queued = [await dl.send(key=k, value=v) for k, v in dead]  # queued in order
+            for i in range(max((len(r) for r in runs.values()), default=0)):
+                for p in parts:
+                    if i < len(runs[p]):  # each send made only as it is awaited
+                        v = runs[p][i]
+                        queued.append(await partials.send(key=str(p).encode(), value=v))
+            if not fam.stateful:
+                held = [self.held.take(p) for p in parts]
+                flight = asyncio.ensure_future(_acked(self.flights[-1:], queued, held))
+                self.flights.append(flight)
+            else:
+                if queued:
+                    await asyncio.gather(*queued)
+                if save:
+                    assert ctx.store is not None
+                    for p in self.held.partitions():
+                        tree = fam.snapshot(p, self.states[p])
+                        await ctx.store.save(f"{fam.name}/{p}", pack(self.kind, 1, tree))
+                        self.held.saved(p, self.held.take(p))
+                        ctx.counts["snapshots_saved"] += 1
+                    self.last_snapshot = time.time()
+        while self.flights and (wait or len(self.flights) > IN_FLIGHT or self.flights[0].done()):
+            first = self.flights[0]
+            await first  # raises a failed send's error
+            if self.flights and self.flights[0] is first:  # (the flush timer publishes too)
+                self.flights.pop(0)
+
+    async def revoked(self, tps: Iterable[Any]) -> None:
+        """Partitions this worker no longer owns: their acks are void (Faust forgets them), a
+        stateful step forgets their state (the new owner loads the last snapshot); a
+        stateless one still forwards what it took (a second copy is harmless: the merger
+        keeps one per (partition, offset))."""
+        name = self.fam.topic().get_topic_name()
+        async with self.lock:
+            if self.flights:  # publishes under way ack their events first
+                await asyncio.gather(*self.flights, return_exceptions=True)
+            for tp in tps:
+                if tp.topic == name:
+                    self.held.drop(tp.partition)
+                    if self.fam.stateful:
+                        self.states.pop(tp.partition, None)
+                        self.fam.forget(tp.partition)
+
+
+async def _acked(
+    before: list[asyncio.Future[None]], queued: list[Any], held: list[list[Any]]
+) -> None:
+    """Once the publish before (if any) has acked its events and the broker has every one of
+    ``queued``: ack the ``held`` events (per partition, ascending offsets)."""
+    if before:
+        await before[0]
+    if queued:
+        await asyncio.gather(*queued)
+    for events in held:
+        for ev in events:
+            ev.ack()
+
+
+class Combiner:
+    def __init__(self, ctx: WorkerContext, fam: CombineFamily) -> None:
+        self.ctx, self.fam = ctx, fam
+        self.log = ctx.log.getChild(fam.name)
+        self.loaded = False
+        self.offset = -1  # the last partials offset in the state
+        self.held = Held()  # one partition: 0
+        self.out = Outbox()
+        self.last_partials = 0.0  # time.monotonic() when partials were last taken
+        self.lock = asyncio.Lock()
+        self.flush_lock = asyncio.Lock()  # one flush at a time: writes keep their order
+        self.io_idle = asyncio.Event()  # clear while a flush writes what it took
+        self.io_idle.set()
+        self.suspect = False  # the partials topic was revoked since the state was checked
+        self.last_snapshot = time.time()
+
+    async def _ensure(self) -> None:
+        if self.loaded:
+            return
+        fam = self.fam
+
+        def restore(data: bytes) -> int:
+            version, tree = unpack(data, fam.kind, range(1, fam.version + 1))
+            fam.restore(version, tree["state"])
+            return int(tree["offset"])
+
+        offset = await load_state(self.ctx, fam.owner, restore, self.log)
+        if offset is None:
+            fam.fresh()
+            offset = -1
+        self.offset, self.loaded = offset, True
+
+    async def on_partials(self, events: Iterable[Any]) -> None:
+        self.last_partials = time.monotonic()
+        fam, out, held = self.fam, self.out, self.held
+        async with self.lock:
+            for ev in events:
+                off = ev.message.offset
+                if self.suspect and self.loaded and off > self.offset + 1:
+                    # another worker took messages this state has not seen: start again from
+                    # the last saved state (what this worker held unacked comes again), once
+                    # a flush under way has saved its own
+                    await self.io_idle.wait()
+                    self.loaded = False
+                    self.held.clear()
+                    self.out = out = Outbox()
+                    self.ctx.counts["state_reloads"] += 1
+                self.suspect = False
+                await self._ensure()
+                if off <= self.offset:  # already in the loaded state
+                    held.add(0, ev)
+                    continue
+                fam.add(off, _value(ev), out)
+                if len(out.points) >= HAND_OVER_POINTS:  # InfluxDB writes them meanwhile
+                    self._hand_over()
+                self.offset = off
+                held.add(0, ev)
+            await self._send_alerts()
+        self.last_partials = time.monotonic()
+
+    async def _send_alerts(self) -> None:
+        """Alert records go out as soon as the message that made them is processed (their
+        points with the next write). A restart before the state was saved sends the same
+        records again (same id, state and times)."""
+        if self.out.alerts:
+            alerts, self.out.alerts = self.out.alerts, []
+            topic = self.ctx.topics.alerts
+            await self.ctx.send_many([(topic, k, v) for k, v in alerts])
+
+    def _hand_over(self) -> None:
+        points, self.out.points = self.out.points, []
+        if self.ctx.writes is not None:
+            self.ctx.writes.submit(points)
+        self.ctx.counts["points_written"] += len(points)
+
+    async def keep_up(self) -> None:
+        """Wait until the write queue has written what was handed over when more than
+        ``WRITE_BACKLOG_POINTS`` wait for it (InfluxDB down or behind)."""
+        w = self.ctx.writes
+        if w is not None and w.handed - w.written > WRITE_BACKLOG_POINTS:
+            self.ctx.counts["write_waits"] += 1
+            await w.barrier()
+
+    def due(self) -> bool:
+        """Enough rows or messages wait to write them now rather than at the next flush."""
+        return len(self.out.points) + len(self.out.messages) >= FLUSH_POINTS
+
+    def waiting(self) -> bool:
+        return self.out.waiting()
+
+    def caught_up(self) -> bool:
+        """Something waits for a write and no partials came for ``WRITE_OUT_IDLE`` seconds."""
+        return time.monotonic() - self.last_partials >= WRITE_OUT_IDLE and self.out.waiting()
+
+    async def flush(self, save: bool = True) -> None:
+        """A checkpoint (streams/live/checkpoint.py): the rows made at a flush, the points
+        handed over and written, the messages and dead letters sent, then the state saved and
+        the partials acked. ``save=False`` (a write-out): the rows and messages only.
+
+        What is written, the state and the partials it covers are taken under the lock;
+        the waiting runs outside it, so the combiner goes on meanwhile. A failed send or save
+        puts the messages back for the next flush; a failed point write fails every later
+        flush (the write queue keeps the error) and stops the worker."""
+        fam, ctx = self.fam, self.ctx
+        async with self.flush_lock:
+            async with self.lock:
+                if not self.loaded or not (self.held.now.get(0) or fam.has_news()):
+                    return
+                if not save and not self.out.waiting():
+                    return
+                fam.flush_rows(self.out)
+                await self._send_alerts()
+                self._hand_over()
+                written = ctx.writes.barrier() if ctx.writes is not None else None
+                messages, dead = self.out.messages, self.out.dead
+                self.out.messages, self.out.dead = [], []
+                held = self.held.take(0) if save else []
+                state = None
+                if save:
+                    tree = {"offset": self.offset, "state": fam.snapshot()}
+                    state = pack(fam.kind, fam.version, tree)
+                self.io_idle.clear()
+            try:
+                dl = ctx.topics.dead_letter
+                writes: list[Awaitable[None]] = [
+                    ctx.send_many([*messages, *((dl, k, v) for k, v in dead)])
+                ]
+                if written is not None:
+                    writes.append(written)
+                await _all(writes)
+                if state is not None:
+                    assert ctx.store is not None
+                    await ctx.store.save(fam.owner, state)
+            except BaseException:
+                async with self.lock:
+                    self.out.messages[:0] = messages
+                    self.out.dead[:0] = dead
+                    self.held.now.setdefault(0, [])[:0] = held
+                raise
+            finally:
+                self.io_idle.set()
+            if state is not None:
+                self.held.saved(0, held)
+                self.last_snapshot = time.time()
+                ctx.counts["snapshots_saved"] += 1
+
+    async def revoked(self, tps: Iterable[Any]) -> None:
+        """The state stays until the next message shows whether it is still current (see
+        :meth:`on_partials`)."""
+        name = self.fam.topic().get_topic_name()
+        if any(tp.topic == name for tp in tps):
+            async with self.lock:
+                self.suspect = True
+
+
+async def _all(aws: list[Any]) -> None:
+    """Await every one of ``aws``, all of them even when one fails (the flush puts its rows
+    back only once nothing it started still runs), then raise the first failure."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+@contextlib.asynccontextmanager
+async def fatal_errors(ctx: WorkerContext, name: str) -> AsyncIterator[None]:
+    """An agent's unexpected error stops the worker (exit 1), so a supervisor restarts it from
+    its last saved state and committed offsets; left alone, Faust would restart the agent
+    without the events it had taken, and the worker would look healthy while losing them."""
+    try:
+        yield
+    except Exception as exc:
+        ctx.log.critical("agent %s failed: %r; stopping", name, exc)
+        await ctx.app.crash(exc)
+        raise
+
+
+def attach(
+    ctx: WorkerContext, fwd: ForwardFamily, comb: CombineFamily
+) -> tuple[Forwarder, Combiner]:
+    """A family's two agents, its timers and its revoke hook on the worker's app."""
+    app, settings = ctx.app, ctx.settings
+    forwarder, combiner = Forwarder(ctx, fwd), Combiner(ctx, comb)
+
+    @app.agent(fwd.topic(), concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{fwd.name}")
+    async def forward(stream: Any) -> None:
+        async with fatal_errors(ctx, fwd.name):
+            async for events in stream.noack_take(fwd.take, within=fwd.within):
+                for part in forwarder.parts(events):
+                    await forwarder.on_events(part)
+                    if fwd.forward_each_part:  # at once: the combiner waits for no timer
+                        await forwarder.publish(wait=False)
+
+    @app.agent(comb.topic(), concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{comb.name}")
+    async def combine(stream: Any) -> None:
+        async with fatal_errors(ctx, comb.name):
+            flushing: asyncio.Future[None] | None = None
+            async for events in stream.noack_take(comb.take, within=comb.within):
+                # one message at a time, the event loop's turn after each: a write-out's
+                # writes are seen done and the next one starts within a message, not a take
+                for ev in events:
+                    await combiner.on_partials([ev])
+                    if flushing is not None and flushing.done():
+                        flushing.result()  # a failed write-out stops the worker
+                        flushing = None
+                    if flushing is None and combiner.due():  # writes overlap the next partials
+                        flushing = asyncio.ensure_future(combiner.flush(save=False))
+                    await combiner.keep_up()
+                    await asyncio.sleep(0)
+
+    @app.timer(settings.flush_interval, name=f"drainwatch.{comb.name}.flush")
+    async def flush() -> None:
+        await forwarder.publish()
+        await combiner.flush()
+
+    if fwd.stateful:
+
+        @app.timer(settings.checkpoint_interval, name=f"drainwatch.{fwd.name}.checkpoint")
+        async def checkpoint() -> None:
+            await forwarder.publish(save=True)
+
+    @app.timer(WRITE_OUT_EVERY, name=f"drainwatch.{comb.name}.write-out")
+    async def write_out() -> None:
+        if combiner.caught_up() and not combiner.flush_lock.locked():
+            await combiner.flush(save=False)
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kw: Any) -> None:
+        revoked = list(revoked)
+        await forwarder.revoked(revoked)
+        await combiner.revoked(revoked)
+
+    return forwarder, combiner

@@ -1,0 +1,249 @@
+"""The node-samples family (seed 003 §5.2) on the live flow (docs/state.md, "Node samples"):
+DFS write load per minute, hot-zone episodes and job utilisation, the same numbers as
+``drainwatch replay --format samples``.
+
+* Forward step: each ``node-samples`` message (one node's sweep: trace lines, one per
+  process) is read into columns (bad lines dead-lettered with their reason) and the good
+  samples forwarded with their offset to ``samples-partials`` as one binary batch.
+* Combine step: the :class:`~models.samples.merge.SampleMerger` releases samples in time order
+  once every partition is past them, into :class:`~models.samples.dfslive.DfsStream` (and one
+  per file system) and :class:`~models.samples.utillive.JobUtilStream`; the minutes before the
+  released time are final.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import orjson
+
+from models.alerts import Alert
+from models.formats.samplelines import parse_lines
+from models.records.reject import Reject
+from models.samples.batch import MAGIC, SampleBatch
+from models.samples.dfslive import DfsStream, FsStreams
+from models.samples.merge import SampleMerger
+from models.samples.utillive import JobUtilStream
+from streams.live.checkpoint import Outbox
+from streams.live.context import WorkerContext
+from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
+from streams.sinks.jobpoints import row_messages, table_lines, timed_line
+from streams.stages.samples import (
+    DFS_MINUTELY,
+    DFS_MINUTELY_FS,
+    GIB_KB,
+    HOT_ZONES,
+    HOT_ZONES_FS,
+    JOB_UTILIZATION,
+    _zone_row,
+)
+
+INPUT_TAKE = 32  # messages of up to ~0.5 MB: 16 MB of lines at once
+COMBINE_TAKE = 8
+
+
+class SamplesForward:
+    name = "node-samples"
+    take = INPUT_TAKE
+    within = TAKE_WITHIN
+    stateful = False
+    forward_each_part = True
+    part_records = 16_000
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+        self.pending: dict[int, list[list[Any]]] = {}  # partition -> [offset, SampleBatch]
+
+    def topic(self) -> Any:
+        return self.ctx.topics.node_samples
+
+    def partials_topic(self) -> Any:
+        return self.ctx.topics.samples_partials
+
+    def records_in(self, value: Any) -> int:
+        return value.count(b"\n") + 1 if isinstance(value, bytes | bytearray) else 1
+
+    def new_state(self, p: int) -> None:
+        return None
+
+    def restore(self, p: int, tree: Any) -> None:
+        return None
+
+    def snapshot(self, p: int, state: Any) -> Any:
+        return None
+
+    def offset(self, state: Any) -> int:
+        return -1
+
+    def forget(self, p: int) -> None:
+        pass
+
+    def waiting_partitions(self) -> set[int]:
+        return set(self.pending)
+
+    def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None:
+        """Sweeps: one sample per line, read into columns (:func:`parse_lines`); each bad
+        line is dead-lettered on its own."""
+        ctx, s = self.ctx, self.ctx.settings
+        where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
+        parsed = parse_lines(value)
+        for a, b, reason, _detail in parsed.rejects:
+            text = value[a:b][:4096].decode("utf-8", "replace")
+            dead_letter(ctx, out, Reject(reason, self.name, 0, text), **where)
+        batch = parsed.batch
+        ms = batch.ts * 1000
+        ok = (s.not_before <= ms) & (ms < s.not_after)
+        if not ok.all():
+            for k in np.flatnonzero(~ok).tolist():
+                a, b = parsed.bounds[k].tolist()
+                text = value[a:b][:4096].decode("utf-8", "replace")
+                dead_letter(ctx, out, Reject("implausible_time", self.name, 0, text), **where)
+            batch = batch.take(ok)
+        ctx.counts["samples"] += len(batch)
+        if len(batch):
+            self.pending.setdefault(p, []).append([off, batch])
+
+    def partials(self, p: int, state: Any) -> list[bytes]:
+        return [encode_partial(p, run) for run in chunks(self.pending.pop(p, []), len)]
+
+
+def encode_partial(p: int, entries: list[list[Any]]) -> bytes:
+    """The entries' samples as one batch of columns (:meth:`SampleBatch.to_bytes`), each
+    entry's offset and number of samples in the header."""
+    batch = SampleBatch.concat([b for _off, b in entries])
+    return batch.to_bytes({"partition": p, "events": [[off, len(b)] for off, b in entries]})
+
+
+def decode_partial(value: bytes) -> tuple[int, list[tuple[int, SampleBatch]]]:
+    """(partition, [(source offset, samples)]) of a :func:`encode_partial` message."""
+    if value[:4] != MAGIC:
+        raise ValueError(
+            "samples partial: not a binary sample batch (written by drainwatch before the "
+            f"{MAGIC.decode()} partials; not read by this release)"
+        )
+    batch, head = SampleBatch.from_bytes(value)
+    events, lo = [], 0
+    for off, n in head["events"]:
+        events.append((int(off), batch.slice(lo, lo + n)))
+        lo += n
+    return int(head["partition"]), events
+
+
+class SamplesCombine:
+    name = "samples"
+    owner = "samples"
+    kind = "samples"
+    version = 1
+    take = COMBINE_TAKE
+    within = TAKE_WITHIN
+
+    def __init__(self, ctx: WorkerContext, partitions: int | None) -> None:
+        self.ctx = ctx
+        self.partitions = partitions
+        self.zone = ZoneInfo(ctx.settings.tz)
+        self.fresh()
+
+    def topic(self) -> Any:
+        return self.ctx.topics.samples_partials
+
+    def fresh(self) -> None:
+        s = self.ctx.settings
+        self.merger = SampleMerger(s.lateness, self.partitions)
+        self.dfs = DfsStream(s.sample_period, 1e6, s.alert_hot_zone, 3, 0, s.alert_hot_zone_minutes)
+        mpc = None if s.mem_per_core is None else s.mem_per_core * GIB_KB
+        self.util = JobUtilStream(s.sample_period, mpc, s.cores_per_node, s.lateness)
+        self.fs = FsStreams(
+            dict(s.alert_hot_zone_fs or ()),
+            s.alert_hot_zone,
+            period=s.sample_period,
+            alert_minutes=s.alert_hot_zone_minutes,
+        )
+
+    def restore(self, version: int, tree: Any) -> None:
+        self.fresh()
+        self.merger.restore(tree["merger"])
+        self.merger.partitions = self.partitions
+        self.dfs.restore(tree["dfs"])
+        self.util.restore(tree["util"])
+        self.fs.restore(tree["fs"])
+
+    def snapshot(self) -> Any:
+        return {
+            "merger": self.merger.snapshot(),
+            "dfs": self.dfs.snapshot(),
+            "util": self.util.snapshot(),
+            "fs": self.fs.snapshot(),
+        }
+
+    def has_news(self) -> bool:
+        return False
+
+    def flush_rows(self, out: Outbox) -> None:
+        pass  # every row is final when it is made
+
+    def add(self, off: int, value: bytes, out: Outbox) -> None:
+        p, events = decode_partial(value)
+        ctx, merger = self.ctx, self.merger
+        source = ctx.topics.node_samples.get_topic_name()
+        for src_off, batch in events:
+            late = batch.take(merger.add_many(p, src_off, batch)).to_samples()
+            for r in late:
+                text = orjson.dumps(merger.encode(r)).decode()
+                dead_letter(
+                    ctx,
+                    out,
+                    Reject("late", SamplesForward.name, 0, text),
+                    topic=source,
+                    partition=p,
+                    offset=src_off,
+                )
+        self._released(merger.release(), out)
+
+    def _released(self, released: Any, out: Outbox) -> None:
+        if not len(released):
+            return
+        dfs = self.dfs
+        dfs.update(released)
+        # every sample at or before the released time is in: the minutes before its are final
+        assert self.merger.released_to is not None
+        until = math.floor(self.merger.released_to / 60)
+        self._dfs_out(None, *dfs.close(until), out=out)
+        self.fs.update(released)
+        for fs, fminutes, fzones, falerts in self.fs.close(until):
+            self._dfs_out(fs, fminutes, fzones, falerts, out=out)
+        cluster, zone = self.ctx.settings.cluster, self.zone
+        # per-job utilisation: the jobs with new measures, provisional until quiet
+        util = self.util
+        util.update(released)
+        changed, final = util.close(self.merger.released_to)
+        done = set(final)
+        for job in sorted(set(changed) | done):
+            row = util.row(job, dfs.io_of(job))
+            is_final = {"final": int(job in done)}
+            out.points.append(
+                timed_line(JOB_UTILIZATION, cluster, row, util.first_ts(job), zone, is_final)
+            )
+        util.forget(final)
+        dfs.forget_jobs(final)
+
+    def _dfs_out(
+        self, fs: str | None, minutes: list[Any], zones: list[Any], alerts: list[Alert], out: Outbox
+    ) -> None:
+        """A DFS stream's final minutes (InfluxDB and metrics.dfs, keyed ``<minute_ms>``, or
+        ``<fs>:<minute_ms>`` for a file system's), ended episodes and alert changes."""
+        ctx = self.ctx
+        cluster, zone = ctx.settings.cluster, self.zone
+        head: tuple[str, ...] = () if fs is None else (fs,)
+        mt, zt = (DFS_MINUTELY, HOT_ZONES) if fs is None else (DFS_MINUTELY_FS, HOT_ZONES_FS)
+        rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
+        out.points += table_lines(cluster, mt, rows, zone)
+        topic = ctx.topics.metrics_dfs
+        for r, m in zip(rows, row_messages(cluster, mt, rows), strict=True):
+            out.messages.append((topic, ":".join([*head, str(r[len(head)])]).encode(), m))
+        zrows = [(*head, *_zone_row(z)) for z in zones]
+        out.points += table_lines(cluster, zt, zrows, zone)
+        ctx.counts["rows"] += len(rows) + len(zrows)
+        ctx.counts["alert_changes"] += out.add_alerts(cluster, alerts)
