@@ -25,7 +25,7 @@ Also reported per throughput run: when the worker's first stage had forwarded th
 and all of the events to jobs-partials (the broker's timestamps of those messages), and the
 worker's CPU seconds (``/proc/<pid>/stat``; peak RSS is VmHWM of ``/proc/<pid>/status``): the
 broker, InfluxDB and the worker share this machine's CPUs. ``--in-process`` runs the worker's
-job path (``streams.jobagents.JobsPipeline``) in this process on the same events without a
+job family on the live runner (``streams.live``) in this process on the same events without a
 broker (points turned into line protocol, not sent), plain and under cProfile; ``--profile``
 runs one more throughput pass with the worker under py-spy (``.venv/bin/pip install py-spy``)
 and prints where its samples went. The table and machine go to stdout, everything to
@@ -588,7 +588,7 @@ class _LineSink:
     def __init__(self) -> None:
         self.points = self.bytes = 0
 
-    def write(self, points: list[Any]) -> None:
+    def write_lines(self, points: list[Any]) -> None:
         self.points += len(points)
         self.bytes += len("\n".join(p for p in points if p).encode())
 
@@ -638,31 +638,43 @@ def _messages(fmt: str, path: Path, settings: Settings) -> list[_Event]:
     return rec.events("job-events")
 
 
-async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
-                      samples: bool = False) -> Any:  # fmt: skip
-    """JobsPipeline (the worker's job path; ``samples``: SamplesPipeline) over ``msgs`` without
-    a broker: input takes of 512 messages (64 for samples), every ``per_flush`` records a
-    publish, the partials in takes of 64, a flush (the state saved at every fifth)."""
+async def _in_process(
+    msgs: list[_Event], settings: Settings, per_flush: int, samples: bool = False
+) -> Any:
+    """The worker's job family (``samples``: the samples family) on the live runner over
+    ``msgs`` without a broker: input takes of 512 messages (64 for samples), every
+    ``per_flush`` records a publish, the partials in takes of 64, a flush (the state saved at
+    every fifth)."""
     from types import SimpleNamespace
 
     from streams.app import AppTopics
-    from streams.jobagents import JobsPipeline
-    from streams.sampleagents import SamplesPipeline
+    from streams.live.context import WorkerContext
+    from streams.live.jobs import JobsCombine, JobsForward
+    from streams.live.runner import Combiner, Forwarder
+    from streams.live.samples import SamplesCombine, SamplesForward
 
     parts = settings.topic_partitions
     topics = {f: Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=Producer(topics),
-                          conf=SimpleNamespace(id="bench"))  # fmt: skip
+    app = SimpleNamespace(producer=Producer(topics), conf=SimpleNamespace(id="bench"))
+
+    class NoState:  # a first start: no saved state to read; saves kept nowhere
+        refused: list[str] = []
+
+        async def candidates(self, owner: str) -> list[tuple[str, bytes]]:
+            return []
+
+        async def save(self, owner: str, data: bytes) -> None:
+            return None
+
     sink = _LineSink()
-    cls = SamplesPipeline if samples else JobsPipeline
-    pipe = cls(app, settings, sink, parts)  # type: ignore[arg-type]
+    ctx = WorkerContext(app, settings, sink, topics=SimpleNamespace(**topics), store=NoState())  # type: ignore[arg-type]
+    if samples:
+        fwd = Forwarder(ctx, SamplesForward(ctx))
+        pipe = Combiner(ctx, SamplesCombine(ctx, parts))
+    else:
+        fwd = Forwarder(ctx, JobsForward(ctx))
+        pipe = Combiner(ctx, JobsCombine(ctx, parts))
     take_n = 64 if samples else 512
-
-    async def no_state(owner: str) -> None:  # a first start: no saved state to read
-        return None
-
-    pipe.store.load = no_state  # type: ignore[method-assign]
-    take = getattr(pipe, "on_input", None) or pipe.on_job_events  # type: ignore[attr-defined]
     partials, poff = topics["samples_partials" if samples else "jobs_partials"], 0
     chunks: list[list[_Event]] = [[]]
     n = 0
@@ -674,8 +686,8 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
             n = 0
     for c, chunk in enumerate(chunks):
         for i in range(0, len(chunk), take_n):
-            await take(chunk[i : i + take_n])
-        await pipe.publish()
+            await fwd.on_events(chunk[i : i + take_n])
+        await fwd.publish()
         got = [_Event(partials.name, 0, poff + i, v) for i, (_, v) in enumerate(partials.sent)]
         poff += len(got)
         partials.sent.clear()
@@ -684,7 +696,10 @@ async def _in_process(msgs: list[_Event], settings: Settings, per_flush: int,
         # the rows written at each; the state saved at every fifth and the last, as the worker
         # saves it at its timer's flush (every 2 s: ~100,000 job events at 50,000/s)
         await pipe.flush(save=c % 5 == 4 or c == len(chunks) - 1)
-    pipe.counts.update({f"sent:{k}": len(t.sent) for k, t in topics.items() if t.sent})
+    if ctx.writes is not None:
+        await ctx.writes.barrier()
+    ctx.counts.update({f"sent:{k}": len(t.sent) for k, t in topics.items() if t.sent})
+    pipe.counts = ctx.counts  # type: ignore[attr-defined]
     return pipe, sink
 
 
@@ -742,21 +757,22 @@ def _where(file: str, line: int, func: str) -> str:
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("start-up: imports", ("_find_and_load",)),
     ("flush: InfluxDB write (line protocol + HTTP, in a thread)", ("InfluxSink.write",)),
-    ("flush: pickling the state", ("JobsPipeline._saved",)),
+    ("flush: the state as a document", ("JobsCombine.snapshot",)),
+    ("flush: the state as a document", ("pack",)),
     ("flush: saving the state to worker-state", ("StateStore.save",)),
-    ("flush: metric and alert messages (faust Topic.send)", ("JobsPipeline.flush", "_sent")),
-    ("flush: other (rows made at a flush)", ("JobsPipeline.flush",)),
-    ("merge + analytics (on_partials)", ("JobsPipeline.on_partials",)),
-    ("decode job events (on_input)", ("JobsPipeline.on_input",)),
-    ("decode job events (on_input)", ("JobsPipeline.on_job_events",)),
-    ("forward to jobs-partials (publish)", ("JobsPipeline.publish",)),
+    ("flush: metric and alert messages", ("Combiner.flush", "send_many")),
+    ("flush: other (rows made at a flush)", ("Combiner.flush",)),
+    ("merge + analytics (on_partials)", ("Combiner.on_partials",)),
+    ("decode job events (forward step)", ("Forwarder.on_events",)),
+    ("forward to jobs-partials (publish)", ("Forwarder.publish",)),
     ("faust: delivering consumed messages to the agents", ("Conductor.",)),
     ("faust: delivering consumed messages to the agents", ("Stream.",)),
     ("faust/aiokafka: fetching and decoding records", ("Fetcher",)),
     ("faust/aiokafka: fetching and decoding records", ("Consumer.",)),
     ("aiokafka: producer sender and connections", ("Sender.",)),
     ("aiokafka: producer sender and connections", ("AIOKafkaConnection.",)),
-    ("the drain path's agents (idle input)", ("DrainPipeline",)),
+    ("the drain family (idle input)", ("DrainForward",)),
+    ("the drain family (idle input)", ("DrainCombine",)),
 )
 
 

@@ -19,10 +19,13 @@ already sent (a consumer that keeps the latest record per id sees no difference)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from models.jobs.merge import dict_in, float_in, list_in, str_in
+from models.state import StateFormatError
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -60,7 +63,40 @@ class Alert:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Alert:
-        return cls(**d)
+        """The alert of :meth:`to_dict`'s dict, field by field; a field missing or of another
+        type raises (KeyError, :class:`~models.state.StateFormatError`)."""
+        if not isinstance(d, Mapping) or len(d) != len(_ALERT_FIELDS):
+            raise StateFormatError(f"alert: {len(_ALERT_FIELDS)} fields expected")
+        details = dict_in(d["details"])
+        if any(type(k) is not str for k in details):
+            raise StateFormatError("alert: details with a key that is not a string")
+        state = str_in(d["state"])
+        if state not in (FIRING, RESOLVED):
+            raise StateFormatError(f"alert: state {state!r}")
+        return cls(
+            str_in(d["id"]),
+            str_in(d["kind"]),
+            str_in(d["subject"]),
+            str_in(d["severity"]),
+            state,
+            _value(d["value"]),
+            _value(d["threshold"]),
+            str_in(d["window"]),
+            _value(d["since"], False),
+            _value(d["at"], False),
+            dict(details),
+        )
+
+
+_ALERT_FIELDS = tuple(f.name for f in fields(Alert))
+
+
+def _value(v: Any, optional: bool = True) -> Any:
+    """A number as it was (an int stays an int: its records are written as they were), or
+    None when ``optional``."""
+    if v is None and optional or type(v) is int or type(v) is float:
+        return v
+    raise StateFormatError(f"alert: expected a number, got {type(v).__name__}")
 
 
 class AlertBook:
@@ -112,15 +148,27 @@ class AlertBook:
             return None
         return replace(a, state=RESOLVED, at=at, value=a.value if value is None else value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, Any]:
+        """The open alerts as a state tree (models.state): ``{"open": [alert dict, ...]}``."""
         return {"open": [a.to_dict() for a in self.open.values()]}
+
+    to_dict = snapshot
+
+    def restore(self, tree: Mapping[str, Any]) -> None:
+        """Replace the open alerts with those of :meth:`snapshot`'s tree (checked field by
+        field: an alert of another shape, or filed under another id, raises)."""
+        got: dict[str, Alert] = {}
+        for x in list_in(tree["open"]):
+            a = Alert.from_dict(x)
+            if a.id != f"{a.kind}:{a.subject}" or a.id in got or a.state != FIRING:
+                raise StateFormatError(f"alerts: open alert {a.id!r} twice, or not firing")
+            got[a.id] = a
+        self.open = got
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AlertBook:
         b = cls()
-        for x in d["open"]:
-            a = Alert.from_dict(x)
-            b.open[a.id] = a
+        b.restore(d)
         return b
 
 
@@ -153,12 +201,22 @@ class JobAlerts:
         self.interval = interval
         self._flood: dict[str, tuple[float, float]] = {}  # firing subject -> (A, its tick)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"book": self.book.to_dict(), "flood": {k: list(v) for k, v in self._flood.items()}}
+    def snapshot(self) -> dict[str, Any]:
+        """The open alerts and the firing floods' last A(t) and tick as a state tree
+        (models.state); the thresholds, zone and tick are the constructor's."""
+        return {"book": self.book.snapshot(), "flood": {k: list(v) for k, v in self._flood.items()}}
 
-    def restore(self, d: Mapping[str, Any]) -> None:
-        self.book = AlertBook.from_dict(d["book"])
-        self._flood = {k: (float(v[0]), float(v[1])) for k, v in d["flood"].items()}
+    to_dict = snapshot
+
+    def restore(self, tree: Mapping[str, Any]) -> None:
+        """Fill these alerts (made with the snapshot's settings) from :meth:`snapshot`'s tree,
+        checked field by field; its book is restored in place."""
+        flood: dict[str, tuple[float, float]] = {}
+        for k, v in dict_in(tree["flood"]).items():
+            a, tick = list_in(v, 2)
+            flood[k] = (float_in(a), float_in(tick))
+        self.book.restore(dict_in(tree["book"]))
+        self._flood = flood
 
     def _decayed(self, subject: str, before: float) -> Alert | None:
         """Resolve a firing flood whose A(t), decaying from its last row with no new short

@@ -2,7 +2,11 @@
 
 Errors and exit codes follow streams.errors: a user error is one line on stderr and exit 2
 (``--debug`` shows the traceback), unusable input exits 3, an I/O failure 1, SIGINT 130, a closed
-standard output 141, quietly.
+standard output 141, quietly. Those error lines are the command's answer, not logging.
+
+Every command configures logging once (streams/logs.py) from ``--log-level`` and
+``--log-format``, given before the command or after it (``drainwatch worker --log-format json``,
+``drainwatch ship moab --log-level debug ...``), else from the settings.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from streams import logs
+from streams.config import setup_logging
 from streams.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -46,9 +52,9 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a == "--config":
+        if a in ("--config", "--log-level", "--log-format"):
             i += 2
-        elif a == "--debug" or a.startswith("--config="):
+        elif a == "--debug" or a.startswith(("--config=", "--log-level=", "--log-format=")):
             i += 1
         else:
             return a if a in COMMANDS else None
@@ -67,13 +73,29 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of an error instead of one line"
     )
+    logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         if only is None or name == only:
             importlib.import_module(f"streams.commands.{name}").register(sub)
         else:
             sub.add_parser(name)
+    _add_log_arguments(sub)
     return parser
+
+
+def _add_log_arguments(sub: argparse._SubParsersAction[Any]) -> None:
+    """``--log-level``/``--log-format`` on every sub-command's parser, at every depth
+    (``ship moab``); left out of the namespace when not given, so a global one stands."""
+    seen: set[int] = set()
+    for p in sub.choices.values():
+        if id(p) in seen:  # an alias names the same parser
+            continue
+        seen.add(id(p))
+        logs.add_arguments(p, suppress=True)
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_log_arguments(action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
     where = f"drainwatch {args.command}"
+    setup_logging(args)
     try:
         rc = args.func(args)
     except (UserError, ConfigError) as e:

@@ -17,16 +17,18 @@ naming the offending key.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 # defined with the other errors, so the CLI catches it without loading this module
+from streams import logs
 from streams.errors import ConfigError as ConfigError
 
 if TYPE_CHECKING:  # ssl costs ~10 ms to import: only the worker's Kafka client needs it
@@ -58,6 +60,7 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 STORES = ("memory://", "rocksdb://")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
 
 
 class Secret:
@@ -366,6 +369,15 @@ SPECS: tuple[Spec, ...] = (
         "info",
         "log level: debug, info, warning, error",
         choices=LOG_LEVELS,
+    ),
+    Spec(
+        "log_format",
+        "",
+        "log_format",
+        "choice",
+        "text",
+        "log line format: text, or json (one object per line, for journald/ELK)",
+        choices=LOG_FORMATS,
     ),
     Spec(
         "store",
@@ -720,6 +732,7 @@ class Settings:
     cluster: str = "default"
     state_dir: Path = Path(".drainwatch")
     log_level: str = "info"
+    log_format: str = "text"
     store: str = "memory://"
     web_bind: str = "127.0.0.1"
     web_port: int = 6066
@@ -817,11 +830,14 @@ class Settings:
         return kw
 
     def describe(self) -> dict[str, str]:
-        """Setting -> printable value, secrets masked: safe to log."""
+        """Setting -> printable value, secrets and URL credentials masked: safe to log."""
+        from streams.logs import mask_bootstrap, mask_urls
+
         out: dict[str, str] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = "" if v is None else str(v)
+            text = "" if v is None else mask_urls(str(v))
+            out[f.name] = mask_bootstrap(text) if f.name == "kafka_bootstrap" else text
         return out
 
 
@@ -1095,3 +1111,19 @@ def _validate(s: Settings) -> Settings:
     if s.not_before >= s.not_after:
         raise ConfigError(spec["not_before"].env, "must be earlier than not_after")
     return s
+
+
+def setup_logging(args: argparse.Namespace, stream: TextIO | None = None) -> None:
+    """:func:`streams.logs.setup` from ``--log-level``/``--log-format``, else the settings
+    (``--config``, ``DRAINWATCH_LOG_LEVEL``/``DRAINWATCH_LOG_FORMAT``), else info/text.
+    Settings that do not load are not an error here: the command reports them itself."""
+    level = getattr(args, "log_level", None)
+    fmt = getattr(args, "log_format", None)
+    if level is None or fmt is None:
+        try:
+            settings = load_settings(getattr(args, "config", None))
+        except Exception:  # the command reports a bad configuration itself
+            settings = None
+        level = level or (settings.log_level if settings else "info")
+        fmt = fmt or (settings.log_format if settings else "text")
+    logs.setup(level, fmt, stream)

@@ -3,7 +3,9 @@
 ``replay`` builds feeds (a source and the stages it feeds) and calls :func:`run`; the worker will
 feed the same stages from Kafka. Written once here: the loop, the reject log, the summary with
 the same keys for every engine, the commit of every sink (or the abort that leaves the previous
-outputs untouched when anything fails or the user interrupts).
+outputs untouched when anything fails or the user interrupts). The contracts it drives (Source,
+Stage, Sink, InputStats, the reject log) are in :mod:`streams.contracts`; ``InputStats`` and
+``Source`` are re-exported here, and :class:`RejectLog` adds the ``--rejects`` file.
 """
 
 from __future__ import annotations
@@ -16,85 +18,31 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any
 
 import orjson
 
-from models.records.reject import Reject
-from streams.format import instant_ms
-from streams.sinks.base import Sink
+from streams import contracts
+from streams.contracts import InputStats, Sink, Source, Stage, instant_ms
 from streams.sinks.files import RejectFile
-from streams.stages.base import Stage
+
+__all__ = ["Feed", "InputStats", "RejectLog", "Run", "Source", "run", "sigint_held"]
 
 
-@dataclass(slots=True)
-class InputStats:
-    """What a source read from one input: bytes, records, rejects, first and last event time."""
+class RejectLog(contracts.RejectLog):
+    """A run's reject log (:class:`streams.contracts.RejectLog`) whose rejects also go to
+    ``path`` (``--rejects``) if given: a RejectFile, committed or aborted with the outputs."""
 
-    path: str
-    bytes: int = 0
-    lines: int | None = None  # line formats: lines read
-    ignored: int = 0  # lines that are no record of the format (e.g. other Moab messages)
-    records: int = 0
-    rejected: int = 0
-    first_ms: int | None = None
-    last_ms: int | None = None
+    file: RejectFile | None
 
-    def seen(self, lo_ms: int, hi_ms: int) -> None:
-        self.first_ms = lo_ms if self.first_ms is None else min(self.first_ms, lo_ms)
-        self.last_ms = hi_ms if self.last_ms is None else max(self.last_ms, hi_ms)
-
-    def tally(self, ts_s: Sequence[float], bad: Sequence[Reject], rejects: RejectLog) -> None:
-        """One whole input read: its records' times (POSIX s) and its rejects."""
-        rejects.extend(bad)
-        self.rejected += len(bad)
-        self.records += len(ts_s)
-        if len(ts_s):
-            self.seen(round(float(min(ts_s)) * 1000), round(float(max(ts_s)) * 1000))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "bytes": self.bytes,
-            "lines": self.lines,
-            "ignored": self.ignored,
-            "records": self.records,
-            "rejected": self.rejected,
-            "first": instant_ms(self.first_ms) or None,
-            "last": instant_ms(self.last_ms) or None,
-        }
-
-
-class RejectLog:
-    """Every rejected record of a run: counted by reason, written to ``--rejects`` if given."""
-
-    def __init__(self, path: str | None = None) -> None:
-        self.by_reason: Counter[str] = Counter()
-        self.file = RejectFile(path) if path else None
-
-    def add(self, r: Reject) -> None:
-        self.by_reason[r.reason] += 1
-        if self.file is not None:
-            self.file.add(r)
-
-    def extend(self, rs: Sequence[Reject]) -> None:
-        for r in rs:
-            self.add(r)
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_reason.values())
-
-
-class Source(Protocol):
-    inputs: list[InputStats]
-
-    def batches(self, rejects: RejectLog) -> Iterator[Any]: ...
+    def __init__(self, path: str | Path | None = None) -> None:
+        super().__init__(RejectFile(path) if path else None)
 
 
 @dataclass(slots=True)
 class Feed:
-    source: Source
+    source: Source[RejectLog]
     stages: Sequence[Stage[Any]]
 
 

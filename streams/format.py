@@ -15,42 +15,32 @@
   number is written with a leading ``'``.
 
 CSV files are UTF-8, ``,``-separated, LF line ends, header row always present.
+
+:func:`instant_ms` is defined in :mod:`streams.contracts` (the input statistics write their
+times with it, and that module imports nothing above it); it is re-exported here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Iterator
+from datetime import date
 from typing import Any
 
 import numpy as np
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+from streams.contracts import COLUMN_KINDS, Row, Table, instant_ms
 
-
-def instant_ms(ms: int | None) -> str:
-    """Epoch milliseconds -> ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (exact: integer arithmetic; the
-    date, hour and minute made once per minute: the live job path writes one per row)."""
-    if ms is None:
-        return ""
-    minute, rest = divmod(int(ms), 60_000)
-    return f"{_minute_text(minute)}{rest // 1000:02d}.{rest % 1000:03d}Z"
-
-
-@lru_cache(maxsize=4096)
-def _minute_text(minute: int) -> str:
-    """``YYYY-MM-DDTHH:MM:`` of an epoch minute (the date made once per day: event time
-    moves on, so most minutes are new ones)."""
-    day, m = divmod(minute, 1440)
-    return f"{_day_text(day)}T{m // 60:02d}:{m % 60:02d}:"
-
-
-@lru_cache(maxsize=1024)
-def _day_text(day: int) -> str:
-    """``YYYY-MM-DD`` of an epoch day."""
-    return f"{_EPOCH + timedelta(days=day):%Y-%m-%d}"
+__all__ = [
+    "FORMATTERS",
+    "day",
+    "format_rows",
+    "instant",
+    "instant_ms",
+    "number",
+    "seconds_from_ms",
+    "text",
+]
 
 
 def instant(ts: float | None) -> str:
@@ -122,3 +112,15 @@ FORMATTERS: dict[str, Callable[[Any], str]] = {
     "instant_ms": instant_ms,
     "day": day,
 }
+if FORMATTERS.keys() != COLUMN_KINDS:  # a kind declared in streams.contracts needs its formatter
+    raise RuntimeError(f"column kinds without a formatter: {COLUMN_KINDS ^ FORMATTERS.keys()}")
+
+
+def format_rows(table: Table, rows: Iterable[Row]) -> Iterator[list[str]]:
+    """Rows of ``table`` as the text every sink writes: each value through its column's kind."""
+    fmts = [FORMATTERS[c.kind] for c in table.columns]
+    n = len(fmts)
+    for r in rows:
+        if len(r) != n:
+            raise ValueError(f"{table.file}: row of {len(r)} values for {n} columns")
+        yield [f(v) for f, v in zip(fmts, r, strict=True)]

@@ -2,17 +2,18 @@
 
 ``ensure_topics`` creates every drainwatch topic that is missing with the partitions and cleanup
 policy of :data:`streams.topics.TOPICS` (compacted topics keep the latest value per key).
-``wait_for_kafka`` retries with exponential backoff, logging one line per attempt, and gives up
+``wait_for_kafka`` retries with exponential backoff, logging one line per attempt (rate-limited
+by streams/logs.py: an outage writes a line per 10 s, with the count of the others), and gives up
 with :class:`Unreachable` after ``connect_timeout`` (issue policy 8: no traceback).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from typing import Any
 
+from streams import logs
 from streams.config import Settings
 from streams.topics import TOPICS
 
@@ -31,27 +32,41 @@ def _kw(settings: Settings) -> dict[str, Any]:
 
 class Backoff:
     """The one retry policy for servers that do not answer: waits of 0.5 s doubling to 10 s,
-    one stderr line per failed attempt, :class:`Unreachable` once ``timeout_s`` has passed."""
+    one warning per failed attempt, :class:`Unreachable` once ``timeout_s`` has passed.
+
+    ``what`` names the command (``drainwatch worker``, ``drainwatch ship moab``): its logger is
+    that component (``worker``, ``ship.moab``); credentials in ``server`` are masked."""
 
     def __init__(self, what: str, server: str, timeout_s: float) -> None:
-        self.what, self.server, self.timeout_s = what, server, timeout_s
+        self.what, self.server, self.timeout_s = what, logs.mask_urls(server), timeout_s
         self.deadline = time.monotonic() + timeout_s
         self.delay, self.attempt = 0.5, 1
+        self.log = logs.get(component_of(what))
 
     def failed(self, reason: str) -> float:
         """Seconds to wait before the next attempt (raises Unreachable when out of time)."""
         left = self.deadline - time.monotonic()
+        reason = logs.mask_urls(reason)
         if left <= 0:
             raise Unreachable(f"{self.server} unreachable for {self.timeout_s:g} s ({reason})")
         wait = min(self.delay, left)
-        print(
-            f"{self.what}: {self.server} not reachable (attempt {self.attempt}: {reason}); "
-            f"retrying in {wait:.1f} s",
-            file=sys.stderr,
-            flush=True,
+        self.log.warning(
+            "%s not reachable (attempt %d: %s); retrying in %.1f s",
+            self.server,
+            self.attempt,
+            reason,
+            wait,
         )
         self.delay, self.attempt = min(self.delay * 2, 10.0), self.attempt + 1
         return wait
+
+
+def component_of(what: str) -> str:
+    """The log component of a command name: ``drainwatch ship moab`` -> ``ship.moab``."""
+    words = what.split()
+    if words and words[0] == "drainwatch":
+        words = words[1:]
+    return ".".join(words) or "drainwatch"
 
 
 async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:

@@ -30,8 +30,9 @@ NODE_STATUS_SCHEMA: dict[str, Any] = {
     "$id": "node-status.v1.json",
     "title": "NodeStatus slice v1: node records of one partition from one read of a log",
     "description": "Columns of equal length indexing the message's own name tables "
-    "(streams/wire.py). A control message {v, source, control: 'flush'} marks the end of a "
-    "finite input: the worker accounts what it holds for reordering and closes the windows.",
+    "(streams/codecs/nodestatus.py). A control message {v, source, control: 'flush'} marks "
+    "the end of a finite input (streams/codecs/control.py): the worker accounts what it holds "
+    "for reordering and closes the windows.",
     "type": "object",
     "required": ["v", "source"],
     "additionalProperties": False,
@@ -239,11 +240,13 @@ METRICS_JOBS_SCHEMA: dict[str, Any] = {
 DRAIN_PARTIALS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "drain-partials.v1.json",
-    "title": "Internal: absolute totals of one node-status partition (models.drain.live)",
+    "title": "Internal: absolute totals of one node-status partition (models.drain.live; "
+    "streams/codecs/partials.py)",
     "type": "object",
-    "required": ["partition", "watermark_ms", "nodes", "windows", "jobs", "counts"],
+    "required": ["partition", "watermark_ms", "nodes", "windows", "jobs", "counts", "states"],
     "additionalProperties": False,
     "properties": {
+        "v": {"const": 1, "description": "absent: written before versions (read as 1)"},
         "partition": _INT,
         "watermark_ms": {"type": ["integer", "null"]},
         "nodes": _INT,
@@ -290,52 +293,69 @@ DRAIN_PARTIALS_SCHEMA: dict[str, Any] = {
 WORKER_STATE_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "worker-state.v1.json",
-    "title": "Internal: a snapshot manifest (its chunks are raw bytes under '<key>/<n>')",
+    "title": "Internal: a snapshot manifest (its chunks are raw bytes under '<key>/<gen><n>'; "
+    "streams/codecs/state.py)",
     "type": "object",
-    "required": ["id", "chunks", "bytes"],
-    "properties": {"id": _STR, "chunks": _INT, "bytes": _INT},
+    "required": ["id", "chunks", "bytes", "gen"],
+    "properties": {
+        "v": {"const": 1, "description": "absent: written before versions (read as 1)"},
+        "id": {**_STR, "description": "32 hex digits, prefixed to each chunk"},
+        "chunks": {**_INT, "minimum": 1},
+        "bytes": {**_INT, "minimum": 0, "description": "the snapshot's length"},
+        "gen": {"enum": ["a", "b"], "description": "the generation of the chunks' keys"},
+    },
 }
 
+
+# a JobEvent as the worker forwards it: its fields in order (models.records.jobevent_row)
+_JOB_EVENT_ROW: dict[str, Any] = {
+    "type": "array",
+    "prefixItems": list(JOB_EVENT_SCHEMA["properties"].values()),
+    "minItems": len(JOB_EVENT_SCHEMA["properties"]),
+    "maxItems": len(JOB_EVENT_SCHEMA["properties"]),
+}
 
 JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "jobs-partials.v1.json",
     "title": "Internal: job events of one job-events partition, with their offsets "
-    "(models.jobs.merge); or (partition -1) the drain combiner's job totals to join",
+    "(models.jobs.merge); or (partition -1) the drain combiner's job totals to join "
+    "(streams/codecs/partials.py)",
     "type": "object",
     "required": ["partition"],
     "oneOf": [{"required": ["events"]}, {"required": ["drain"]}],
     "additionalProperties": False,
     "properties": {
+        "v": {"const": 1, "description": "absent: written before versions (read as 1)"},
         "partition": _INT,
         "drain": {
             "type": "array",
             "items": {
                 "type": "array",
                 "prefixItems": [_STR, _INT, _INT, _INT, _INT, _INT, _INT],
-                "minItems": 6,
+                "minItems": 7,
                 "maxItems": 7,
             },
             "description": "[job, drain ms, nodes charged, first charged ms, last charged ms, "
             "nodes running, point time ms] per job whose totals changed (the point time: the "
-            "job's first charge as first reported, its drain_job point; absent from older "
-            "workers)",
+            "job's first charge as first reported, its drain_job point)",
         },
         "watermark_ms": {
-            **_INT,
+            "type": ["integer", "null"],
             "description": "with drain: the combiner's watermark (every node-status partition "
-            "is past it), so the join keeps a job's events while the drain stream lags",
+            "is past it; null: not known yet), so the join keeps a job's events while the drain "
+            "stream lags",
         },
         "events": {
             "type": "array",
             "items": {
                 "type": "array",
-                "prefixItems": [_INT, {"type": "array", "items": JOB_EVENT_SCHEMA}],
+                "prefixItems": [_INT, {"type": "array", "items": _JOB_EVENT_ROW}],
                 "minItems": 2,
                 "maxItems": 2,
             },
-            "description": "[source offset, [JobEvent...]] in offset order (the events of "
-            "one job-events message)",
+            "description": "[source offset, [row...]] in offset order (the events of one "
+            "job-events message, each a row: its JobEvent fields in order)",
         },
     },
 }
@@ -520,7 +540,7 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(
         "node-status",
         "'p<partition>': the shipper picks the partition of a node by blocks of 32 nodes "
-        "numbered alike (streams.wire.partition_of)",
+        "numbered alike (streams.codecs.nodestatus.partition_of)",
         "node records of one partition from one read of a log (one iteration, at most "
         "8,192 records)",
         NODE_STATUS_SCHEMA,
@@ -647,7 +667,9 @@ def topic_names(prefix: str) -> TopicNames:
 
 def dead_letter_message(r: Reject, **where: Any) -> dict[str, Any]:
     """A dead-letter message value (see DEAD_LETTER_SCHEMA); ``where``: topic, partition,
-    offset of a rejected message."""
+    offset of a rejected message. Kept for old importers: the codec is
+    :mod:`streams.codecs.deadletter` (this module sits below the codecs and cannot re-export
+    it; tests/streams/codecs/test_deadletter.py checks both write the same)."""
     return {"source": r.source, "line": r.lineno, "reason": r.reason, "text": r.text, **where}
 
 

@@ -23,7 +23,9 @@ kafka/{lib,data,server.properties}, influxdb/{bin,meta,data,wal,influxdb.conf,ad
 grafana/{bin,home,run,admin.password}, logs/ (kept after every run, build logs too) and
 stack.env (KEY=VALUE lines for clients).
 
-Standard library only: it runs before the virtualenv has anything installed.
+Standard library only: it runs before the virtualenv has anything installed. Its progress and
+errors are log lines on stderr in drainwatch's format (streams/logs.py, which it cannot import):
+``2026-11-26T18:02:06.123Z INFO stack: message``, or JSON objects with ``--log-format json``.
 Other code (the pytest fixtures) imports it as a module: see start(), stop(), health(),
 restart_kafka(), read_stack_env(), influx_query(), and for a Grafana of a test's own
 grafana_provisioning(), start_grafana_instance(), grafana_request(), stop_grafana_instance().
@@ -37,7 +39,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -205,8 +209,65 @@ class Config:
         return f"http://127.0.0.1:{self.grafana_port}"
 
 
-def _say(msg: str) -> None:
-    print(f"[stack] {msg}", flush=True)
+LOG_FORMATS = ("text", "json")
+_log = logging.getLogger("drainwatch.stack")
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)([^@/\s?#:]*):[^@/\s?#]*@")
+
+
+class LineFormatter(logging.Formatter):
+    """drainwatch's log line: ``<ISO 8601 UTC ms>Z LEVEL component: message`` (text) or one
+    JSON object ``{"time", "level", "component", "message"[, "exc"]}``; URL passwords masked."""
+
+    def __init__(self, fmt: str = "text") -> None:
+        super().__init__()
+        self.fmt = fmt
+
+    def format(self, record: logging.LogRecord) -> str:
+        ms = int(record.created * 1000) % 1000
+        when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{ms:03d}Z"
+        name = record.name
+        comp = name[len("drainwatch.") :] if name.startswith("drainwatch.") else name
+        msg = _USERINFO.sub(r"\1\2:***@", record.getMessage())
+        exc = self.formatException(record.exc_info) if record.exc_info else ""
+        if self.fmt == "json":
+            doc = {"time": when, "level": record.levelname, "component": comp, "message": msg}
+            if exc:
+                doc["exc"] = exc
+            return json.dumps(doc, ensure_ascii=False)
+        line = f"{when} {record.levelname} {comp}: {msg}"
+        return f"{line}\n{exc}" if exc else line
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to the ``sys.stderr`` of the moment (a test's captured one included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def setup_logging(fmt: str | None = None) -> None:
+    """The script's log lines on stderr in ``fmt`` (default: $DRAINWATCH_LOG_FORMAT, else text);
+    called again, it replaces the handler."""
+    fmt = fmt or os.environ.get("DRAINWATCH_LOG_FORMAT", "").strip().lower() or "text"
+    if fmt not in LOG_FORMATS:
+        fmt = "text"
+    handler = _StderrHandler()
+    handler.setFormatter(LineFormatter(fmt))
+    for h in list(_log.handlers):
+        _log.removeHandler(h)
+    _log.addHandler(handler)
+    _log.setLevel(logging.INFO)
+    _log.propagate = False  # one line even when drainwatch's own logging is set up too
+
+
+def _say(msg: str, level: int = logging.INFO) -> None:
+    if not _log.handlers:
+        setup_logging()
+    _log.log(level, "%s", msg)
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -324,7 +385,7 @@ def _terminate(pid_file: Path, marker: str, name: str, grace: float) -> bool:
     while time.monotonic() - t0 < grace and _alive(pid, marker):
         time.sleep(0.1)
     if _alive(pid, marker):
-        _say(f"{name} did not stop within {grace:.0f}s of SIGTERM: SIGKILL")
+        _say(f"{name} did not stop within {grace:.0f}s of SIGTERM: SIGKILL", logging.WARNING)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         while _alive(pid, marker):
@@ -1132,16 +1193,19 @@ def stop(cfg: Config | None = None) -> None:
 
 
 def _report_logs(cfg: Config, rc: int) -> None:
-    err = sys.stderr
-    print(f"[stack] run failed (exit {rc}): server logs are kept in {cfg.logs}", file=err)
+    _say(f"run failed (exit {rc}): server logs are kept in {cfg.logs}", logging.ERROR)
     for log in (cfg.kafka_log, cfg.influx_log, cfg.grafana_log):
-        print(f"[stack] ---- last lines of {log} ----", file=err)
-        print(_tail(log, 30), file=err)
-    err.flush()
+        _say(f"---- last lines of {log} ----\n{_tail(log, 30)}", logging.ERROR)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stack.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=None,
+        help="log line format: text or json (default: $DRAINWATCH_LOG_FORMAT, else text)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("start", help="build what is missing, start Kafka, InfluxDB and Grafana")
     p_stop = sub.add_parser("stop", help="stop the servers (SIGTERM, then SIGKILL)")
@@ -1154,7 +1218,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("status", help="exit 0 when every server is up and answering")
     sub.add_parser("restart-kafka", help="stop and start the broker only")
+    for p in sub.choices.values():  # after the command too (`stack.py start --log-format json`)
+        p.add_argument(
+            "--log-format",
+            choices=LOG_FORMATS,
+            default=argparse.SUPPRESS,
+            help="log line format: text or json",
+        )
     args = parser.parse_args(argv)
+    setup_logging(args.log_format)
     cfg = Config.from_env()
     try:
         if args.command == "start":
@@ -1173,8 +1245,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"state     {cfg.state}")
             return 0 if all(ok.values()) else 1
     except StackError as exc:
-        print(f"[stack] ERROR: {exc}", file=sys.stderr)
-        print(f"[stack] logs: {cfg.logs}", file=sys.stderr)
+        _say(f"{exc}", logging.ERROR)
+        _say(f"logs: {cfg.logs}", logging.ERROR)
         return 1
     return 0
 

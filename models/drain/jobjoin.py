@@ -57,8 +57,27 @@ from models.drain.jobs import (
     drain_jobs_row,
     fold_event,
 )
+from models.jobs.merge import (
+    dict_in,
+    float_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    list_in,
+    opt_float_in,
+    opt_floats_in,
+    opt_floats_out,
+    opt_ints_in,
+    opt_ints_out,
+    str_in,
+    strs_out,
+)
 from models.jobs.usage import add_exact
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 # (jobs, drain_s partials, drain per node partials)
 _GroupSums = tuple[list[int], list[float], list[float]]
@@ -123,17 +142,116 @@ class DrainJobJoin:
         self.groups, self.top_k = groups, top_k
         self.rank_ms = rank_node_hours * 3_600_000.0
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+    # ---- durable state (the live worker's snapshot) ----------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Both sides, the size groups' exact sums, the alerts sent and open, and the clocks
+        as a state tree of columns (models.state); the thresholds and retention are the
+        constructor's, the size groups and the ranking's settings :meth:`configure`'s. A
+        job's backfill flag is -1 (unknown), 0 or 1; ``drains`` holds 6 values a job (drain_ms,
+        nodes_charged, first_ms, last_ms, nodes_running, stamp_ms); sets are saved sorted."""
+        ts = list(self.times.values())
+        co = list(self._contrib.values())
+        gs = list(self._gsums.values())
+        return {
+            "times": {
+                "job": strs_out(list(self.times)),
+                "nodes": opt_ints_out([t.nodes for t in ts]),
+                "submit": opt_floats_out([t.submit for t in ts]),
+                "start": opt_floats_out([t.start for t in ts]),
+                "end": opt_floats_out([t.end for t in ts]),
+                "backfill": ints_out(-1 if t.backfill is None else int(t.backfill) for t in ts),
+            },
+            "drain_jobs": strs_out(list(self.drains)),
+            "drains": ints_out(x for v in self.drains.values() for x in v),
+            "dirty": strs_out(sorted(self.dirty)),
+            "alerted": strs_out(list(self.alerted)),
+            "alerted_end": floats_out(self.alerted.values()),
+            "now": self.now,
+            "prune_at": self._prune_at,
+            "contrib": {
+                "job": strs_out(list(self._contrib)),
+                "group": strs_out([c[0] for c in co]),
+                "drain_s": floats_out(c[1] for c in co),
+                "per_node": floats_out(c[2] for c in co),
+            },
+            "groups": {
+                "group": list(self._gsums),
+                "jobs": [g[0][0] for g in gs],
+                "drain_s": [g[1] for g in gs],  # exact partial sums (add_exact)
+                "per_node": [g[2] for g in gs],
+            },
+            "groups_dirty": sorted(self._gdirty),
+            "ranked": strs_out(sorted(self._ranked)),
+            "drain_clock": self.drain_clock,
+            "last_charge": self.last_charge,
+            "book": self.book.snapshot(),
+        }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        fresh = DrainJobJoin()  # defaults for what an older snapshot lacks
-        for k in self.__slots__:
-            setattr(self, k, state[k] if k in state else getattr(fresh, k))
-        if "last_charge" not in state:
-            self.last_charge = max((v[3] for v in self.drains.values()), default=0) / 1000
-        if any(len(v) == 5 for v in self.drains.values()):  # an older snapshot: no stamps
-            self.drains = {k: (*v[:5], v[2]) for k, v in self.drains.items()}
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) join, made with the snapshot's thresholds (:meth:`configure`
+        follows), from :meth:`snapshot`'s tree; a tree of another shape raises
+        :class:`~models.state.StateFormatError`."""
+        t = dict_in(tree["times"])
+        jobs = keys_in(t["job"])
+        n = len(jobs)
+        flags: list[bool | None] = []
+        for f in ints_in(t["backfill"], n):
+            if f not in (-1, 0, 1):
+                raise StateFormatError(f"job join state: backfill flag {f}")
+            flags.append(None if f < 0 else f == 1)
+        times = {
+            job: JobTimes(nodes, submit, start, end, bf)
+            for job, nodes, submit, start, end, bf in zip(
+                jobs,
+                opt_ints_in(t["nodes"], n),
+                opt_floats_in(t["submit"], n),
+                opt_floats_in(t["start"], n),
+                opt_floats_in(t["end"], n),
+                flags,
+                strict=True,
+            )
+        }
+        djobs = keys_in(tree["drain_jobs"])
+        v = ints_in(tree["drains"], 6 * len(djobs))
+        rows = zip(v[0::6], v[1::6], v[2::6], v[3::6], v[4::6], v[5::6], strict=True)
+        drains = dict(zip(djobs, rows, strict=True))
+        ajobs = keys_in(tree["alerted"])
+        alerted = dict(zip(ajobs, floats_in(tree["alerted_end"], len(ajobs)), strict=True))
+        c = dict_in(tree["contrib"])
+        cjobs = keys_in(c["job"])
+        k = len(cjobs)
+        cols = zip(
+            keys_in(c["group"], k),
+            floats_in(c["drain_s"], k),
+            floats_in(c["per_node"], k),
+            strict=True,
+        )
+        contrib = dict(zip(cjobs, cols, strict=True))
+        g = dict_in(tree["groups"])
+        names = [str_in(x) for x in list_in(g["group"])]
+        m = len(names)
+        gcols = zip(
+            names,
+            list_in(g["jobs"], m),
+            list_in(g["drain_s"], m),
+            list_in(g["per_node"], m),
+            strict=True,
+        )
+        gsums: dict[str, _GroupSums] = {
+            name: ([int_in(nj)], _partials(ds), _partials(ps)) for name, nj, ds, ps in gcols
+        }
+        sizes = (len(times), len(drains), len(alerted), len(contrib), len(gsums))
+        if sizes != (n, len(djobs), len(ajobs), k, m):
+            raise StateFormatError("job join state: a job or a size group twice")
+        dirty = set(keys_in(tree["dirty"]))
+        gdirty = {str_in(x) for x in list_in(tree["groups_dirty"])}
+        ranked = set(keys_in(tree["ranked"]))
+        now, prune_at = opt_float_in(tree["now"]), opt_float_in(tree["prune_at"])
+        clock, last = opt_float_in(tree["drain_clock"]), float_in(tree["last_charge"])
+        self.book.restore(dict_in(tree["book"]))
+        self.times, self.drains, self.alerted, self._contrib = times, drains, alerted, contrib
+        self._gsums, self.dirty, self._gdirty, self._ranked = gsums, dirty, gdirty, ranked
+        self.now, self._prune_at, self.drain_clock, self.last_charge = now, prune_at, clock, last
 
     def events(self, events: Iterable[JobEvent]) -> None:
         """Job events (as :func:`models.drain.jobs.job_times` folds them: the latest wins)."""
@@ -341,3 +459,8 @@ class DrainJobJoin:
             self.times.pop(k, None)
             self._contrib.pop(k, None)  # its part stays in its group's sums
         self.alerted = {k: v for k, v in self.alerted.items() if v >= cut}
+
+
+def _partials(x: Any) -> list[float]:
+    """Exact partial sums (add_exact) of a state tree."""
+    return [float_in(v) for v in list_in(x)]

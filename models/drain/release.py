@@ -10,8 +10,28 @@ Checkpointable jobs (Figure 9's "Chkpt") may be taken as released at ``now``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from models.jobs.merge import (
+    array_in,
+    dict_in,
+    floats_in,
+    floats_out,
+    ints_in,
+    ints_out,
+    keys_in,
+    opt_floats_in,
+    opt_floats_out,
+    ragged_in,
+    ragged_out,
+    strs_in,
+    strs_out,
+)
+from models.state import StateFormatError
 
 
 # not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
@@ -125,3 +145,126 @@ def _walk(
             break
     late = None if ready is None else max(0.0, ready - at)
     return ReleaseForecast(need, at, held, missing, ready, late, tuple(steps), tuple(in_the_way))
+
+
+# ---- durable state (the live worker's snapshot) -------------------------------------------------
+def forecasts_snapshot(forecasts: Sequence[ReleaseForecast]) -> dict[str, Any]:
+    """Forecasts as a state tree of columns (models.state): one value a forecast, and their
+    steps one after another (``steps``: how many each has). ``in_the_way`` is not saved: it is
+    the jobs of the steps flagged so, in order (as :func:`_walk` makes them)."""
+    steps = [s for f in forecasts for s in f.steps]
+    return {
+        "need": ints_out(f.need for f in forecasts),
+        "at": floats_out(f.at for f in forecasts),
+        "held": ints_out(f.held for f in forecasts),
+        "missing": ints_out(f.missing for f in forecasts),
+        "ready_at": opt_floats_out([f.ready_at for f in forecasts]),
+        "late_by": opt_floats_out([f.late_by for f in forecasts]),
+        "steps": ragged_out([f.steps for f in forecasts]),
+        "step_job": strs_out([s.job for s in steps]),
+        "step_name": strs_out([s.name for s in steps]),
+        "step_nodes": ints_out(s.nodes for s in steps),
+        "step_release_at": floats_out(s.release_at for s in steps),
+        "step_free_after": ints_out(s.free_after for s in steps),
+        "step_need_after": ints_out(s.need_after for s in steps),
+        "step_checkpointed": np.fromiter((s.checkpointed for s in steps), np.bool_, len(steps)),
+        "step_in_the_way": np.fromiter((s.in_the_way for s in steps), np.bool_, len(steps)),
+    }
+
+
+def forecasts_restore(tree: dict[str, Any], n: int) -> list[ReleaseForecast]:
+    """The ``n`` forecasts of :func:`forecasts_snapshot`'s tree; a tree of another shape raises
+    :class:`~models.state.StateFormatError`."""
+    t = dict_in(tree)
+    k = len(array_in(t["step_nodes"], "i"))
+    steps = [
+        ReleaseStep(*s)
+        for s in zip(
+            keys_in(t["step_job"], k),
+            strs_in(t["step_name"], k, none=True),
+            ints_in(t["step_nodes"], k),
+            floats_in(t["step_release_at"], k),
+            ints_in(t["step_free_after"], k),
+            ints_in(t["step_need_after"], k),
+            array_in(t["step_checkpointed"], "b", k).tolist(),
+            array_in(t["step_in_the_way"], "b", k).tolist(),
+            strict=True,
+        )
+    ]
+    out = []
+    for need, at, held, missing, ready, late, mine in zip(
+        ints_in(t["need"], n),
+        floats_in(t["at"], n),
+        ints_in(t["held"], n),
+        ints_in(t["missing"], n),
+        opt_floats_in(t["ready_at"], n),
+        opt_floats_in(t["late_by"], n),
+        ragged_in(t["steps"], steps, n),
+        strict=True,
+    ):
+        way = tuple(s.job for s in mine if s.in_the_way)
+        out.append(ReleaseForecast(need, at, held, missing, ready, late, tuple(mine), way))
+    return out
+
+
+# a running job of the live forecast: (nodes, expected end or None, name)
+Held = tuple[int, float | None, str | None]
+# a pending job of the live forecast: (submit time, its forecast, reservation start or None)
+Pending = tuple[float, ReleaseForecast, float | None]
+
+
+def held_snapshot(running: Mapping[str, Held]) -> dict[str, Any]:
+    """Running jobs (job -> nodes, end, name) as a state tree of columns (models.state)."""
+    vals = list(running.values())
+    return {
+        "job": strs_out(list(running)),
+        "nodes": ints_out(v[0] for v in vals),
+        "end": opt_floats_out([v[1] for v in vals]),
+        "name": strs_out([v[2] for v in vals]),
+    }
+
+
+def held_restore(tree: Any) -> dict[str, Held]:
+    """The running jobs of :func:`held_snapshot`'s tree, in their order."""
+    t = dict_in(tree)
+    jobs = keys_in(t["job"])
+    n = len(jobs)
+    vals = zip(
+        ints_in(t["nodes"], n),
+        opt_floats_in(t["end"], n),
+        strs_in(t["name"], n, none=True),
+        strict=True,
+    )
+    out = dict(zip(jobs, vals, strict=True))
+    if len(out) != n:
+        raise StateFormatError("release state: a running job twice")
+    return out
+
+
+def pending_snapshot(pending: Mapping[str, Pending]) -> dict[str, Any]:
+    """Pending jobs (job -> submit time, forecast, reservation start) as a state tree of
+    columns (models.state)."""
+    vals = list(pending.values())
+    return {
+        "job": strs_out(list(pending)),
+        "ts": floats_out(v[0] for v in vals),
+        "forecast": forecasts_snapshot([v[1] for v in vals]),
+        "reserved_start": opt_floats_out([v[2] for v in vals]),
+    }
+
+
+def pending_restore(tree: Any) -> dict[str, Pending]:
+    """The pending jobs of :func:`pending_snapshot`'s tree, in their order."""
+    t = dict_in(tree)
+    jobs = keys_in(t["job"])
+    n = len(jobs)
+    vals = zip(
+        floats_in(t["ts"], n),
+        forecasts_restore(t["forecast"], n),
+        opt_floats_in(t["reserved_start"], n),
+        strict=True,
+    )
+    out = dict(zip(jobs, vals, strict=True))
+    if len(out) != n:
+        raise StateFormatError("release state: a pending job twice")
+    return out

@@ -31,13 +31,27 @@ figures are final once no job that ran in it is still running).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
+from models.jobs.merge import (
+    dict_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    opt_floats_in,
+    opt_floats_out,
+    strs_in,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 DEFAULT_FRACTION = 0.40
 DEFAULT_GOAL = 0.80
@@ -291,6 +305,60 @@ class CapabilityUse:
                     if section >= 0:
                         acc[section] += ns
 
+    # ---- durable state (the live worker's snapshot) ----------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The running jobs, the open days' node-second sums and the counters as a state tree
+        of columns (models.state); the section, fraction, zone and partitions are the
+        constructor's. A day is its proleptic ordinal, with its 5 sums (``sums``: 5 a day); a
+        backfill flag -1 (unknown), 0 or 1."""
+        st = list(self._start.values())
+        return {
+            "start": {
+                "job": strs_out(list(self._start)),
+                "ts": floats_out(s[0] for s in st),
+                "nodes": ints_out(s[1] for s in st),
+                "backfill": ints_out(-1 if s[2] is None else int(s[2]) for s in st),
+                "partition": strs_out([s[3] for s in st]),
+            },
+            "days": ints_out(d.toordinal() for d in self._days),
+            "sums": floats_out(x for acc in self._days.values() for x in acc),
+            "unmatched_ends": self.unmatched_ends,
+            "flagged_jobs": self.flagged_jobs,
+            "unflagged_jobs": self.unflagged_jobs,
+            "jobs_without_partition": self.jobs_without_partition,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) model, made with the snapshot's settings, from :meth:`snapshot`'s
+        tree; a tree of another shape raises :class:`~models.state.StateFormatError`."""
+        s = dict_in(tree["start"])
+        jobs = keys_in(s["job"])
+        n = len(jobs)
+        flags: list[bool | None] = []
+        for f in ints_in(s["backfill"], n):
+            if f not in (-1, 0, 1):
+                raise StateFormatError(f"capability state: backfill flag {f}")
+            flags.append(None if f < 0 else f == 1)
+        rows = zip(
+            floats_in(s["ts"], n),
+            ints_in(s["nodes"], n),
+            flags,
+            strs_in(s["partition"], n, none=True),
+            strict=True,
+        )
+        start = dict(zip(jobs, rows, strict=True))
+        ordinals = ints_in(tree["days"])
+        sums = floats_in(tree["sums"], 5 * len(ordinals))
+        days = {d: sums[5 * i : 5 * i + 5] for i, d in enumerate(_dates(ordinals))}
+        if len(start) != n or len(days) != len(ordinals):
+            raise StateFormatError("capability state: a job or a day twice")
+        unmatched, flagged = int_in(tree["unmatched_ends"]), int_in(tree["flagged_jobs"])
+        unflagged = int_in(tree["unflagged_jobs"])
+        no_partition = int_in(tree["jobs_without_partition"])
+        self._start, self._days = start, days
+        self.unmatched_ends, self.flagged_jobs = unmatched, flagged
+        self.unflagged_jobs, self.jobs_without_partition = unflagged, no_partition
+
     def flush(self, until_ts: float, final: bool = False) -> list[CapabilityDay]:
         """Days that are complete: ended by until_ts and with no job that started before their
         end still running (all days when final)."""
@@ -315,3 +383,42 @@ class CapabilityUse:
 
     def _day_ts(self, d: date) -> float:
         return datetime(d.year, d.month, d.day, 12, tzinfo=self.cal.tz).timestamp()
+
+
+def days_snapshot(days: Sequence[CapabilityDay]) -> dict[str, Any]:
+    """Closed days as a state tree of columns (models.state); a day is its proleptic ordinal."""
+    return {
+        "day": ints_out(d.day.toordinal() for d in days),
+        "large": floats_out(d.large_node_hours for d in days),
+        "small": floats_out(d.small_node_hours for d in days),
+        "backfill": opt_floats_out([d.backfill_node_hours for d in days]),
+        "red": opt_floats_out([d.red_node_hours for d in days]),
+        "black": opt_floats_out([d.black_node_hours for d in days]),
+    }
+
+
+def days_restore(tree: Any) -> list[CapabilityDay]:
+    """The days of :func:`days_snapshot`'s tree; a tree of another shape raises
+    :class:`~models.state.StateFormatError`."""
+    t = dict_in(tree)
+    ordinals = ints_in(t["day"])
+    n = len(ordinals)
+    return [
+        CapabilityDay(*row)
+        for row in zip(
+            _dates(ordinals),
+            floats_in(t["large"], n),
+            floats_in(t["small"], n),
+            opt_floats_in(t["backfill"], n),
+            opt_floats_in(t["red"], n),
+            opt_floats_in(t["black"], n),
+            strict=True,
+        )
+    ]
+
+
+def _dates(ordinals: list[int]) -> list[date]:
+    try:
+        return [date.fromordinal(k) for k in ordinals]
+    except (ValueError, OverflowError) as e:
+        raise StateFormatError(f"capability state: a day out of range ({e})") from None

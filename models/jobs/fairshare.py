@@ -18,8 +18,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from models.jobs.merge import (
+    dict_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
 DEFAULT_REFUND_STATES = frozenset({"NODE_FAIL"})
@@ -187,3 +199,65 @@ class FairShareUsage:
                 out.append(UsageRow(ts, kind, holder, v, pr[0], pr[1]))
             period.clear()
         return out
+
+    # ---- durable state (models.state) --------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What the model holds, as columns, a tree for :func:`models.state.pack`; its
+        settings (half-life, refund states) come from the constructor of the model restored."""
+        start = self._start
+        usage, period = {}, {}
+        for kind in HOLDER_KINDS:
+            u, p = self._usage[kind], self._period[kind]
+            usage[kind] = {
+                "holder": strs_out(list(u)),
+                "usage": floats_out(x[0] for x in u.values()),
+                "ts": floats_out(x[1] for x in u.values()),
+            }
+            period[kind] = {
+                "holder": strs_out(list(p)),
+                "charged": floats_out(x[0] for x in p.values()),
+                "refunded": floats_out(x[1] for x in p.values()),
+            }
+        return {
+            "start": {
+                "job": strs_out(list(start)),
+                "ts": floats_out(x[0] for x in start.values()),
+                "nodes": ints_out(x[1] for x in start.values()),
+            },
+            "usage": usage,
+            "period": period,
+            "unmatched_ends": self.unmatched_ends,
+            "refunded_jobs": self.refunded_jobs,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) model with :meth:`snapshot`'s state."""
+        t = dict_in(tree["start"])
+        jobs = keys_in(t["job"])
+        n = len(jobs)
+        self._start = _by_key(jobs, zip(floats_in(t["ts"], n), ints_in(t["nodes"], n), strict=True))
+        usage, period = dict_in(tree["usage"]), dict_in(tree["period"])
+        for kind in HOLDER_KINDS:
+            t = dict_in(usage[kind])
+            holders = keys_in(t["holder"])
+            n = len(holders)
+            cols = zip(floats_in(t["usage"], n), floats_in(t["ts"], n), strict=True)
+            self._usage[kind] = _by_key(holders, map(list, cols))
+            t = dict_in(period[kind])
+            holders = keys_in(t["holder"])
+            n = len(holders)
+            cols = zip(floats_in(t["charged"], n), floats_in(t["refunded"], n), strict=True)
+            self._period[kind] = _by_key(holders, map(list, cols))
+        self.unmatched_ends = int_in(tree["unmatched_ends"])
+        self.refunded_jobs = int_in(tree["refunded_jobs"])
+
+
+_V = TypeVar("_V")
+
+
+def _by_key(keys: list[str], values: Iterable[_V]) -> dict[str, _V]:
+    """keys -> values, each key once (else the state is malformed)."""
+    out = dict(zip(keys, values, strict=True))
+    if len(out) != len(keys):
+        raise StateFormatError("fair-share state: a key twice")
+    return out

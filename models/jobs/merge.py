@@ -15,19 +15,24 @@ returned to be dead-lettered, never fed to an analytic. A re-sent event is recog
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from itertools import compress, repeat
-from operator import attrgetter
+from operator import attrgetter, is_not
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from models.formats.jobsource import TYPE_ORDER, event_sort_key
-from models.records.jobevent import jobevent_from_dict
+from models.records.jobevent import EVENT_TYPES, JobEvent, jobevent_from_dict
+from models.state import StateFormatError
 
 _TS, _TYPE, _JOB = attrgetter("ts"), attrgetter("type"), attrgetter("job")
 
 
 class JobEventMerger:
-    """Subclasses merge other records: ``sort_key``, ``encode`` and ``decode`` (durable
-    state) are the record's."""
+    """Subclasses merge other records: ``sort_key``, ``encode`` and ``decode`` (to_dict),
+    ``held_snapshot`` and ``held_restore`` (snapshot) are the record's."""
 
     @staticmethod
     def sort_key(e: Any) -> Any:
@@ -153,11 +158,297 @@ class JobEventMerger:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JobEventMerger:
-        self = cls(float(d["lateness_s"]), d["partitions"])
-        self.latest = {int(p): float(t) for p, t in d["latest"]}
-        self.offsets = {int(p): int(o) for p, o in d["offsets"]}
-        self.held = [cls.decode(e) for e in d["held"]]
-        self.released_to = d["released_to"]
-        self.duplicates = int(d["duplicates"])
-        self.late = int(d["late"])
+        """The merger of :meth:`to_dict` (its held records checked by ``decode``)."""
+        self = cls(float_in(d["lateness_s"]), opt_int_in(d["partitions"]))
+        self._counters(d)
+        self.held = [cls.decode(e) for e in list_in(d["held"])]
         return self
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the merger holds, a tree for :func:`models.state.pack`; its settings
+        (``lateness_s``, ``partitions``) come from the constructor of the merger restored."""
+        return {
+            "latest": sorted(self.latest.items()),
+            "offsets": sorted(self.offsets.items()),
+            "held": self.held_snapshot(self.held),
+            "released_to": self.released_to,
+            "duplicates": self.duplicates,
+            "late": self.late,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) merger with :meth:`snapshot`'s state."""
+        self._counters(tree)
+        self.held = self.held_restore(tree["held"])
+
+    def _counters(self, d: dict[str, Any]) -> None:
+        pairs = [list_in(x, 2) for x in list_in(d["latest"])]
+        self.latest = {int_in(p): float_in(t) for p, t in pairs}
+        pairs = [list_in(x, 2) for x in list_in(d["offsets"])]
+        self.offsets = {int_in(p): int_in(o) for p, o in pairs}
+        self.released_to = opt_float_in(d["released_to"])
+        self.duplicates = int_in(d["duplicates"])
+        self.late = int_in(d["late"])
+
+    @staticmethod
+    def held_snapshot(held: list[Any]) -> Any:
+        """The held records in a state tree (job events: columns)."""
+        return events_out(held)
+
+    @staticmethod
+    def held_restore(tree: Any) -> list[Any]:
+        return events_in(tree)
+
+
+# ---- state trees (models.state) -------------------------------------------------------------
+# A stage's state goes into a tree of plain values and NumPy arrays. Collections that grow
+# with the jobs (running jobs, queued jobs, held events) are columns: NumPy arrays, strings as
+# codes into a vocabulary kept as one joined text, so packing one costs no Python call per
+# item. The readers below check every value's type and every column's length and raise
+# StateFormatError for anything else: a restore never guesses.
+
+
+def int_in(x: Any) -> int:
+    """An int of a state tree (not a bool, not a float)."""
+    if type(x) is not int:
+        raise StateFormatError(f"expected an int, got {type(x).__name__}")
+    return x
+
+
+def float_in(x: Any) -> float:
+    """A float of a state tree (an int is taken as its float)."""
+    if type(x) is not float and type(x) is not int:
+        raise StateFormatError(f"expected a number, got {type(x).__name__}")
+    return float(x)
+
+
+def str_in(x: Any) -> str:
+    if type(x) is not str:
+        raise StateFormatError(f"expected a string, got {type(x).__name__}")
+    return x
+
+
+def bool_in(x: Any) -> bool:
+    if type(x) is not bool:
+        raise StateFormatError(f"expected a bool, got {type(x).__name__}")
+    return x
+
+
+def opt_int_in(x: Any) -> int | None:
+    return None if x is None else int_in(x)
+
+
+def opt_float_in(x: Any) -> float | None:
+    return None if x is None else float_in(x)
+
+
+def list_in(x: Any, n: int | None = None) -> list[Any]:
+    """A list of a state tree (a tuple too: a tree not read back from a document), of ``n``
+    items when given."""
+    if type(x) is not list and type(x) is not tuple:
+        raise StateFormatError(f"expected a list, got {type(x).__name__}")
+    if n is not None and len(x) != n:
+        raise StateFormatError(f"expected {n} items, got {len(x)}")
+    return list(x)
+
+
+def dict_in(x: Any) -> dict[str, Any]:
+    if type(x) is not dict:
+        raise StateFormatError(f"expected a mapping, got {type(x).__name__}")
+    return x
+
+
+_ARRAY_KINDS = {"i": "iu", "f": "f", "b": "b"}
+
+
+def array_in(x: Any, kind: str, n: int | None = None) -> NDArray[Any]:
+    """A one-dimensional array of a state tree: ``kind`` "i" (integers, as int64), "f"
+    (float64) or "b" (bool), of ``n`` items when given."""
+    if not isinstance(x, np.ndarray) or x.ndim != 1:
+        raise StateFormatError(f"expected a one-dimensional array, got {type(x).__name__}")
+    if x.dtype.kind not in _ARRAY_KINDS[kind]:
+        raise StateFormatError(f"expected an array of kind {kind!r}, got {x.dtype}")
+    if n is not None and len(x) != n:
+        raise StateFormatError(f"expected {n} items, got {len(x)}")
+    if kind == "i":
+        return x.astype(np.int64, copy=False)
+    return x
+
+
+def ints_in(x: Any, n: int | None = None) -> list[int]:
+    out: list[int] = array_in(x, "i", n).tolist()
+    return out
+
+
+def floats_in(x: Any, n: int | None = None) -> list[float]:
+    out: list[float] = array_in(x, "f", n).astype(np.float64, copy=False).tolist()
+    return out
+
+
+def ints_out(values: Iterable[int]) -> NDArray[np.int64]:
+    return np.fromiter(values, np.int64)
+
+
+def floats_out(values: Iterable[float]) -> NDArray[np.float64]:
+    return np.fromiter(values, np.float64)
+
+
+def strs_out(values: Collection[str | None]) -> dict[str, Any]:
+    """Strings (or None) as ``{"text": the distinct ones joined, "len": their lengths,
+    "code": each value's index among them, -1 for None}``."""
+    index: dict[str | None, int] = dict.fromkeys(values, 0)
+    index.pop(None, None)
+    vocab = list(index)
+    for i, v in enumerate(vocab):
+        if type(v) is not str:
+            raise TypeError(f"a string column holds strings or None, not {type(v).__name__}")
+        index[v] = i
+    index[None] = -1
+    code_type = np.int32 if len(vocab) < 2**31 else np.int64
+    return {
+        "text": "".join(vocab),  # type: ignore[arg-type]
+        "len": np.fromiter(map(len, vocab), np.int64, len(vocab)),  # type: ignore[arg-type]
+        "code": np.fromiter(map(index.__getitem__, values), code_type, len(values)),
+    }
+
+
+def strs_in(tree: Any, n: int | None = None, none: bool = False) -> list[str | None]:
+    """The strings of :func:`strs_out` (None only where ``none``), ``n`` of them when given."""
+    t = dict_in(tree)
+    text = str_in(t["text"])
+    lens = array_in(t["len"], "i")
+    code = array_in(t["code"], "i", n)
+    if len(lens) and lens.min() < 0 or int(lens.sum()) != len(text):
+        raise StateFormatError("string column: lengths do not add up to its text")
+    ends = np.cumsum(lens).tolist()
+    vocab: list[str | None] = [text[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+    if len(code) and (code.min() < (-1 if none else 0) or code.max() >= len(vocab)):
+        raise StateFormatError("string column: a code outside its strings")
+    vocab.append(None)  # code -1
+    return list(map(vocab.__getitem__, code.tolist()))
+
+
+def keys_in(tree: Any, n: int | None = None) -> list[str]:
+    """The strings of :func:`strs_out` without None (keys of a mapping)."""
+    return strs_in(tree, n)  # type: ignore[return-value]
+
+
+def opt_ints_out(values: Collection[int | None]) -> dict[str, Any]:
+    """Integers or None as ``{"value": int64 (0 for None), "set": bool}``."""
+    n = len(values)
+    return {
+        "value": np.fromiter((0 if v is None else v for v in values), np.int64, n),
+        "set": np.fromiter(map(is_not, values, repeat(None)), np.bool_, n),
+    }
+
+
+def _nones(values: list[Any], is_set: NDArray[Any]) -> list[Any]:
+    for i in np.flatnonzero(~is_set).tolist():
+        values[i] = None
+    return values
+
+
+def opt_ints_in(tree: Any, n: int | None = None) -> list[int | None]:
+    t = dict_in(tree)
+    value = array_in(t["value"], "i", n)
+    return _nones(value.tolist(), array_in(t["set"], "b", len(value)))
+
+
+def opt_floats_out(values: Collection[float | None]) -> dict[str, Any]:
+    """Floats or None as ``{"value": float64 (0.0 for None), "set": bool}``."""
+    n = len(values)
+    return {
+        "value": np.fromiter((0.0 if v is None else v for v in values), np.float64, n),
+        "set": np.fromiter(map(is_not, values, repeat(None)), np.bool_, n),
+    }
+
+
+def opt_floats_in(tree: Any, n: int | None = None) -> list[float | None]:
+    t = dict_in(tree)
+    value = array_in(t["value"], "f", n).astype(np.float64, copy=False)
+    return _nones(value.tolist(), array_in(t["set"], "b", len(value)))
+
+
+def ragged_out(lists: Collection[Collection[Any]]) -> NDArray[np.int64]:
+    """The lengths of ``lists`` (their items go flat into a column of their own)."""
+    return np.fromiter(map(len, lists), np.int64, len(lists))
+
+
+def ragged_in(lens: Any, flat: list[Any], n: int | None = None) -> list[list[Any]]:
+    """``flat`` cut into lists of the lengths ``lens`` (:func:`ragged_out`)."""
+    k = array_in(lens, "i", n)
+    if len(k) and k.min() < 0 or int(k.sum()) != len(flat):
+        raise StateFormatError("ragged column: lengths do not add up to its items")
+    ends = np.cumsum(k).tolist()
+    return [flat[a:b] for a, b in zip([0, *ends], ends, strict=False)]
+
+
+_BACKFILL = (False, True, None)  # code 0, 1, -1
+
+
+def events_out(events: list[JobEvent]) -> dict[str, Any]:
+    """Job events as columns (``JobEvent``'s fields)."""
+    n = len(events)
+    g = attrgetter
+    node_lists = list(map(g("node_list"), events))
+    bf = {None: -1, False: 0, True: 1}
+    return {
+        "type": strs_out(list(map(g("type"), events))),
+        "ts": np.fromiter(map(g("ts"), events), np.float64, n),
+        "job": strs_out(list(map(g("job"), events))),
+        **{k: strs_out(list(map(g(k), events))) for k in _EVENT_STRS},
+        **{k: opt_ints_out(list(map(g(k), events))) for k in _EVENT_INTS},
+        **{k: opt_floats_out(list(map(g(k), events))) for k in _EVENT_FLOATS},
+        "node_list": ragged_out(node_lists),
+        "nodes_listed": strs_out([x for nl in node_lists for x in nl]),
+        "backfill": np.fromiter(map(bf.__getitem__, map(g("backfill"), events)), np.int8, n),
+    }
+
+
+_EVENT_STRS = ("user", "group", "account", "partition", "name", "state")
+_EVENT_INTS = ("nodes", "cores", "exit_code")
+_EVENT_FLOATS = ("req_walltime", "reserved_start")
+
+
+def events_in(tree: Any) -> list[JobEvent]:
+    """The job events of :func:`events_out`."""
+    t = dict_in(tree)
+    ts = array_in(t["ts"], "f").astype(np.float64, copy=False)
+    n = len(ts)
+    if not np.isfinite(ts).all():
+        raise StateFormatError("job events: a time that is not finite")
+    types = strs_in(t["type"], n)
+    if not set(types) <= set(EVENT_TYPES):
+        raise StateFormatError("job events: an unknown event type")
+    jobs = strs_in(t["job"], n)
+    col: dict[str, list[Any]] = {k: strs_in(t[k], n, none=True) for k in _EVENT_STRS}
+    col |= {k: opt_ints_in(t[k], n) for k in _EVENT_INTS}
+    col |= {k: opt_floats_in(t[k], n) for k in _EVENT_FLOATS}
+    listed = keys_in(t["nodes_listed"])
+    node_lists = [tuple(x) for x in ragged_in(t["node_list"], listed, n)]
+    bf = array_in(t["backfill"], "i", n)
+    if n and (bf.min() < -1 or bf.max() > 1):
+        raise StateFormatError("job events: a backfill flag outside -1, 0, 1")
+    backfill = list(map(_BACKFILL.__getitem__, bf.tolist()))
+    c = col
+    return list(
+        map(
+            JobEvent,
+            types,
+            ts.tolist(),
+            jobs,
+            c["user"],
+            c["group"],
+            c["account"],
+            c["partition"],
+            c["name"],
+            c["nodes"],
+            c["cores"],
+            c["req_walltime"],
+            node_lists,
+            c["state"],
+            c["exit_code"],
+            backfill,
+            c["reserved_start"],
+        )
+    )

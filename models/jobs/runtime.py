@@ -43,13 +43,33 @@ estimate.
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from models.jobs.merge import (
+    array_in,
+    dict_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    opt_floats_in,
+    opt_floats_out,
+    ragged_in,
+    ragged_out,
+    strs_in,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 UNKNOWN_RUNTIME_S = 86400.0  # the seed's "*1-day"
 DEFAULT_MIN_RUNS = 2
@@ -326,6 +346,107 @@ class RuntimePredictor:
                 h[1] = None
         return out
 
+    # ---- durable state (the live worker's snapshot) ----------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The histories and the running jobs as a state tree of columns (models.state); the
+        settings are the constructor's. A history is keyed by (user, name or request: one of
+        ``hist_name`` and ``hist_req`` is set, or neither) and holds its runs (sorted when
+        every run is kept, with the shift and the two sums of the O(1) estimate, so that the
+        estimates come out bit for bit); its cached estimate is not saved (computed again from
+        the same runs and sums). A running job keeps the estimate its history had at its start
+        (``est``: 7 values a job after the run count, None where unknown) and its history's
+        index."""
+        keys = list(self._hist)
+        hists = list(self._hist.values())
+        index = {id(h): i for i, h in enumerate(hists)}
+        sigs = [k[1] for k in keys]
+        rs = list(self._running.values())
+        return {
+            "hist_user": strs_out([k[0] for k in keys]),
+            "hist_name": strs_out([x if isinstance(x, str) else None for x in sigs]),
+            "hist_req": opt_floats_out([None if isinstance(x, str) else x for x in sigs]),
+            "hist_runs": ragged_out([h[0] for h in hists]),
+            "runs": floats_out(itertools.chain.from_iterable(h[0] for h in hists)),
+            # shift, sum and sum of squares a history (every run kept)
+            "hist_sums": (
+                floats_out(x for h in hists for x in h[2:5]) if self.history is None else None
+            ),
+            "running": {
+                "job": strs_out(list(self._running)),
+                "start": floats_out(r[0] for r in rs),
+                "user": strs_out([r[1] for r in rs]),
+                "name": strs_out([r[2] for r in rs]),
+                "nodes": ints_out(r[3] for r in rs),
+                "req": opt_floats_out([r[4] for r in rs]),
+                "runs": ints_out(r[5] for r in rs),
+                "pred": opt_floats_out([r[6] for r in rs]),
+                "upper": opt_floats_out([r[7] for r in rs]),
+                "hist": ints_out(index[id(r[8])] for r in rs),
+                "est": opt_floats_out([x for r in rs for x in r[9][1:]]),
+            },
+            "unmatched_ends": self.unmatched_ends,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) predictor, made with the snapshot's settings, from
+        :meth:`snapshot`'s tree; a tree of another shape raises
+        :class:`~models.state.StateFormatError`."""
+        users = strs_in(tree["hist_user"], none=True)
+        n = len(users)
+        names = strs_in(tree["hist_name"], n, none=True)
+        reqs = opt_floats_in(tree["hist_req"], n)
+        runs = ragged_in(tree["hist_runs"], floats_in(tree["runs"]), n)
+        most = self.history
+        sums = tree["hist_sums"]
+        if (most is None) == (sums is None):
+            raise StateFormatError("runtime state: histories kept with another history setting")
+        flat = [] if sums is None else floats_in(sums, 3 * n)
+        hist: dict[tuple[str | None, str | float | None], list[Any]] = {}
+        hists: list[list[Any]] = []
+        for i, (user, name, req, past) in enumerate(zip(users, names, reqs, runs, strict=True)):
+            if name is not None and req is not None:
+                raise StateFormatError("runtime state: a history keyed by a name and a request")
+            if most is None:
+                if past != sorted(past):
+                    raise StateFormatError("runtime state: a history of every run out of order")
+                h = [past, None, *flat[3 * i : 3 * i + 3]]
+            else:
+                if len(past) > most:
+                    raise StateFormatError(f"runtime state: a history of more than {most} runs")
+                h = [past, None]
+            hist[(user, name if req is None else req)] = h
+            hists.append(h)
+        if len(hist) != n:
+            raise StateFormatError("runtime state: a history key twice")
+        r = dict_in(tree["running"])
+        jobs = keys_in(r["job"])
+        m = len(jobs)
+        est = opt_floats_in(r["est"], 7 * m)
+        cols = zip(
+            jobs,
+            floats_in(r["start"], m),
+            strs_in(r["user"], m, none=True),
+            strs_in(r["name"], m, none=True),
+            ints_in(r["nodes"], m),
+            opt_floats_in(r["req"], m),
+            ints_in(r["runs"], m),
+            opt_floats_in(r["pred"], m),
+            opt_floats_in(r["upper"], m),
+            ints_in(r["hist"], m),
+            strict=True,
+        )
+        running: dict[str, _Running] = {}
+        for i, (job, start, user, name, nodes, req, k, pred, up, hi) in enumerate(cols):
+            if not 0 <= hi < n:
+                raise StateFormatError(f"runtime state: running job {job!r} without history")
+            mean, upper, sd, lo, top, klo, khi = est[7 * i : 7 * i + 7]
+            e: _Estimate = (k, mean, upper, sd, lo, top, klo, khi)
+            running[job] = (start, user, name, nodes, req, k, pred, up, hists[hi], e)
+        if len(running) != m:
+            raise StateFormatError("runtime state: a running job twice")
+        self._hist, self._running = hist, running
+        self.unmatched_ends = int_in(tree["unmatched_ends"])
+
     def running(self, now: float) -> list[RunningJob]:
         """Running jobs with expected ends (upper estimate; ``*1-day`` when unknown), sorted by
         expected end, the order of the seed's ll_jobs display."""
@@ -392,3 +513,61 @@ def score_predictions(
         overran_upper=over / cov if cov else None,
         over_request=over_req / wr if wr else None,
     )
+
+
+def predictions_snapshot(rows: Sequence[PredictionRow]) -> dict[str, Any]:
+    """Prediction rows as a state tree of columns (models.state), one a field."""
+    out: dict[str, Any] = {
+        "job": strs_out([r.job for r in rows]),
+        "user": strs_out([r.user for r in rows]),
+        "name": strs_out([r.name for r in rows]),
+        "history_runs": ints_out(r.history_runs for r in rows),
+        "actual_s": floats_out(r.actual_s for r in rows),
+        "overran": np.fromiter((r.overran for r in rows), np.bool_, len(rows)),
+    }
+    for k in _OPTIONAL_ROW_FLOATS:
+        out[k] = opt_floats_out([getattr(r, k) for r in rows])
+    return out
+
+
+_OPTIONAL_ROW_FLOATS = (
+    "predicted_s",
+    "upper_s",
+    "req_walltime_s",
+    "min_s",
+    "max_s",
+    "band_min_s",
+    "band_max_s",
+    "std_s",
+    "spread_s",
+)
+
+
+def predictions_restore(tree: Any) -> list[PredictionRow]:
+    """The rows of :func:`predictions_snapshot`'s tree; a tree of another shape raises
+    :class:`~models.state.StateFormatError`."""
+    t = dict_in(tree)
+    jobs = keys_in(t["job"])
+    n = len(jobs)
+    opt = {k: opt_floats_in(t[k], n) for k in _OPTIONAL_ROW_FLOATS}
+    return [
+        PredictionRow(job, user, name, runs, pred, up, actual, req, overran, *rest)
+        for job, user, name, runs, pred, up, actual, req, overran, *rest in zip(
+            jobs,
+            strs_in(t["user"], n, none=True),
+            strs_in(t["name"], n, none=True),
+            ints_in(t["history_runs"], n),
+            opt["predicted_s"],
+            opt["upper_s"],
+            floats_in(t["actual_s"], n),
+            opt["req_walltime_s"],
+            array_in(t["overran"], "b", n).tolist(),
+            opt["min_s"],
+            opt["max_s"],
+            opt["band_min_s"],
+            opt["band_max_s"],
+            opt["std_s"],
+            opt["spread_s"],
+            strict=True,
+        )
+    ]

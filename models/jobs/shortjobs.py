@@ -36,9 +36,28 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+import numpy as np
 import orjson
 
+from models.jobs.merge import (
+    array_in,
+    bool_in,
+    dict_in,
+    float_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    list_in,
+    opt_float_in,
+    opt_int_in,
+    str_in,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 DEFAULT_THRESHOLD_S = 600.0
 DEFAULT_INTERVAL_S = 180.0
@@ -322,9 +341,10 @@ class ShortJobPenalty:
         the short jobs that ended after the last complete tick are counted."""
         return self.flush(math.ceil(last_ts / self.interval) * self.interval)
 
-    # ---- durable state (the live worker's snapshot) ----------------------------------------
+    # ---- durable state ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Everything the model holds, JSON-able; :meth:`from_dict` gives it back exactly."""
+        """Everything the model holds with its settings, JSON-able (holders as keys);
+        :meth:`from_dict` gives it back exactly."""
         return {
             "threshold": self.threshold,
             "min_runtime": self.min_runtime,
@@ -344,18 +364,109 @@ class ShortJobPenalty:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShortJobPenalty:
-        self = cls(d["threshold"], d["min_runtime"], d["interval"], d["lam"], d["floor"],
-                   d["history"])  # fmt: skip
-        self._start = {str(j): float(t) for j, t in d["start"].items()}
-        self._pending = {k: {h: list(v) for h, v in d["pending"][k].items()} for k in _SORTED_KINDS}
-        self._adjust = {k: {h: list(v) for h, v in d["adjust"][k].items()} for k in _SORTED_KINDS}
-        self._drops = [(int(t), str(k), str(h)) for t, k, h in d["drops"]]
-        heapq.heapify(self._drops)
-        self._tick = d["tick"]
-        self.last_tick_ts = d["last_tick_ts"]
-        self.unmatched_ends = int(d["unmatched_ends"])
-        self.short_jobs = int(d["short_jobs"])
+        self = cls(
+            float_in(d["threshold"]),
+            float_in(d["min_runtime"]),
+            float_in(d["interval"]),
+            float_in(d["lam"]),
+            float_in(d["floor"]),
+            str_in(d["history"]),
+        )
+        self._start = {str_in(j): float_in(t) for j, t in dict_in(d["start"]).items()}
+        pending, adjust = dict_in(d["pending"]), dict_in(d["adjust"])
+        for k in _SORTED_KINDS:
+            self._pending[k] = {
+                str_in(h): [int_in(n), float_in(pen)]
+                for h, (n, pen) in ((h, list_in(v, 2)) for h, v in dict_in(pending[k]).items())
+            }
+            self._adjust[k] = {str_in(h): self._entry_in(v) for h, v in dict_in(adjust[k]).items()}
+        drops = [list_in(x, 3) for x in list_in(d["drops"])]
+        self._drops = [(int_in(t), _kind_in(k), str_in(h)) for t, k, h in drops]
+        self._scalars(d)
         return self
+
+    def _entry_in(self, v: Any) -> list[Any]:
+        """An ``_adjust`` entry: [A, k, j, exact] (changes mode), [A, k] (ticks mode)."""
+        if self.history == "changes":
+            a, k, j, exact = list_in(v, 4)
+            return [float_in(a), int_in(k), int_in(j), bool_in(exact)]
+        a, k = list_in(v, 2)
+        return [float_in(a), int_in(k)]
+
+    def _scalars(self, d: dict[str, Any]) -> None:
+        heapq.heapify(self._drops)  # a no-op on a saved heap: the same order of pops
+        self._tick = opt_int_in(d["tick"])
+        self.last_tick_ts = opt_float_in(d["last_tick_ts"])
+        self.unmatched_ends = int_in(d["unmatched_ends"])
+        self.short_jobs = int_in(d["short_jobs"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the model holds, as columns, a tree for :func:`models.state.pack`; its
+        settings (threshold, minimum run time, interval, lambda, floor, history mode) come
+        from the constructor of the model restored."""
+        changes = self.history == "changes"
+        adjust: dict[str, Any] = {}
+        pending: dict[str, Any] = {}
+        for kind in _SORTED_KINDS:
+            entries = self._adjust[kind]
+            e = list(entries.values())
+            adjust[kind] = {
+                "holder": strs_out(list(entries)),
+                "adjust": floats_out(x[0] for x in e),
+                "tick": ints_out(x[1] for x in e),
+            }
+            if changes:
+                adjust[kind]["drop_tick"] = ints_out(x[2] for x in e)
+                adjust[kind]["exact"] = np.fromiter((x[3] for x in e), np.bool_, len(e))
+            p = self._pending[kind]
+            pending[kind] = {
+                "holder": strs_out(list(p)),
+                "n_short": ints_out(x[0] for x in p.values()),
+                "penalty": floats_out(x[1] for x in p.values()),
+            }
+        drops = self._drops
+        return {
+            "start": {"job": strs_out(list(self._start)), "ts": floats_out(self._start.values())},
+            "pending": pending,
+            "adjust": adjust,
+            "drops": {
+                "tick": ints_out(x[0] for x in drops),
+                "kind": strs_out([x[1] for x in drops]),
+                "holder": strs_out([x[2] for x in drops]),
+            },
+            "tick": self._tick,
+            "last_tick_ts": self.last_tick_ts,
+            "unmatched_ends": self.unmatched_ends,
+            "short_jobs": self.short_jobs,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) model with :meth:`snapshot`'s state."""
+        t = dict_in(tree["start"])
+        jobs = keys_in(t["job"])
+        self._start = dict(zip(jobs, floats_in(t["ts"], len(jobs)), strict=True))
+        pending, adjust = dict_in(tree["pending"]), dict_in(tree["adjust"])
+        for kind in _SORTED_KINDS:
+            t = dict_in(pending[kind])
+            holders = keys_in(t["holder"])
+            n = len(holders)
+            cols: list[list[Any]] = [ints_in(t["n_short"], n), floats_in(t["penalty"], n)]
+            self._pending[kind] = _by_holder(holders, cols)
+            t = dict_in(adjust[kind])
+            holders = keys_in(t["holder"])
+            n = len(holders)
+            cols = [floats_in(t["adjust"], n), ints_in(t["tick"], n)]
+            if self.history == "changes":
+                cols += [ints_in(t["drop_tick"], n), array_in(t["exact"], "b", n).tolist()]
+            self._adjust[kind] = _by_holder(holders, cols)
+        t = dict_in(tree["drops"])
+        ticks = ints_in(t["tick"])
+        n = len(ticks)
+        kinds = [_kind_in(k) for k in keys_in(t["kind"], n)]
+        self._drops = list(zip(ticks, kinds, keys_in(t["holder"], n), strict=True))
+        if len(self._start) != len(jobs):
+            raise StateFormatError("short-job state: a job twice")
+        self._scalars(tree)
 
     def _value(self, entry: list[float]) -> float:
         if self.last_tick_ts is None:
@@ -381,6 +492,20 @@ class ShortJobPenalty:
         """What the hook returns: A(t) at the last closed tick, 0.0 when not found."""
         entry = self._adjust.get(kind, {}).get(holder)
         return 0.0 if entry is None else self._value(entry)
+
+
+def _by_holder(holders: list[str], cols: list[list[Any]]) -> dict[str, list[Any]]:
+    """holder -> [its value in each column]."""
+    out = {h: list(x) for h, x in zip(holders, zip(*cols, strict=True), strict=True)}
+    if len(out) != len(holders):
+        raise StateFormatError("short-job state: a holder twice")
+    return out
+
+
+def _kind_in(k: Any) -> str:
+    if k not in _SORTED_KINDS:
+        raise StateFormatError(f"short-job state: holder kind {k!r}")
+    return str(k)
 
 
 def _bkey(s: str) -> bytes:

@@ -29,8 +29,28 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from models.jobs.merge import (
+    dict_in,
+    events_in,
+    events_out,
+    float_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    list_in,
+    opt_float_in,
+    opt_int_in,
+    ragged_in,
+    ragged_out,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 DEFAULT_WINDOW_S = 3600.0
 DEFAULT_MAX_GAP_S = 3600.0
@@ -328,6 +348,89 @@ class SlotTurnover:
         var = (self.sum_w2 - self.sum_w * self.sum_w / self.n) / (self.n - 1)
         return math.sqrt(var) if var > 0 else 0.0
 
+    # ---- durable state (models.state) --------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What the model holds, as columns, a tree for :func:`models.state.pack`; its
+        settings (window, max gap, stack depth, histogram edges) come from the constructor of
+        the model restored."""
+        alloc, free, win = self._alloc, self._free, self._win
+        pools = [a[0] for a in alloc.values()]
+        stacks = list(free.values())
+        runs = [r for st in stacks for r in st]
+        w = list(win.values())
+        return {
+            "counts": list(self.counts),
+            "alloc": {
+                "job": strs_out(list(alloc)),
+                "per": ints_out(a[1] for a in alloc.values()),
+                "pools": ragged_out(pools),
+                "pool": strs_out([p for ps in pools for p in ps]),
+            },
+            "free": {
+                "pool": strs_out(list(free)),
+                "runs": ragged_out(stacks),
+                "release": floats_out(r[0] for r in runs),
+                "slots": ints_out(int(r[1]) for r in runs),  # whole slots, typed as floats
+            },
+            "windows": {
+                "window": ints_out(win),
+                "n_gaps": ints_out(int(x[0]) for x in w),
+                "turnover_s": floats_out(x[1] for x in w),
+                "idle_s": floats_out(x[2] for x in w),
+            },
+            "next_window": self._next_win,
+            "n": self.n,
+            "sum_w": self.sum_w,
+            "sum_w2": self.sum_w2,
+            "idle_gaps": self.idle_gaps,
+            "idle_s": self.idle_s,
+            "idle_long_s": self.idle_long_s,
+            "refills_without_submit": self.refills_without_submit,
+            "unmatched_ends": self.unmatched_ends,
+            "submit": {
+                "job": strs_out(list(self._submit)),
+                "ts": floats_out(self._submit.values()),
+            },
+            "deferred": events_out(list(self._defer.values())),
+            "cur": self._cur,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) model with :meth:`snapshot`'s state."""
+        self.counts = [int_in(c) for c in list_in(tree["counts"], len(self.edges))]
+        t = dict_in(tree["alloc"])
+        jobs = keys_in(t["job"])
+        n = len(jobs)
+        pools = ragged_in(t["pools"], keys_in(t["pool"]), n)
+        held = zip(map(tuple, pools), ints_in(t["per"], n), strict=True)
+        self._alloc = _unique(jobs, held)
+        t = dict_in(tree["free"])
+        names = keys_in(t["pool"])
+        n = len(names)
+        release = floats_in(t["release"])
+        runs = list(map(list, zip(release, ints_in(t["slots"], len(release)), strict=True)))
+        self._free = _unique(names, ragged_in(t["runs"], runs, n))
+        t = dict_in(tree["windows"])
+        k = ints_in(t["window"])
+        n = len(k)
+        cols = (ints_in(t["n_gaps"], n), floats_in(t["turnover_s"], n), floats_in(t["idle_s"], n))
+        self._win = _unique(k, map(list, zip(*cols, strict=True)))
+        self._next_win = opt_int_in(tree["next_window"])
+        self.n = int_in(tree["n"])
+        self.sum_w = float_in(tree["sum_w"])
+        self.sum_w2 = float_in(tree["sum_w2"])
+        self.idle_gaps = int_in(tree["idle_gaps"])
+        self.idle_s = float_in(tree["idle_s"])
+        self.idle_long_s = float_in(tree["idle_long_s"])
+        self.refills_without_submit = int_in(tree["refills_without_submit"])
+        self.unmatched_ends = int_in(tree["unmatched_ends"])
+        t = dict_in(tree["submit"])
+        jobs = keys_in(t["job"])
+        self._submit = _unique(jobs, floats_in(t["ts"], len(jobs)))
+        deferred = events_in(tree["deferred"])
+        self._defer = _unique([e.job for e in deferred], deferred)
+        self._cur = opt_float_in(tree["cur"])
+
     def histogram(self) -> list[tuple[float, float, int]]:
         """(lo, hi, count) per bin below max_gap; the last bin runs to max_gap."""
         e = self.edges
@@ -338,3 +441,15 @@ class SlotTurnover:
             hi = e[i + 1] if i + 1 < len(e) else math.inf
             out.append((lo, min(hi, self.max_gap) if self.max_gap > lo else hi, self.counts[i]))
         return out
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _unique(keys: list[_K], values: Iterable[_V]) -> dict[_K, _V]:
+    """keys -> values, each key once (else the state is malformed)."""
+    out = dict(zip(keys, values, strict=True))
+    if len(out) != len(keys):
+        raise StateFormatError("turnover state: a key twice")
+    return out

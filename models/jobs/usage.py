@@ -36,7 +36,23 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from models.jobs.merge import (
+    dict_in,
+    floats_in,
+    floats_out,
+    int_in,
+    ints_in,
+    ints_out,
+    keys_in,
+    list_in,
+    opt_ints_in,
+    opt_ints_out,
+    ragged_in,
+    ragged_out,
+    strs_out,
+)
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 
 
 def _zone(tz: str | ZoneInfo | None) -> ZoneInfo:
@@ -373,6 +389,79 @@ class UsageAccumulator:
             sum(r[5] for r in rows),
             sum(r[6] for r in rows),
         )
+
+    # ---- durable state (models.state) --------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The running jobs and the days, as columns (days as ``date.toordinal()``); the zone
+        is configuration."""
+        opened, days = self._open, self._days
+        recs = list(days.values())
+        sums = {k: [r[i] for r in recs] for i, k in enumerate(_SUMS)}
+        return {
+            "open": {
+                "job": strs_out(list(opened)),
+                "start": floats_out(v[0] for v in opened.values()),
+                "nodes": opt_ints_out([v[1] for v in opened.values()]),
+                "cores": opt_ints_out([v[2] for v in opened.values()]),
+            },
+            "days": {
+                "day": ints_out(map(date.toordinal, days)),
+                **{k: ragged_out(v) for k, v in sums.items()},
+                **{f"{k}_partials": floats_out(x for p in v for x in p) for k, v in sums.items()},
+                "started": ints_out(r[3] for r in recs),
+                "ended": ints_out(r[4] for r in recs),
+            },
+            "first": _ordinal(self._first),
+            "last": _ordinal(self._last),
+            "changed": sorted(map(date.toordinal, self._changed)),
+            "seen_last": _ordinal(self._seen_last),
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) accumulator with :meth:`snapshot`'s state."""
+        o = dict_in(tree["open"])
+        jobs = keys_in(o["job"])
+        n = len(jobs)
+        held = zip(
+            floats_in(o["start"], n),
+            opt_ints_in(o["nodes"], n),
+            opt_ints_in(o["cores"], n),
+            strict=True,
+        )
+        self._open = dict(zip(jobs, held, strict=True))
+        t = dict_in(tree["days"])
+        days = list(map(_day, ints_in(t["day"])))
+        n = len(days)
+        sums = [ragged_in(t[k], floats_in(t[f"{k}_partials"]), n) for k in _SUMS]
+        started, ended = ints_in(t["started"], n), ints_in(t["ended"], n)
+        self._days = {
+            d: [cpu, node, wall, s, e]
+            for d, cpu, node, wall, s, e in zip(days, *sums, started, ended, strict=True)
+        }
+        if len(self._days) != n or len(self._open) != len(jobs):
+            raise StateFormatError("usage state: a day or a job twice")
+        self._first = _opt_day(tree["first"])
+        self._last = _opt_day(tree["last"])
+        self._changed = {_day(int_in(x)) for x in list_in(tree["changed"])}
+        self._seen_last = _opt_day(tree["seen_last"])
+
+
+_SUMS = ("cpu", "node", "wall")  # a day record's partials, in its order
+
+
+def _ordinal(d: date | None) -> int | None:
+    return None if d is None else d.toordinal()
+
+
+def _day(ordinal: int) -> date:
+    try:
+        return date.fromordinal(ordinal)
+    except (ValueError, OverflowError):
+        raise StateFormatError(f"day number {ordinal} is not a date") from None
+
+
+def _opt_day(x: Any) -> date | None:
+    return None if x is None else _day(int_in(x))
 
 
 def _nan0(x: float | int | None) -> float:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import orjson
 
 from models.records.nodesample import NodeSample
+from models.state import StateFormatError
 
 FsRates = tuple[tuple[str, float, float], ...]
 
@@ -204,6 +206,174 @@ class SampleBatch:
         return cls(f["ts"], job, node, i["pid"], f["start"], i["write"], i["read"], f["core"],
                    i["rss"], i["swap"], i["cores"], list(jobs), list(nodes), fs)  # fmt: skip
 
+    def to_tree(self) -> dict[str, Any]:
+        """The batch as a state tree (:mod:`models.state`): the columns as they are (arrays,
+        not copied: a batch's columns are never written to), the name tables as lists, the
+        per-file-system speeds as one row per (sample, file system)."""
+        tree: dict[str, Any] = {k: getattr(self, k) for k in (*_F8, *_I8, "job", "node")}
+        tree["jobs"], tree["nodes"] = list(self.jobs), list(self.nodes)
+        rows = sorted(self.fs)
+        entries = [(i, *x) for i in rows for x in self.fs[i]]
+        row, name, write, read = zip(*entries, strict=True) if entries else ((), (), (), ())
+        tree["fs"] = {
+            "row": np.array(row, np.int64),
+            "name": names_tree(name),
+            "write": np.array(write, np.float64),
+            "read": np.array(read, np.float64),
+        }
+        return tree
+
+    @classmethod
+    def from_tree(cls, tree: Any) -> SampleBatch:
+        """:meth:`to_tree`'s batch; a malformed tree raises :class:`StateFormatError`."""
+        n = len(tree_array(tree_get(tree, "ts"), "f", "batch ts"))
+        f = {k: tree_array(tree_get(tree, k), "f", f"batch {k}", (n,)) for k in _F8}
+        i = {k: tree_array(tree_get(tree, k), "i", f"batch {k}", (n,)) for k in _I8}
+        jobs = tree_strs(tree_get(tree, "jobs"), "batch jobs")
+        nodes = tree_strs(tree_get(tree, "nodes"), "batch nodes")
+        job = tree_codes(tree_get(tree, "job"), len(jobs), "batch job", n)
+        node = tree_codes(tree_get(tree, "node"), len(nodes), "batch node", n)
+        t = tree_get(tree, "fs")
+        row = tree_codes(tree_get(t, "row"), n, "batch fs row")
+        k = len(row)
+        name = names_from_tree(tree_get(t, "name"), "batch fs name", k)
+        write = tree_array(tree_get(t, "write"), "f", "batch fs write", (k,)).tolist()
+        read = tree_array(tree_get(t, "read"), "f", "batch fs read", (k,)).tolist()
+        per: dict[int, list[tuple[str, float, float]]] = {}
+        for r, x, w, rd in zip(row.tolist(), name, write, read, strict=True):
+            per.setdefault(r, []).append((x, w, rd))
+        fs = {r: tuple(x) for r, x in per.items()}
+        ts, start, core = f["ts"], f["start"], f["core"]
+        pid, wb, rb, rss, swap, cores = (i[k] for k in _I8)
+        return cls(ts, job, node, pid, start, wb, rb, core, rss, swap, cores, jobs, nodes, fs)
+
 
 def as_batch(samples: SampleBatch | Iterable[NodeSample]) -> SampleBatch:
     return samples if isinstance(samples, SampleBatch) else SampleBatch.from_samples(samples)
+
+
+# ---- reading and writing state trees ----------------------------------------------------------
+# The live samples stages' snapshot/restore (models.state trees). A reader takes the value it
+# is given, checks its type and converts it explicitly; anything else raises StateFormatError
+# naming ``what``, so a malformed state never builds a half-working object.
+
+_ARRAY_KINDS = {"f": ("f", np.float64), "i": ("iu", np.int64), "b": ("b", np.bool_)}
+
+
+def tree_get(tree: Any, key: str) -> Any:
+    """``tree[key]`` of a mapping."""
+    if not isinstance(tree, dict):
+        raise StateFormatError(f"state: a mapping with {key!r} expected, not {_kind(tree)}")
+    if key not in tree:
+        raise StateFormatError(f"state: {key!r} missing")
+    return tree[key]
+
+
+def tree_int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+        raise StateFormatError(f"state: {what} must be an integer, not {_kind(v)}")
+    return int(v)
+
+
+def tree_float(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise StateFormatError(f"state: {what} must be a number, not {_kind(v)}")
+    return float(v)
+
+
+def tree_number(v: Any, what: str) -> int | float:
+    """An int or a float, kept as it is (a value typed float may have been made an int)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise StateFormatError(f"state: {what} must be a number, not {_kind(v)}")
+    return v
+
+
+def tree_opt_float(v: Any, what: str) -> float | None:
+    return None if v is None else tree_float(v, what)
+
+
+def tree_opt_int(v: Any, what: str) -> int | None:
+    return None if v is None else tree_int(v, what)
+
+
+def tree_str(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise StateFormatError(f"state: {what} must be a string, not {_kind(v)}")
+    return v
+
+
+def tree_list(v: Any, what: str, n: int | None = None) -> list[Any]:
+    """A list (of ``n`` items when given)."""
+    if not isinstance(v, list):
+        raise StateFormatError(f"state: {what} must be a list, not {_kind(v)}")
+    if n is not None and len(v) != n:
+        raise StateFormatError(f"state: {what} has {len(v)} items, not {n}")
+    return v
+
+
+def tree_pairs(v: Any, what: str) -> list[tuple[Any, Any]]:
+    """A list of two-item lists (a dict's items), as tuples."""
+    return [(x[0], x[1]) for x in (tree_list(x, what, 2) for x in tree_list(v, what))]
+
+
+def tree_strs(v: Any, what: str) -> list[str]:
+    return [tree_str(x, what) for x in tree_list(v, what)]
+
+
+def tree_array(v: Any, kind: str, what: str, shape: tuple[int | None, ...] = (None,)) -> np.ndarray:
+    """An array of ``kind`` (``f``: float64, ``i``: int64, ``b``: bool) and ``shape`` (None:
+    any length), in that dtype."""
+    kinds, dtype = _ARRAY_KINDS[kind]
+    if not isinstance(v, np.ndarray):
+        raise StateFormatError(f"state: {what} must be an array, not {_kind(v)}")
+    if v.dtype.kind not in kinds:
+        raise StateFormatError(f"state: {what} must hold {dtype.__name__}, not {v.dtype}")
+    if v.ndim != len(shape) or any(w not in (None, h) for h, w in zip(v.shape, shape, strict=True)):
+        raise StateFormatError(f"state: {what} has shape {v.shape}, not {shape}")
+    return v.astype(dtype, copy=False)
+
+
+def tree_codes(v: Any, size: int, what: str, n: int | None = None) -> np.ndarray:
+    """int64 codes, each in ``0..size-1`` (``n`` of them when given)."""
+    codes = tree_array(v, "i", what, (n,))
+    if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= size):
+        raise StateFormatError(f"state: {what} out of range (0..{size - 1})")
+    return codes
+
+
+def names_tree(names: Sequence[str]) -> dict[str, Any]:
+    """A column of strings as a tree: each distinct one once, and per row its code."""
+    table = list(dict.fromkeys(names))
+    index = {x: i for i, x in enumerate(table)}
+    codes = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
+    return {"names": table, "codes": codes}
+
+
+def names_from_tree(v: Any, what: str, n: int | None = None) -> list[str]:
+    """:func:`names_tree`'s column (of ``n`` rows when given)."""
+    table = tree_strs(tree_get(v, "names"), what)
+    codes = tree_codes(tree_get(v, "codes"), len(table), what, n)
+    return list(map(table.__getitem__, codes.tolist()))
+
+
+def ragged_tree(lists: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Lists of floats of any lengths as a tree: their values end to end and their lengths."""
+    values = np.fromiter(chain.from_iterable(lists), np.float64)
+    return {"values": values, "counts": np.fromiter(map(len, lists), np.int64, len(lists))}
+
+
+def ragged_from_tree(v: Any, what: str, n: int | None = None) -> list[list[float]]:
+    """:func:`ragged_tree`'s lists (``n`` of them when given)."""
+    values = tree_array(tree_get(v, "values"), "f", what).tolist()
+    counts = tree_array(tree_get(v, "counts"), "i", what, (n,)).tolist()
+    if any(c < 0 for c in counts) or sum(counts) != len(values):
+        raise StateFormatError(f"state: {what}: lengths do not match the values")
+    out, at = [], 0
+    for c in counts:
+        out.append(values[at : at + c])
+        at += c
+    return out
+
+
+def _kind(v: Any) -> str:
+    return type(v).__name__

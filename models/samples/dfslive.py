@@ -26,11 +26,30 @@ from typing import Any
 
 import numpy as np
 
-from models.alerts import Alert, AlertBook
+from models.alerts import FIRING, Alert, AlertBook
 from models.jobs.usage import add_exact
 from models.records.nodesample import NodeSample, group_codes
-from models.samples.batch import SampleBatch, as_batch
+from models.samples.batch import (
+    SampleBatch,
+    as_batch,
+    names_from_tree,
+    names_tree,
+    ragged_from_tree,
+    ragged_tree,
+    tree_array,
+    tree_float,
+    tree_get,
+    tree_int,
+    tree_list,
+    tree_number,
+    tree_opt_float,
+    tree_opt_int,
+    tree_pairs,
+    tree_str,
+    tree_strs,
+)
 from models.samples.dfs import MINUTE
+from models.state import StateFormatError
 
 
 @dataclass(slots=True)
@@ -274,6 +293,110 @@ class DfsStream:
         self._last = self._last[:, [i for _k, i in keep]]
         self._procs = {k: j for j, (k, _i) in enumerate(keep)}
 
+    # ---- durable state ----------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The stream's state as a tree (:mod:`models.state`): the open hot-zone alert, per
+        process its key and last counters (parallel arrays), the open minutes' rows (parallel
+        arrays), the open episode, and per job its I/O totals. The constructor's arguments are
+        configuration, not state."""
+        keys = list(self._procs)
+        node, pid, start = zip(*keys, strict=True) if keys else ((), (), ())
+        slots = np.fromiter(self._procs.values(), np.int64, len(keys))
+        return {
+            "alerts": [_alert_tree(a) for a in self.book.open.values()],
+            "procs": {
+                "node": names_tree(node),
+                "pid": np.array(pid, np.int64),
+                "start": np.array(start, np.float64),
+                "last": self._last[:, slots],  # ts, write bytes, read bytes (a copy)
+            },
+            "minutes": self._minutes_tree(),
+            "closed": self._closed,
+            "episode": None if self._ep is None else _episode_tree(self._ep),
+            "forget_at": self._forget_at,
+            "job_io": {
+                "job": list(self.job_io),
+                "top": np.array([io[0] for io in self.job_io.values()], np.float64),
+                "written": ragged_tree([io[1] for io in self.job_io.values()]),
+            },
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """:meth:`snapshot`'s state into this stream (built with its configuration); read whole
+        before any of it is set."""
+        book = AlertBook()
+        for x in tree_list(tree_get(tree, "alerts"), "dfs alerts"):
+            a = _alert_from(x)
+            book.open[a.id] = a
+        p = tree_get(tree, "procs")
+        pid = tree_array(tree_get(p, "pid"), "i", "dfs procs pid").tolist()
+        n = len(pid)
+        node = names_from_tree(tree_get(p, "node"), "dfs procs node", n)
+        start = tree_array(tree_get(p, "start"), "f", "dfs procs start", (n,)).tolist()
+        last = np.array(tree_array(tree_get(p, "last"), "f", "dfs procs last", (3, n)))
+        procs = {k: i for i, k in enumerate(zip(node, pid, start, strict=True))}
+        if len(procs) != n:
+            raise StateFormatError("state: dfs procs: a process twice")
+        minutes = self._minutes_from(tree_get(tree, "minutes"))
+        closed = tree_opt_int(tree_get(tree, "closed"), "dfs closed")
+        ep = tree_get(tree, "episode")
+        episode = None if ep is None else _episode_from(ep)
+        forget_at = tree_opt_float(tree_get(tree, "forget_at"), "dfs forget_at")
+        j = tree_get(tree, "job_io")
+        jobs = tree_strs(tree_get(j, "job"), "dfs job_io job")
+        top = tree_array(tree_get(j, "top"), "f", "dfs job_io top", (len(jobs),)).tolist()
+        written = ragged_from_tree(tree_get(j, "written"), "dfs job_io written", len(jobs))
+        job_io: dict[str, list[Any]] = {
+            job: [t, w] for job, t, w in zip(jobs, top, written, strict=True)
+        }
+        if len(job_io) != len(jobs):
+            raise StateFormatError("state: dfs job_io: a job twice")
+        self.book, self._procs, self._last, self._minutes = book, procs, last, minutes
+        self._closed, self._ep, self._forget_at, self.job_io = closed, episode, forget_at, job_io
+
+    def _minutes_tree(self) -> dict[str, Any]:
+        """The open minutes (a minute may have no rows) and their rows, in order."""
+        mins = self._minutes
+        keys = [k for rows in mins.values() for k in rows]
+        job, node = zip(*keys, strict=True) if keys else ((), ())
+        return {
+            "minute": np.fromiter(mins, np.int64, len(mins)),
+            "rows": np.fromiter(map(len, mins.values()), np.int64, len(mins)),
+            "job": names_tree(job),
+            "node": names_tree(node),
+            "acc": self._accs_tree([a for rows in mins.values() for a in rows.values()]),
+        }
+
+    def _minutes_from(self, tree: Any) -> dict[int, dict[tuple[str, str], list[Any]]]:
+        minute = tree_array(tree_get(tree, "minute"), "i", "dfs minutes").tolist()
+        counts = tree_array(tree_get(tree, "rows"), "i", "dfs minute rows", (len(minute),))
+        if (counts < 0).any():
+            raise StateFormatError("state: dfs minute rows below 0")
+        n = int(counts.sum())
+        job = names_from_tree(tree_get(tree, "job"), "dfs minute job", n)
+        node = names_from_tree(tree_get(tree, "node"), "dfs minute node", n)
+        accs = self._accs_from(tree_get(tree, "acc"), n)
+        keys = list(zip(job, node, strict=True))
+        out: dict[int, dict[tuple[str, str], list[Any]]] = {}
+        at = 0
+        for m, c in zip(minute, counts.tolist(), strict=True):
+            rows = out[m] = dict(zip(keys[at : at + c], accs[at : at + c], strict=True))
+            if len(rows) != c:
+                raise StateFormatError(f"state: dfs minute {m}: a (job, node) twice")
+            at += c
+        if len(out) != len(minute):
+            raise StateFormatError("state: dfs minutes: a minute twice")
+        return out
+
+    def _accs_tree(self, accs: list[list[Any]]) -> dict[str, Any]:
+        """Per (minute, job, node) row its whole bytes written and read."""
+        return {"bytes": np.array(accs, np.float64).reshape(len(accs), 2)}
+
+    def _accs_from(self, tree: Any, n: int) -> list[list[Any]]:
+        b = tree_array(tree_get(tree, "bytes"), "f", "dfs minute bytes", (n, 2))
+        out: list[list[Any]] = b.tolist()
+        return out
+
     def __setstate__(self, state: Any) -> None:
         """A stream saved by a release that kept each process's counters in a list reads on."""
         slots = state[1] if isinstance(state, tuple) else state
@@ -315,6 +438,20 @@ class FsRateStream(DfsStream):
     ) -> dict[tuple[str, str], tuple[float, float]]:
         return {jn: (math.fsum(w) / len(w), math.fsum(r) / len(r)) for jn, (w, r) in rows.items()}
 
+    def _accs_tree(self, accs: list[list[Any]]) -> dict[str, Any]:
+        """Per (minute, job, node) row its samples' write and read speeds."""
+        return {
+            "write": ragged_tree([w for w, _r in accs]),
+            "read": ragged_tree([r for _w, r in accs]),
+        }
+
+    def _accs_from(self, tree: Any, n: int) -> list[list[Any]]:
+        write = ragged_from_tree(tree_get(tree, "write"), "fs minute write", n)
+        read = ragged_from_tree(tree_get(tree, "read"), "fs minute read", n)
+        if any(len(w) != len(r) for w, r in zip(write, read, strict=True)):
+            raise StateFormatError("state: fs minute: unequal numbers of write and read speeds")
+        return [[w, r] for w, r in zip(write, read, strict=True)]
+
 
 class FsStreams:
     """Every file system's :class:`FsRateStream`, made when a sample first names it (its
@@ -326,6 +463,10 @@ class FsStreams:
     def __init__(self, thresholds: dict[str, float], threshold: float, **kw: Any) -> None:
         self.thresholds, self.threshold, self.kw = dict(thresholds), threshold, kw
         self.streams: dict[str, FsRateStream] = {}
+
+    def _make(self, fs: str) -> FsRateStream:
+        thr = self.thresholds.get(fs, self.threshold)
+        return FsRateStream(threshold=thr, subject=f"fs:{fs}", **self.kw)
 
     def update(self, samples: SampleBatch | Iterable[NodeSample]) -> None:
         """Every sample's minute is reported by every stream that exists when it comes; a
@@ -346,8 +487,7 @@ class FsStreams:
             for fs, w, r in b.fs[i]:
                 one = streams.get(fs)
                 if one is None:
-                    thr = self.thresholds.get(fs, self.threshold)
-                    one = streams[fs] = FsRateStream(threshold=thr, subject=f"fs:{fs}", **self.kw)
+                    one = streams[fs] = self._make(fs)
                     for k in np.unique(minute[i:]).tolist():  # this sample's and the later ones'
                         one.touch(k)
                 one.add(m, job, node, w, r)
@@ -359,3 +499,83 @@ class FsStreams:
 
     def finish(self) -> list[tuple[str, list[MinuteRow], list[ZoneRow], list[Alert]]]:
         return [(fs, *self.streams[fs].finish()) for fs in sorted(self.streams)]
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every file system's stream state (:meth:`DfsStream.snapshot`), in the order they
+        were made; thresholds and the streams' arguments are configuration, not state."""
+        return {"streams": [{"fs": fs, "state": st.snapshot()} for fs, st in self.streams.items()]}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """:meth:`snapshot`'s streams, each made as :meth:`update` makes it (threshold and
+        subject from its name), into this object."""
+        streams: dict[str, FsRateStream] = {}
+        for x in tree_list(tree_get(tree, "streams"), "fs streams"):
+            fs = tree_str(tree_get(x, "fs"), "fs name")
+            if fs in streams:
+                raise StateFormatError(f"state: fs stream {fs!r} twice")
+            one = streams[fs] = self._make(fs)
+            one.restore(tree_get(x, "state"))
+        self.streams = streams
+
+
+def _alert_tree(a: Alert) -> dict[str, Any]:
+    """An open hot-zone alert (its details: the top jobs) as a tree."""
+    return a.to_dict()
+
+
+def _alert_from(tree: Any) -> Alert:
+    what = "hot_zone alert"
+    if tree_str(tree_get(tree, "state"), f"{what} state") != FIRING:
+        raise StateFormatError(f"state: an open {what} that is not firing")
+    details = tree_get(tree, "details")
+    if not isinstance(details, dict) or set(details) - {"top_jobs"}:
+        raise StateFormatError(f"state: {what} details other than top_jobs")
+    top = tree_pairs(details.get("top_jobs", []), f"{what} top_jobs")
+    return Alert(
+        tree_str(tree_get(tree, "id"), f"{what} id"),
+        tree_str(tree_get(tree, "kind"), f"{what} kind"),
+        tree_str(tree_get(tree, "subject"), f"{what} subject"),
+        tree_str(tree_get(tree, "severity"), f"{what} severity"),
+        FIRING,
+        _opt_number(tree_get(tree, "value"), f"{what} value"),
+        _opt_number(tree_get(tree, "threshold"), f"{what} threshold"),
+        tree_str(tree_get(tree, "window"), f"{what} window"),
+        tree_number(tree_get(tree, "since"), f"{what} since"),
+        tree_number(tree_get(tree, "at"), f"{what} at"),
+        {"top_jobs": [[tree_str(j, "top job"), tree_float(x, "top share")] for j, x in top]}
+        if "top_jobs" in details
+        else {},
+    )
+
+
+def _opt_number(v: Any, what: str) -> float | None:
+    return None if v is None else tree_number(v, what)
+
+
+def _episode_tree(ep: _Episode) -> dict[str, Any]:
+    return {
+        "start": ep.start,
+        "last": ep.last,
+        "peak": ep.peak,
+        "minutes": ep.minutes,
+        "run_start": ep.run_start,
+        "job": list(ep.per_job),
+        "written": ragged_tree(list(ep.per_job.values())),
+    }
+
+
+def _episode_from(tree: Any) -> _Episode:
+    what = "dfs episode"
+    jobs = tree_strs(tree_get(tree, "job"), f"{what} job")
+    written = ragged_from_tree(tree_get(tree, "written"), f"{what} written", len(jobs))
+    per_job = dict(zip(jobs, written, strict=True))
+    if len(per_job) != len(jobs):
+        raise StateFormatError(f"state: {what}: a job twice")
+    return _Episode(
+        tree_int(tree_get(tree, "start"), f"{what} start"),
+        tree_int(tree_get(tree, "last"), f"{what} last"),
+        tree_float(tree_get(tree, "peak"), f"{what} peak"),
+        tree_int(tree_get(tree, "minutes"), f"{what} minutes"),
+        tree_int(tree_get(tree, "run_start"), f"{what} run_start"),
+        per_job,
+    )

@@ -17,7 +17,14 @@ import orjson
 from models.formats.sampletrace import parse_sample, sample_to_dict
 from models.jobs.merge import JobEventMerger
 from models.records.nodesample import NodeSample
-from models.samples.batch import SampleBatch
+from models.samples.batch import (
+    SampleBatch,
+    tree_float,
+    tree_get,
+    tree_int,
+    tree_opt_float,
+    tree_pairs,
+)
 
 
 def sample_sort_key(s: NodeSample) -> tuple[float, str, int, float, str]:
@@ -92,6 +99,38 @@ class SampleMerger(JobEventMerger):
         return out
 
     # ---- durable state ----------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The merger's state as a tree (:mod:`models.state`); the lateness and the partitions
+        are its configuration, not state. The held batches go as one (their rows in the order
+        held: what a release sorts, stably, is the same)."""
+        return {
+            "latest": [[p, t] for p, t in self.latest.items()],
+            "offsets": [[p, o] for p, o in self.offsets.items()],
+            "released_to": self.released_to,
+            "duplicates": self.duplicates,
+            "late": self.late,
+            "held": SampleBatch.concat(self.held).to_tree(),
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """:meth:`snapshot`'s state into this merger (built with its configuration); read
+        whole before any of it is set."""
+        latest = {
+            tree_int(p, "merger partition"): tree_float(t, "merger latest")
+            for p, t in tree_pairs(tree_get(tree, "latest"), "merger latest")
+        }
+        offsets = {
+            tree_int(p, "merger partition"): tree_int(o, "merger offset")
+            for p, o in tree_pairs(tree_get(tree, "offsets"), "merger offsets")
+        }
+        released_to = tree_opt_float(tree_get(tree, "released_to"), "merger released_to")
+        duplicates = tree_int(tree_get(tree, "duplicates"), "merger duplicates")
+        late = tree_int(tree_get(tree, "late"), "merger late")
+        held = SampleBatch.from_tree(tree_get(tree, "held"))
+        self.latest, self.offsets, self.released_to = latest, offsets, released_to
+        self.duplicates, self.late = duplicates, late
+        self.held = [held] if len(held) else []
+
     def to_dict(self) -> dict[str, Any]:
         held, self.held = self.held, []
         try:

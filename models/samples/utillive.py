@@ -22,7 +22,18 @@ import numpy as np
 
 from models.jobs.usage import add_exact
 from models.records.nodesample import NodeSample, group_codes
-from models.samples.batch import SampleBatch, as_batch
+from models.samples.batch import (
+    SampleBatch,
+    as_batch,
+    names_from_tree,
+    names_tree,
+    ragged_from_tree,
+    ragged_tree,
+    tree_array,
+    tree_get,
+    tree_strs,
+)
+from models.state import StateFormatError
 
 
 class _Job:
@@ -57,15 +68,6 @@ class JobUtilStream:
         self.quiet_s = quiet_s
         self._pending: list[SampleBatch] = []  # samples of buckets not closed yet
         self._jobs: dict[str, _Job] = {}
-
-    def __setstate__(self, state: Any) -> None:
-        """A stream saved by a release that kept open buckets as dicts (``_open``) reads on."""
-        slots = state[1] if isinstance(state, tuple) else state
-        for k, v in slots.items():
-            if k != "_open":
-                setattr(self, k, v)
-        if "_open" in slots:
-            self._pending = [_from_open(slots["_open"])]
 
     def update(self, samples: SampleBatch | Iterable[NodeSample]) -> None:
         b = as_batch(samples)
@@ -185,6 +187,74 @@ class JobUtilStream:
         for job in jobs:
             self._jobs.pop(job, None)
 
+    # ---- durable state ----------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The stream's state as a tree (:mod:`models.state`): the samples of the open buckets
+        (one batch) and per job its sums as parallel arrays (its nodes and exact partials end to
+        end, with their counts). The constructor's arguments are configuration, not state."""
+        jobs = list(self._jobs.values())
+        nodes = [j.nodes for j in jobs]
+        last_b = [j.last_b for j in jobs]
+        node_vals = [v for d in nodes for v in d.values()]
+        return {
+            "pending": SampleBatch.concat(self._pending).to_tree(),
+            "jobs": {
+                "job": list(self._jobs),
+                "n": np.array([j.n for j in jobs], np.int64),
+                "last_b": np.array([-1 if b is None else b for b in last_b], np.int64),
+                "has_last_b": np.array([b is not None for b in last_b], np.bool_),
+                "swap_max": np.array([j.swap_max for j in jobs], np.float64),
+                "t0": np.array([j.t0 for j in jobs], np.float64),
+                "t1": np.array([j.t1 for j in jobs], np.float64),
+                "core": ragged_tree([j.core for j in jobs]),
+                "mem": ragged_tree([j.mem for j in jobs]),
+                "nodes": np.fromiter(map(len, nodes), np.int64, len(nodes)),
+                "node": names_tree([k for d in nodes for k in d]),
+                "cores_mem": np.array(node_vals, np.float64).reshape(len(node_vals), 2),
+            },
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """:meth:`snapshot`'s state into this stream (built with its configuration); read whole
+        before any of it is set."""
+        pending = SampleBatch.from_tree(tree_get(tree, "pending"))
+        t = tree_get(tree, "jobs")
+        names = tree_strs(tree_get(t, "job"), "util job")
+        n = len(names)
+        ints = {
+            k: tree_array(tree_get(t, k), "i", f"util {k}", (n,)).tolist()
+            for k in ("n", "last_b", "nodes")
+        }
+        has_last_b = tree_array(tree_get(t, "has_last_b"), "b", "util has_last_b", (n,)).tolist()
+        floats = {
+            k: tree_array(tree_get(t, k), "f", f"util {k}", (n,)).tolist()
+            for k in ("swap_max", "t0", "t1")
+        }
+        core = ragged_from_tree(tree_get(t, "core"), "util core", n)
+        mem = ragged_from_tree(tree_get(t, "mem"), "util mem", n)
+        counts = ints["nodes"]
+        if any(c < 0 for c in counts):
+            raise StateFormatError("state: util nodes below 0")
+        k = sum(counts)
+        node = names_from_tree(tree_get(t, "node"), "util node", k)
+        vals = tree_array(tree_get(t, "cores_mem"), "f", "util cores_mem", (k, 2)).tolist()
+        jobs: dict[str, _Job] = {}
+        at = 0
+        for i, name in enumerate(names):
+            j = jobs[name] = _Job()
+            c = counts[i]
+            j.nodes = dict(zip(node[at : at + c], vals[at : at + c], strict=True))
+            if len(j.nodes) != c:
+                raise StateFormatError(f"state: util job {name!r}: a node twice")
+            at += c
+            j.n, j.last_b = ints["n"][i], (ints["last_b"][i] if has_last_b[i] else None)
+            j.core, j.mem = core[i], mem[i]
+            j.swap_max, j.t0, j.t1 = floats["swap_max"][i], floats["t0"][i], floats["t1"][i]
+        if len(jobs) != n:
+            raise StateFormatError("state: util: a job twice")
+        self._pending = [pending] if len(pending) else []
+        self._jobs = jobs
+
 
 def _exact_sums(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
     """Per group (codes 0..n-1) the sum of its values rounded once, as ``math.fsum``: one
@@ -211,14 +281,3 @@ def _group_max(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
     out = np.full(n, -np.inf)
     np.maximum.at(out, g, v)
     return out
-
-
-def _from_open(
-    open_: dict[int, dict[tuple[str, str], dict[tuple[int, float], tuple[float, ...]]]],
-) -> SampleBatch:
-    """The open buckets of an earlier release's stream (dicts) as a batch."""
-    samples = [NodeSample(v[0], job, pid, node, "", 0, 0, int(v[2]), int(v[3]), 0, 0, 0, 0, v[1],
-                          0, 0, start, int(v[4]))  # fmt: skip
-               for groups in open_.values() for (job, node), procs in groups.items()
-               for (pid, start), v in procs.items()]  # fmt: skip
-    return SampleBatch.from_samples(samples)

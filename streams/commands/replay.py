@@ -49,8 +49,12 @@ from streams.errors import (
 
 if TYPE_CHECKING:  # the run's modules (polars, numpy) are imported when a run starts, so
     # that `drainwatch replay --help` and a mistyped option answer at once
+    from collections.abc import Iterable
+
     from models.records.plausible import TimeBounds
     from streams import driver
+    from streams.contracts import Row, Sink, Table
+    from streams.sinks.influx import InfluxSink
     from streams.stages import samples as sample_stages
 
 ENGINES: dict[str, str] = {
@@ -326,21 +330,65 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from models.records.plausible import TimeBounds
+
+    args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
+    influx = _influx_sink(args) if args.influx else None
+    try:
+        return _replay(args, influx)
+    finally:
+        if influx is not None:
+            influx.close()
+
+
+def _influx_sink(args: argparse.Namespace) -> InfluxSink:
+    """``--influx``: the settings' InfluxDB, once it answers (the driver writes the drain
+    stage's live rows to it, :data:`streams.stages.drain.LIVE_TABLES`)."""
+    if args.format != "moab":
+        raise UserError("--influx writes the drain measurements: it needs --format moab")
+    from zoneinfo import ZoneInfo
+
+    from streams.commands.worker import influx_sink
+    from streams.config import load_settings
+    from streams.kafka import Unreachable
+
+    try:
+        sink = influx_sink(load_settings(getattr(args, "config", None)), "replay")
+    except Unreachable as e:
+        raise UserError(f"--influx: {e}") from None
+    sink.zone = ZoneInfo(args.tz)
+    return sink
+
+
+class _Without:
+    """A sink given everything but the rows of ``skip``'s tables: ``replay --influx`` keeps
+    the rows only InfluxDB takes out of --out."""
+
+    def __init__(self, sink: Sink, skip: Iterable[Table]) -> None:
+        self.sink = sink
+        self.skip = frozenset(skip)
+
+    def declare(self, table: Table) -> None:
+        if table not in self.skip:
+            self.sink.declare(table)
+
+    def write(self, table: Table, rows: Iterable[Row]) -> int:
+        return 0 if table in self.skip else self.sink.write(table, rows)
+
+    def document(self, name: str, data: bytes) -> None:
+        self.sink.document(name, data)
+
+    def commit(self) -> None:
+        self.sink.commit()
+
+    def abort(self) -> None:
+        self.sink.abort()
+
+
+def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
+    """The run through the driver: the directory sink, and InfluxDB with ``--influx``."""
     from streams import driver
     from streams.sinks.files import DirectorySink
 
-    args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
-    if args.influx:
-        if args.format != "moab":
-            raise UserError("--influx writes the drain measurements: it needs --format moab")
-        from streams.commands.worker import influx_sink
-        from streams.config import load_settings
-        from streams.kafka import Unreachable
-
-        try:
-            args.influx_sink = influx_sink(load_settings(getattr(args, "config", None)), "replay")
-        except Unreachable as e:
-            raise UserError(f"--influx: {e}") from None
     engine = ENGINES[args.format]
     build, owned = _engine_run(engine)
     rejects = driver.RejectLog(args.rejects)
@@ -350,11 +398,21 @@ def _run(args: argparse.Namespace) -> int:
         if rejects.file is not None:
             rejects.file.abort()
         raise
-    sink = DirectorySink(args.out, owned=owned)
-    summary = driver.run(r, [sink], rejects)
-    influx = getattr(args, "influx_sink", None)
+    sinks: list[Sink] = [DirectorySink(args.out, owned=owned)]
+    if influx is not None:
+        from streams.stages.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
+
+        sinks = [_Without(sinks[0], LIVE_TABLES), influx]
+    summary = driver.run(r, sinks, rejects)
     if not args.no_progress or summary["rejected"]:
         print(report_line(f"replay {args.format}", summary, args.out), file=sys.stderr)
+    if influx is not None and not args.no_progress:
+        windows, jobs = (summary["outputs"].get(t.file, 0) for t in (LIVE_WINDOWS, LIVE_JOBS))
+        print(
+            f"replay moab: {windows:,} window rows and {jobs:,} job rows written to InfluxDB "
+            f"{influx.bucket}",
+            file=sys.stderr,
+        )
     records, rejected = summary["records"], summary["rejected"]
     if records == 0:
         raise UnusableInput(
@@ -377,14 +435,6 @@ def _run(args: argparse.Namespace) -> int:
             f"{share:.0%} of the records were rejected or out of time order (more than "
             f"--max-reject-share {args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
         )
-    if influx is not None:
-        rows, jobs = args.drain_stage.live_rows()
-        influx.write_windows(rows)
-        influx.write_jobs(jobs)
-        influx.close()
-        if not args.no_progress:
-            print(f"replay moab: {len(rows):,} window rows and {len(jobs):,} job rows written to "
-                  f"InfluxDB {influx.bucket}", file=sys.stderr)  # fmt: skip
     if args.report:
         from streams.report import write_report
 
@@ -441,8 +491,8 @@ def _drain_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Ru
         reorder_window_s=args.reorder_window,
         unit="minute" if args.influx else "hour",
         size_groups=args.size_groups,
+        live=args.influx,
     )
-    args.drain_stage = stage
     feeds = [driver.Feed(source, [stage])]
     if jobs is not None:
         job_files = _LazyJobFiles(

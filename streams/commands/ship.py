@@ -7,6 +7,9 @@ whole files, or ``--follow`` one live log with a checkpoint.
 (streams/sources/jobship.py).
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
 samples (see models.formats.sampletrace) to a file or stdout.
+
+Summaries and retries are log lines (streams/logs.py, component ``ship.<what>``); a shipper that
+cannot do its work ends with one error line (``drainwatch ship <what>: ...``, exit 1).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.formats.jobsource import FORMATS as JOB_FORMATS
 from models.formats.procfs import RESOLVERS
+from streams import logs
 from streams.errors import UserError, option_type, positive_int
 
 if TYPE_CHECKING:
@@ -106,10 +110,11 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     k = shipper.stats
-    print(f"ship samples: {k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} "
-          f"samples), {len(shipper.buffer):,} still buffered, {k.dropped_sweeps:,} dropped "
-          f"past the buffer cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka "
-          f"failures", file=sys.stderr)  # fmt: skip
+    logs.get("ship.samples").info(
+        f"{k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} samples), "
+        f"{len(shipper.buffer):,} still buffered, {k.dropped_sweeps:,} dropped past the buffer "
+        f"cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka failures"
+    )
     return 0
 
 
@@ -135,7 +140,7 @@ def _ship_samples(args: argparse.Namespace) -> int:
             sink = JsonLinesSink(f)
             n = _run(sampler, sink, args)
     stats = ", ".join(f"{k}={v}" for k, v in sorted(sampler.stats.items()))
-    print(f"ship samples: {n} sweeps, {sink.lines} samples ({stats})", file=sys.stderr)
+    logs.get("ship.samples").info(f"{n} sweeps, {sink.lines} samples ({stats})")
     return 0
 
 
@@ -187,9 +192,10 @@ def _ship_moab(args: argparse.Namespace) -> int:
             else:
                 await ship_files(shipper, in_time_order(args.paths), not args.no_progress)
             s = shipper.stats
-            print(f"ship moab: {s.lines:,} lines, {s.records:,} records in {s.messages:,} "
-                  f"messages, {s.dead_letters:,} dead letters, {s.ignored:,} other lines",
-                  file=sys.stderr)  # fmt: skip
+            logs.get("ship.moab").info(
+                f"{s.lines:,} lines, {s.records:,} records in {s.messages:,} messages, "
+                f"{s.dead_letters:,} dead letters, {s.ignored:,} other lines"
+            )
         finally:
             await producer.stop()
         return 130 if stop.is_set() and not args.follow else 0
@@ -234,11 +240,12 @@ def _ship_slurm(args: argparse.Namespace) -> int:
                 await producer.stop()
         s = shipper.stats
         flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
-        print(f"ship slurm: {s.iterations:,} iterations, {s.records:,} records in "
-              f"{s.messages:,} messages, {s.skipped_iterations:,} skipped, "
-              f"{s.failed_attempts:,} failed attempts, {s.publish_failures:,} not acknowledged, "
-              f"{s.planned_unnamed:,} planned nodes "
-              f"without a job, unknown flags: {flags}", file=sys.stderr)  # fmt: skip
+        logs.get("ship.slurm").info(
+            f"{s.iterations:,} iterations, {s.records:,} records in {s.messages:,} messages, "
+            f"{s.skipped_iterations:,} skipped, {s.failed_attempts:,} failed attempts, "
+            f"{s.publish_failures:,} not acknowledged, {s.planned_unnamed:,} planned nodes "
+            f"without a job, unknown flags: {flags}"
+        )
         if args.count is not None and s.iterations == 0:
             print(f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
                   file=sys.stderr)  # fmt: skip
@@ -251,7 +258,7 @@ def _ship_slurm(args: argparse.Namespace) -> int:
 def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
     """The file shippers' frame: settings, inputs checked, Kafka waited for and the topics
     made, one producer (all acks) for ``publish(producer, settings, bounds, partitions)``,
-    whose summary line goes to stderr."""
+    whose summary line is logged."""
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
@@ -274,7 +281,7 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
             line = await publish(producer, settings, bounds, parts)
         finally:
             await producer.stop()
-        print(f"ship {what}: {line}", file=sys.stderr)
+        logs.get(f"ship.{what}").info(line)
         return 0
 
     return _run_main(main, what)
@@ -323,7 +330,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
                     p = await asyncio.to_thread(poller.poll, time.time())
                 except SnapshotFailed as e:
                     failed += 1
-                    print(f"ship jobs: sacct poll failed: {e}", file=sys.stderr, flush=True)
+                    logs.get("ship.jobs").warning("sacct poll failed: %s", e)
                     p = None
                 if p is not None:
                     if producer is None:
@@ -348,9 +355,11 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         finally:
             if producer is not None:
                 await producer.stop()
-        print(f"ship jobs: {poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} "
-              f"events in {st.messages:,} messages, {poller.dropped:,} seen again and not "
-              f"re-sent, {st.dead_letters:,} dead letters", file=sys.stderr)  # fmt: skip
+        logs.get("ship.jobs").info(
+            f"{poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} events in "
+            f"{st.messages:,} messages, {poller.dropped:,} seen again and not re-sent, "
+            f"{st.dead_letters:,} dead letters"
+        )
         return 0
 
     return _run_main(main, "jobs")
@@ -395,9 +404,10 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         finally:
             await consumer.stop()
             await producer.stop()
-        print(f"ship jobs: {js.records:,} jobcomp records, {st.events:,} events in "
-              f"{st.messages:,} messages, {st.dead_letters:,} dead letters",
-              file=sys.stderr)  # fmt: skip
+        logs.get("ship.jobs").info(
+            f"{js.records:,} jobcomp records, {st.events:,} events in {st.messages:,} messages, "
+            f"{st.dead_letters:,} dead letters"
+        )
         return 0
 
     return _run_main(main, "jobs")

@@ -75,7 +75,7 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
         workload_from_lublin,
         workload_from_swf,
     )
-    from streams.sinks.files import atomic_file
+    from streams.atomic import atomic_file
     from streams.sources.files import open_text, reading
 
     out = Path(args.out)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from streams.config import ConfigError, Settings, load_settings
+from streams.config import ConfigError, Settings, load_settings, setup_logging
 
 if TYPE_CHECKING:
     from streams.sinks.influx import InfluxSink
@@ -72,18 +72,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"{k} = {v}")
         return 0
 
-    import faust
-
+    from streams import logs
     from streams.app import APP_ID, create_app
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
     from streams.memory import pin_mmap_threshold, tune_gc
     from streams.topics import topic_names
 
-    print(
-        f"drainwatch worker: settings (secrets masked): {settings.describe()}",
-        file=sys.stderr,
-        flush=True,
-    )
+    if logs.handler() is None:  # run() called directly, not through streams.cli.main
+        setup_logging(args)
+    log = logs.get("worker")
+    log.info("settings (secrets masked): %s", settings.describe())
 
     async def prepare() -> tuple[int | None, int | None]:
         await wait_for_kafka(settings, "drainwatch worker")
@@ -104,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(settings, app_id=args.group or APP_ID)
     attach(app, settings, sink, job_partitions, sample_partitions)
     Path(app.conf.datadir).parent.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
+    worker = logs.faust_worker(app)  # Faust's lines through drainwatch's handler
     tune_gc()
     try:
         worker.execute_from_commandline()

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from streams.atomic import atomic_file
 from streams.config import Settings, load_settings
 from streams.grafana.alerting import contact_points_file, policies_file, rules_file
 from streams.grafana.dashboards import build_all
-from streams.sinks.files import atomic_file
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = (

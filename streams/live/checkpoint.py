@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from models.alerts import Alert
-from models.jsonbytes import json_bytes
+from streams.codecs.alerts import encode_alert
 from streams.live.context import Message, WorkerContext
-from streams.sinks.jobpoints import alert_line, alert_message
+from streams.sinks.jobpoints import alert_line
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ class Outbox:
         their points (with the next write)."""
         for a in alerts:
             self.points.append(alert_line(cluster, a))
-            self.alerts.append((a.id.encode(), json_bytes(alert_message(cluster, a))))
+            self.alerts.append((a.id.encode(), encode_alert(cluster, a)))
         return len(alerts)
 
 

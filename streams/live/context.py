@@ -45,7 +45,7 @@ class WorkerContext:
             name = self.topics.worker_state.get_topic_name()
             self.store = StateStore(self.settings, name, self.app.conf.id, self._send_state)
         if self.writes is None and self.sink is not None:
-            self.writes = WriteQueue(self.sink.write, "influxdb")
+            self.writes = WriteQueue(self.sink.write_lines, "influxdb")
         if not self.worker:
             self.worker = f"{socket.gethostname()}:{self.settings.web_port}"
 

@@ -17,66 +17,34 @@ from typing import Any
 import orjson
 
 from models.alerts import DrainAlerts
-from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
-from models.jsonbytes import json_bytes
+from models.drain.live import DrainCombiner, PartitionDrain
 from models.records.nodestatus import NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
+from streams.codecs import CodecError
+from streams.codecs.control import decode_control
+from streams.codecs.deadletter import encode_dead_letter, message_text
+from streams.codecs.metrics import encode_job, encode_window
+from streams.codecs.nodestatus import Decoder
+from streams.codecs.partials import (
+    JOIN_KEY,
+    decode_drain_partial,
+    encode_drain_partial,
+    encode_drain_totals,
+)
 from streams.format import instant_ms
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.sinks.influx import job_point, state_points, window_point
-from streams.topics import dead_letter_message
-from streams.wire import Decoder, MessageError
 
 TAKE = 512
 TAKE_WITHIN = 0.5  # node-status takes are numpy batches: larger takes, fewer of them
-JOIN_JOBS = 2000  # drain totals per join message to jobs-partials
-COMBOS = ("none", "job", "rsv", "rsv+job")  # has_rsv * 2 + has_job (seed 000 §III-B.1)
-
-
-def window_message(cluster: str, w: LiveWindow) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "cluster": cluster,
-        "window": w.unit,
-        "start": instant_ms(w.start_ms),
-        "start_ms": w.start_ms,
-        "length_ms": w.length_ms,
-        "nodes": w.nodes,
-        **w.node_seconds(),
-        "drain_pct_static": w.drain_pct_static,
-        "drain_pct_dynamic": w.drain_pct_dynamic,
-        "basis_seconds_per_node": w.basis_seconds_per_node,
-        "data_quality": w.data_quality,
-        "provisional": w.provisional,
-        **({"node_states": node_states_seconds(w.states)} if w.states else {}),
-    }
-
-
-def node_states_seconds(states: dict[str, list[int]]) -> dict[str, dict[str, float]]:
-    return {
-        name: {COMBOS[i]: ms / 1000 for i, ms in enumerate(v) if ms} for name, v in states.items()
-    }
-
-
-def job_message(cluster: str, j: LiveJob) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "cluster": cluster,
-        "job": j.job,
-        "drain_node_seconds": j.drain_ms / 1000,
-        "nodes_charged": j.nodes_charged,
-        "first_charged": instant_ms(j.first_charged_ms),
-        "last_charged": instant_ms(j.last_charged_ms),
-        "nodes_running": j.nodes_running,
-    }
 
 
 def _dead(out: Outbox, ctx: WorkerContext, r: Reject, **where: Any) -> None:
     ctx.counts["dead_letters"] += 1
     ctx.counts[f"dead_letters_{r.reason}"] += 1
-    out.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
+    out.dead.append((r.source.encode(), encode_dead_letter(r, **where)))
 
 
 def _late_rejects(source: str, b: NodeStatusBatch, st: PartitionDrain) -> list[Reject]:
@@ -147,16 +115,13 @@ class DrainForward:
         where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
         st.offset = off
         self.fresh.add(p)
+        if decode_control(value) is not None:  # the shipper's end of input
+            st.end_of_input()
+            return
         try:
-            ctl = orjson.loads(value) if len(value) < 8192 and b'"control"' in value else None
-            if isinstance(ctl, dict) and ctl.get("control") == "flush" and ctl.get("v") == 1:
-                st.end_of_input()
-                return
             source, batch, bad = self.decoders[p].decode(value, self.bounds)
-        except (MessageError, orjson.JSONDecodeError) as e:
-            reason = getattr(e, "reason", "bad_json")
-            text = value[:4096].decode("utf-8", "replace")
-            _dead(out, ctx, Reject(reason, "node-status", 0, text), **where)
+        except CodecError as e:
+            _dead(out, ctx, Reject(e.reason, "node-status", 0, message_text(value)), **where)
             return
         for reason, text in bad:
             _dead(out, ctx, Reject(reason, source, 0, text), **where)
@@ -169,7 +134,7 @@ class DrainForward:
         if st is None or p not in self.fresh:
             return []
         self.fresh.discard(p)
-        return [orjson.dumps(st.partial().to_dict())]
+        return [encode_drain_partial(st.partial())]
 
     def forget(self, p: int) -> None:
         self.decoders.pop(p, None)
@@ -216,7 +181,7 @@ class DrainCombine:
 
     def add(self, off: int, value: bytes, out: Outbox) -> None:
         assert self.comb is not None
-        self.comb.add(Partial.from_dict(orjson.loads(value)))
+        self.comb.add(decode_drain_partial(value))
 
     def has_news(self) -> bool:
         return self.comb is not None and bool(self.comb.dirty_windows)
@@ -235,35 +200,13 @@ class DrainCombine:
         da = self.alerts
         changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
         changes += da.quiet(comb.watermark_ms)
-        out.messages += [
-            (
-                t.metrics_drain,
-                f"{w.unit}:{w.start_ms}".encode(),
-                json_bytes(window_message(cluster, w)),
-            )
-            for w in rows
-        ]
-        out.messages += [
-            (t.metrics_jobs, j.job.encode(), json_bytes(job_message(cluster, j))) for j in jobs
-        ]
+        for w in rows:
+            key = f"{w.unit}:{w.start_ms}".encode()
+            out.messages.append((t.metrics_drain, key, encode_window(cluster, w)))
+        out.messages += [(t.metrics_jobs, j.job.encode(), encode_job(cluster, j)) for j in jobs]
         if jobs and ctx.settings.live_jobs == "on":  # the job-events side joins them
-            for i in range(0, len(jobs), JOIN_JOBS):
-                drain = [
-                    [
-                        j.job,
-                        j.drain_ms,
-                        j.nodes_charged,
-                        j.first_charged_ms,
-                        j.last_charged_ms,
-                        j.nodes_running,
-                        j.time_ms,
-                    ]
-                    for j in jobs[i : i + JOIN_JOBS]
-                ]
-                value = orjson.dumps(
-                    {"partition": -1, "drain": drain, "watermark_ms": comb.watermark_ms}
-                )
-                out.messages.append((t.jobs_partials, b"drain", value))
+            for v in encode_drain_totals(jobs, comb.watermark_ms):
+                out.messages.append((t.jobs_partials, JOIN_KEY, v))
         ctx.counts["alert_changes"] += out.add_alerts(cluster, changes)
         ctx.counts["windows_written"] += len(rows)
         ctx.counts["jobs_written"] += len(jobs)

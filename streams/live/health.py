@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 
 from models.alerts import Alert, AlertBook, StallWatch
+from streams.codecs.alerts import encode_alert
 from streams.live.context import WorkerContext
-from streams.sinks.jobpoints import alert_line, alert_message
+from streams.sinks.jobpoints import alert_line
 from streams.sinks.lineproto import line
 
 PIPELINE_INTERVAL_S = 10.0
@@ -57,11 +58,9 @@ class Health:
             cluster = ctx.settings.cluster
             if ctx.sink is not None:
                 points = [alert_line(cluster, a) for a in pending]
-                await asyncio.to_thread(ctx.sink.write, points)
+                await asyncio.to_thread(ctx.sink.write_lines, points)
             topic = ctx.topics.alerts
-            await ctx.send_many(
-                [(topic, a.id.encode(), orjson.dumps(alert_message(cluster, a))) for a in pending]
-            )
+            await ctx.send_many([(topic, a.id.encode(), encode_alert(cluster, a)) for a in pending])
             await ctx.store.save(key, orjson.dumps(self.stall.book.to_dict()))
         except Exception as e:  # noqa: BLE001 (retried at the next tick)
             self.changes = pending + self.changes
@@ -107,7 +106,7 @@ class Health:
         p = line("pipeline", tags, fields, round(now * 1000) * 1_000_000)
         self._last_sink = (st.writes, st.seconds)
         self._last_pipeline = (now, records)
-        await asyncio.to_thread(ctx.sink.write, [p])
+        await asyncio.to_thread(ctx.sink.write_lines, [p])
 
     def metrics_text(self) -> str:
         """Prometheus text exposition of the worker's counters."""
@@ -124,6 +123,7 @@ class Health:
         put("samples_total", c["samples"], "node samples forwarded")
         put("dead_letters_total", c["dead_letters"], "records and messages rejected")
         put("state_refused_total", c["state_refused"], "saved states refused as unreadable")
+        put("snapshots_saved_total", c["snapshots_saved"], "states saved")
         put(
             "snapshot_age_seconds",
             time.time() - self._last_snapshot(),

@@ -22,21 +22,18 @@ import orjson
 from models.alerts import Alert, JobAlerts
 from models.drain.jobjoin import DrainJobJoin
 from models.drain.jobs import size_groups
-from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse, DayCalendar
-from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
+from models.jobs.capability import DayCalendar
 from models.jobs.merge import JobEventMerger
-from models.jobs.runtime import RuntimePredictor
-from models.jobs.shortjobs import ShortJobPenalty
-from models.jobs.turnover import SlotTurnover
-from models.jsonbytes import json_bytes
-from models.records.jobevent import JobEvent, JobEventError, jobevent_from_row, jobevent_row
+from models.records.jobevent import JobEvent, JobEventError, jobevent_row
 from models.records.reject import Reject
+from streams.codecs.deadletter import encode_dead_letter, message_text
+from streams.codecs.metrics import row_messages
+from streams.codecs.partials import DrainTotals, decode_job_partial, encode_job_partial
 from streams.config import Settings
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.jobpoints import (
-    row_messages,
     table_lines,
     timed_line,
     timed_lines,
@@ -48,15 +45,8 @@ from streams.stages.jobs import (
     RELEASE_FORECAST,
     RUNTIME_PREDICTIONS,
     SHORTJOBS,
-    CapabilityStage,
-    FairShareStage,
-    ReleaseForecastStage,
-    RuntimeStage,
-    ShortJobsStage,
-    TurnoverStage,
-    UsageStage,
+    live_job_stages,
 )
-from streams.topics import dead_letter_message
 
 _native_rows: Callable[[bytes, float, float], list[bytes | None]] | None
 try:
@@ -86,30 +76,21 @@ def chunks(entries: list[list[Any]], size: Callable[[Any], int] = len) -> Iterat
 
 
 def live_stages(settings: Settings) -> dict[str, Any]:
-    """The replay's job stages with the seeds' defaults and the settings' thresholds, by name;
-    capability and the node-release forecast only with a section size (``jobs.section_nodes``,
-    else ``accounting.nodes``); the forecast also writes its rows at the submit (provisional)."""
-    tz = settings.tz
-    stages: dict[str, Any] = {
-        "usage": UsageStage(tz, settings.cluster),
-        "shortjobs": ShortJobsStage(ShortJobPenalty()),
-        "turnover": TurnoverStage(SlotTurnover(), tz),
-        "runtime": RuntimeStage(
-            RuntimePredictor(overrun_margin=settings.alert_overrun_margin), keep=False
-        ),
-        "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
-    }
-    section = settings.section_nodes or settings.nodes
-    if section:
-        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
-        stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
-        stages["release"] = ReleaseForecastStage(section, provisional=True)
-    return stages
+    """The replay's job stages as the worker runs them (:func:`live_job_stages`: the seeds'
+    defaults, the settings' thresholds; capability and the node-release forecast only with a
+    section size, ``jobs.section_nodes`` else ``accounting.nodes``)."""
+    return live_job_stages(
+        settings.tz,
+        settings.cluster,
+        settings.section_nodes or settings.nodes,
+        settings.backfill_flags == "yes",
+        settings.alert_overrun_margin,
+    )
 
 
 def dead_letter(ctx: WorkerContext, out: Outbox, r: Reject, **where: Any) -> None:
     ctx.counts["dead_letters"] += 1
-    out.dead.append((r.source.encode(), json_bytes(dead_letter_message(r, **where))))
+    out.dead.append((r.source.encode(), encode_dead_letter(r, **where)))
 
 
 class JobsForward:
@@ -204,20 +185,13 @@ class JobsForward:
             if not s.not_before <= row[1] * 1000 < s.not_after:
                 raise JobEventError("implausible_time", repr(row[1]))
         except JobEventError as err:
-            text = line[:4096].decode("utf-8", "replace")
+            text = message_text(line)
             dead_letter(self.ctx, out, Reject(err.reason, self.name, 0, text), **where)
             return None
         return row
 
     def partials(self, p: int, state: Any) -> list[bytes]:
-        return [encode_partial(p, run) for run in chunks(self.pending.pop(p, []))]
-
-
-def encode_partial(p: int, entries: list[list[Any]]) -> bytes:
-    """A partials message: a partition's [offset, rows] entries, the rows already in JSON:
-    ``{"partition": p, "events": [[offset, [row, ...]], ...]}``."""
-    events = b",".join(b"[%d,[%b]]" % (off, b",".join(rows)) for off, rows in entries)
-    return b'{"partition":%d,"events":[%b]}' % (p, events)
+        return [encode_job_partial(p, run) for run in chunks(self.pending.pop(p, []))]
 
 
 class JobsCombine:
@@ -288,17 +262,15 @@ class JobsCombine:
         return False
 
     def add(self, off: int, value: bytes, out: Outbox) -> None:
-        d = orjson.loads(value)
-        p = int(d["partition"])
-        if "drain" in d:  # the drain combiner's job totals, to join
+        m = decode_job_partial(value)
+        if isinstance(m, DrainTotals):  # the drain combiner's job totals, to join
             if self.join is not None:
-                self.join.drain(d["drain"], d.get("watermark_ms"))
+                self.join.drain(m.rows, m.watermark_ms)
             return
-        merger, ctx = self.merger, self.ctx
+        merger, ctx, p = self.merger, self.ctx, m.partition
         source = ctx.topics.job_events.get_topic_name()
-        for src_off, rows in d["events"]:
-            events = [jobevent_from_row(r) for r in rows]
-            for r in merger.add_many(p, int(src_off), events):  # late: not taken
+        for src_off, events in m.events:
+            for r in merger.add_many(p, src_off, events):  # late: not taken
                 text = orjson.dumps(merger.encode(r)).decode()
                 dead_letter(
                     ctx,

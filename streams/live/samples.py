@@ -23,14 +23,16 @@ import orjson
 from models.alerts import Alert
 from models.formats.samplelines import parse_lines
 from models.records.reject import Reject
-from models.samples.batch import MAGIC, SampleBatch
 from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
+from streams.codecs.deadletter import message_text
+from streams.codecs.metrics import row_messages
+from streams.codecs.partials import decode_sample_partial, encode_sample_partial
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
-from streams.sinks.jobpoints import row_messages, table_lines, timed_line
+from streams.sinks.jobpoints import table_lines, timed_line
 from streams.stages.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
@@ -91,7 +93,7 @@ class SamplesForward:
         where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
         parsed = parse_lines(value)
         for a, b, reason, _detail in parsed.rejects:
-            text = value[a:b][:4096].decode("utf-8", "replace")
+            text = message_text(value[a:b])
             dead_letter(ctx, out, Reject(reason, self.name, 0, text), **where)
         batch = parsed.batch
         ms = batch.ts * 1000
@@ -99,7 +101,7 @@ class SamplesForward:
         if not ok.all():
             for k in np.flatnonzero(~ok).tolist():
                 a, b = parsed.bounds[k].tolist()
-                text = value[a:b][:4096].decode("utf-8", "replace")
+                text = message_text(value[a:b])
                 dead_letter(ctx, out, Reject("implausible_time", self.name, 0, text), **where)
             batch = batch.take(ok)
         ctx.counts["samples"] += len(batch)
@@ -107,29 +109,7 @@ class SamplesForward:
             self.pending.setdefault(p, []).append([off, batch])
 
     def partials(self, p: int, state: Any) -> list[bytes]:
-        return [encode_partial(p, run) for run in chunks(self.pending.pop(p, []), len)]
-
-
-def encode_partial(p: int, entries: list[list[Any]]) -> bytes:
-    """The entries' samples as one batch of columns (:meth:`SampleBatch.to_bytes`), each
-    entry's offset and number of samples in the header."""
-    batch = SampleBatch.concat([b for _off, b in entries])
-    return batch.to_bytes({"partition": p, "events": [[off, len(b)] for off, b in entries]})
-
-
-def decode_partial(value: bytes) -> tuple[int, list[tuple[int, SampleBatch]]]:
-    """(partition, [(source offset, samples)]) of a :func:`encode_partial` message."""
-    if value[:4] != MAGIC:
-        raise ValueError(
-            "samples partial: not a binary sample batch (written by drainwatch before the "
-            f"{MAGIC.decode()} partials; not read by this release)"
-        )
-    batch, head = SampleBatch.from_bytes(value)
-    events, lo = [], 0
-    for off, n in head["events"]:
-        events.append((int(off), batch.slice(lo, lo + n)))
-        lo += n
-    return int(head["partition"]), events
+        return [encode_sample_partial(p, run) for run in chunks(self.pending.pop(p, []), len)]
 
 
 class SamplesCombine:
@@ -185,7 +165,8 @@ class SamplesCombine:
         pass  # every row is final when it is made
 
     def add(self, off: int, value: bytes, out: Outbox) -> None:
-        p, events = decode_partial(value)
+        m = decode_sample_partial(value)
+        p, events = m.partition, m.events
         ctx, merger = self.ctx, self.merger
         source = ctx.topics.node_samples.get_topic_name()
         for src_off, batch in events:

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from streams.atomic import atomic_file, make_dirs, remove_dirs
 from streams.errors import UserError
 from streams.report import data, page, sections
-from streams.sinks.files import atomic_file, make_dirs, remove_dirs
 
 
 @dataclass(slots=True)

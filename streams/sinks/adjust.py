@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.jobs.shortjobs import ShortJobPenalty, adjust_table_tsv
-from streams.sinks.files import atomic_file, make_dirs
+from streams.atomic import atomic_file, make_dirs
 
 
 def write_adjust_table(path: str | Path, model: ShortJobPenalty) -> None:

@@ -15,13 +15,14 @@ import csv
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO
 
 from models.records.reject import Reject
-from streams.tables import Row, Table
+from streams.atomic import make_dirs, remove_dirs
+from streams.contracts import Row, Table
+from streams.format import format_rows
 
 
 class DirectorySink:
@@ -60,7 +61,7 @@ class DirectorySink:
         self.declare(table)
         w = self._writers[table.file]
         n = 0
-        for r in table.format(rows):
+        for r in format_rows(table, rows):
             w.writerow(r)  # type: ignore[attr-defined]
             n += 1
         self.rows[table.file] += n
@@ -135,35 +136,3 @@ class RejectFile:
         remove_dirs(self._created)
 
 
-def make_dirs(path: Path) -> list[Path]:
-    """``mkdir -p path``; the directories it made, outermost first."""
-    missing = [p for p in (path, *path.parents) if not p.exists()][::-1]
-    path.mkdir(parents=True, exist_ok=True)
-    return missing
-
-
-def remove_dirs(created: list[Path]) -> None:
-    """Remove directories :func:`make_dirs` made, innermost first, as far as they are empty."""
-    for d in reversed(created):
-        try:
-            d.rmdir()
-        except OSError:
-            return
-
-
-@contextmanager
-def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
-    """A file written under a temporary name beside ``path`` and renamed onto it when the block
-    ends without error; on any error (or SIGINT) the temporary file is removed and ``path``
-    keeps what it had."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

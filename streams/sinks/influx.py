@@ -1,33 +1,46 @@
 """InfluxDB sink (influxdb-client, v2 write API; docs/influxdb.md has the measurements).
 
 Idempotent by construction: a point's series (measurement + tags) and time identify it, so a
-re-written window or job total overwrites the earlier point. Writes are synchronous batches;
-429 and 5xx answers and connection failures are retried with exponential backoff (honouring
-Retry-After), one log line per attempt, until written — the caller blocks meanwhile, holding its
-Kafka acks, so nothing is lost while InfluxDB is down and the worker catches up when it returns.
-Other 4xx answers are a bug in the points and raise :class:`InfluxError`. Points are lines of
-line protocol (:mod:`streams.sinks.lineproto`), which escapes tag values (job ids, cluster
-names) and strings: spaces, commas, ``=``, quotes and newlines can neither break a batch nor
-inject a point.
+re-written window or job total overwrites the earlier point, and a replay written twice
+overwrites itself. Writes are synchronous batches; 429 and 5xx answers and connection failures
+are retried with exponential backoff (honouring Retry-After), one log line per attempt, until
+written — the caller blocks meanwhile, holding its Kafka acks, so nothing is lost while InfluxDB
+is down and the worker catches up when it returns. Other 4xx answers are a bug in the points and
+raise :class:`InfluxError`. Points are lines of line protocol (:mod:`streams.sinks.lineproto`),
+which escapes tag values (job ids, cluster names) and strings: spaces, commas, ``=``, quotes and
+newlines can neither break a batch nor inject a point.
+
+:class:`InfluxSink` is a :class:`~streams.contracts.Sink` (the driver writes ``replay --influx``
+through it like any other sink: table rows in, the measurements of
+:mod:`streams.sinks.jobpoints` out) and the live worker's writer of ready lines
+(:meth:`InfluxSink.write_lines`).
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
+from zoneinfo import ZoneInfo
 
 from models.drain.live import LiveJob, LiveWindow
+from streams.contracts import Row, Table
+from streams.logs import get as get_logger
+from streams.logs import mask_url, mask_urls
+from streams.sinks.jobpoints import Measurement, measurement_of
 from streams.sinks.lineproto import line
 
 BATCH = 5000
 # write requests at once for a write of more than a batch: InfluxDB parses and indexes one
 # request on one core, and the live job path writes ~1.5 points per job event
 WRITERS = 2
+# lines the Sink contract holds before it writes them (memory stays bounded on a long replay)
+FLUSH_POINTS = 4 * BATCH
+
+_LOG = get_logger("influx")
 
 _native_bodies: Callable[[Sequence[Any], int, int], list[list[bytes]]] | None
 try:
@@ -36,8 +49,9 @@ except ImportError:  # pragma: no cover - the pure-Python path (tests force it t
     _native_bodies = None
 
 
-def request_bodies(points: Sequence[Any], writers: int = WRITERS,
-                   batch: int = BATCH) -> list[list[bytes]]:  # fmt: skip
+def request_bodies(
+    points: Sequence[Any], writers: int = WRITERS, batch: int = BATCH
+) -> list[list[bytes]]:
     """The request bodies of ``points`` (lines; '' and None left out), per writer: a line goes
     to the writer its series names (zlib's crc32 of the text before its first space, modulo
     ``writers``: the same series, the same writer, so a point written twice keeps its order),
@@ -51,8 +65,10 @@ def request_bodies(points: Sequence[Any], writers: int = WRITERS,
         if p:
             k = p.find(" ")
             parts[zlib.crc32((p if k < 0 else p[:k]).encode()) % len(parts)].append(p)
-    return [["\n".join(part[i : i + batch]).encode() for i in range(0, len(part), batch)]
-            for part in parts]  # fmt: skip
+    return [
+        ["\n".join(part[i : i + batch]).encode() for i in range(0, len(part), batch)]
+        for part in parts
+    ]
 
 
 class InfluxError(RuntimeError):
@@ -64,6 +80,7 @@ def _num(x: float | None) -> float | None:
 
 
 def window_point(cluster: str, w: LiveWindow) -> str:
+    """A window's ``drain`` point (the reference of LIVE_WINDOWS' rows in jobpoints)."""
     ns = w.start_ms * 1_000_000
     fields: dict[str, Any] = {
         "nodes": w.nodes,
@@ -87,8 +104,13 @@ def state_points(cluster: str, w: LiveWindow) -> list[str]:
         for i, ms in enumerate(combos):
             if not ms:
                 continue
-            tags = {"cluster": cluster, "window": w.unit, "state": state,
-                    "has_rsv": str(i >> 1), "has_job": str(i & 1)}  # fmt: skip
+            tags = {
+                "cluster": cluster,
+                "window": w.unit,
+                "state": state,
+                "has_rsv": str(i >> 1),
+                "has_job": str(i & 1),
+            }
             fields = {"node_seconds": ms / 1000, "provisional": w.provisional}
             out.append(line("node_states", tags, fields, ns))
     return out
@@ -124,6 +146,22 @@ class SinkStats:
 
 
 class InfluxSink:
+    """InfluxDB as a :class:`~streams.contracts.Sink`, and the writer of ready lines.
+
+    The contract: :meth:`declare` notes a table's measurement (:mod:`streams.sinks.jobpoints`);
+    a table without one is ignored by this sink, and so is a table whose rows carry no time of
+    their own (run-time predictions, job utilisation, the drain-job join, size groups: their
+    caller knows each row's time and gives it to :meth:`write_timed`). :meth:`write` turns rows
+    into the lines the live path writes for that table and holds them; past ``flush_points``
+    lines they are written. :meth:`commit` writes the rest and returns once InfluxDB has every
+    line (retrying as above; :class:`InfluxError` when it refuses them). :meth:`abort` drops
+    the lines not yet written: InfluxDB has no transaction, so lines written before stay (they
+    are idempotent: the next run writes them again). :meth:`document` does nothing: InfluxDB
+    keeps no files.
+
+    ``post``: the request that writes one body (default: influxdb-client's synchronous write
+    API on ``url``); a test gives a stand-in and no client is made."""
+
     def __init__(
         self,
         url: str,
@@ -134,41 +172,129 @@ class InfluxSink:
         log: Callable[[str], None] | None = None,
         max_delay_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        tz: str = "UTC",
+        flush_points: int = FLUSH_POINTS,
+        post: Callable[[bytes], None] | None = None,
     ) -> None:
-        from influxdb_client import InfluxDBClient
+        self.client: Any = None
+        if post is None:
+            from influxdb_client import InfluxDBClient
 
-        self.client = InfluxDBClient(url=url, token=token, org=org, timeout=30_000, retries=False)
+            self.client = InfluxDBClient(
+                url=url, token=token, org=org, timeout=30_000, retries=False
+            )
+        self.url = url
         self.bucket = bucket
         self.org = org
         self.cluster = cluster
-        self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+        self.zone = ZoneInfo(tz)  # the zone of day columns (their point is the local midnight)
+        self.log = log
         self.max_delay_s = max_delay_s
         self.sleep = sleep
+        self.flush_points = flush_points
         self.stats = SinkStats()
+        self._post = post
         self._api: Any = None
         self._pool: Any = None  # the writers' threads, made at the first large write
         self._stats_lock = threading.Lock()
+        self._measurements: dict[str, Measurement] = {}  # declared tables' (by file)
+        self._pending: list[str] = []  # lines taken by the contract, not yet written
+
+    def __repr__(self) -> str:
+        return f"InfluxSink({mask_url(self.url)!r}, bucket={self.bucket!r})"
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
+
+    # ---- the Sink contract -------------------------------------------------------------------
+
+    def declare(self, table: Table) -> None:
+        """Note ``table``'s measurement; a table without one (or without a time column) is
+        ignored: its rows are no point of this sink."""
+        m = measurement_of(table)
+        if m is not None and m.time:
+            self._measurements[table.file] = m
+
+    @overload
+    def write(self, table: Sequence[str]) -> None: ...
+
+    @overload
+    def write(self, table: Table, rows: Iterable[Row]) -> int: ...
+
+    def write(self, table: Table | Sequence[str], rows: Iterable[Row] | None = None) -> int | None:
+        """The contract's ``write(table, rows)``: the rows' lines are held for
+        :meth:`commit` (written at once past ``flush_points``); returns the rows taken (0 for
+        a table this sink ignores). ``write(points)``: :meth:`write_lines`, kept for the live
+        worker until it calls that by name."""
+        if not isinstance(table, Table):
+            self.write_lines(table)
+            return None
+        if rows is None:
+            raise TypeError("InfluxSink.write(table, rows): no rows")
+        if table.file not in self._measurements:
+            self.declare(table)
+        m = self._measurements.get(table.file)
+        if m is None or m.table != table:
+            return 0
+        batch = rows if isinstance(rows, list) else list(rows)
+        self._take(m.lines(self.cluster, batch, self.zone))
+        return len(batch)
+
+    def write_timed(self, table: Table, rows: Sequence[Row], times: Sequence[float]) -> int:
+        """Rows of a table whose point time is not a column (run-time predictions at the
+        job's end, the drain-job join at the job's stamp...), each at its time in ``times``
+        (POSIX seconds); held as :meth:`write`'s."""
+        m = measurement_of(table)
+        if m is None:
+            raise ValueError(f"{table.file}: no InfluxDB measurement")
+        self._take(m.lines(self.cluster, rows, self.zone, times))
+        return len(rows)
+
+    def document(self, name: str, data: bytes) -> None:
+        """Nothing: InfluxDB keeps no files (summaries, lookup tables)."""
+
+    def commit(self) -> None:
+        """Write every line still held; returns once InfluxDB has them all."""
+        self._flush()
+
+    def abort(self) -> None:
+        """Drop the lines not yet written (those written before stay: see the class)."""
+        self._pending = []
+
+    def _take(self, lines: Iterable[str]) -> None:
+        self._pending += [p for p in lines if p]  # '': a row without fields, no point
+        if len(self._pending) >= self.flush_points:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            self.write_lines(pending)
+
+    # ---- ready lines (the live worker) -------------------------------------------------------
 
     def write_windows(self, rows: Iterable[LiveWindow]) -> None:
+        """The drain combiner's windows, written at once (LIVE_WINDOWS and LIVE_WINDOW_STATES
+        rows through :meth:`write` give the same lines)."""
         points = []
         for w in rows:
             points.append(window_point(self.cluster, w))
             points += state_points(self.cluster, w)
-        self.write(points)
+        self.write_lines(points)
 
     def write_jobs(self, rows: Iterable[LiveJob]) -> None:
-        self.write([job_point(self.cluster, j) for j in rows])
+        """The drain combiner's job totals, written at once (as LIVE_JOBS rows)."""
+        self.write_lines([job_point(self.cluster, j) for j in rows])
 
-    def write(self, points: Sequence[str]) -> None:
-        """Lines of line protocol (nanosecond times; '' for a point without fields: none).
-        More than a batch is written by ``WRITERS`` requests at once, each line by the writer
-        its series names (:func:`request_bodies`: the same series, the same writer, so a point
-        written twice keeps its order)."""
+    def write_lines(self, points: Sequence[str]) -> None:
+        """Lines of line protocol (nanosecond times; '' for a point without fields: none),
+        written before this returns. More than a batch is written by ``WRITERS`` requests at
+        once, each line by the writer its series names (:func:`request_bodies`: the same
+        series, the same writer, so a point written twice keeps its order)."""
         writers = WRITERS if len(points) > BATCH else 1
         parts = [p for p in request_bodies(points, writers, BATCH) if p]
         if len(parts) <= 1:
@@ -189,21 +315,29 @@ class InfluxSink:
         for body in bodies:
             self._write_batch(body)
 
-    def _write_batch(self, body: bytes) -> None:
-        """One request: ``body``, lines joined by newlines."""
+    def _send(self, body: bytes) -> None:
+        """One request of ``body`` (the stand-in's, else the client's write API)."""
+        if self._post is not None:
+            self._post(body)
+            return
         from influxdb_client.client.write_api import SYNCHRONOUS
+
+        with self._stats_lock:  # writers share the client's write API
+            if self._api is None:
+                self._api = self.client.write_api(write_options=SYNCHRONOUS)
+        self._api.write(bucket=self.bucket, org=self.org, record=body)
+
+    def _write_batch(self, body: bytes) -> None:
+        """One body (lines joined by newlines), retried until written or refused."""
         from influxdb_client.rest import ApiException
 
         if not body:
             return
-        with self._stats_lock:  # writers share the client's write API and the counts
-            if self._api is None:
-                self._api = self.client.write_api(write_options=SYNCHRONOUS)
         t0 = time.monotonic()
         delay, attempt = 0.5, 1
         while True:
             try:
-                self._api.write(bucket=self.bucket, org=self.org, record=body)
+                self._send(body)
                 break
             except ApiException as e:
                 status = int(e.status or 0)
@@ -211,18 +345,26 @@ class InfluxSink:
                     by = self.stats.by_status
                     by[str(status)] = by.get(str(status), 0) + 1
                 if status != 429 and status < 500:
+                    answer = mask_urls(str(e.body)[:300])
                     raise InfluxError(
-                        f"InfluxDB refused the points: HTTP {status} {str(e.body)[:300]!r}"
+                        f"InfluxDB refused the points: HTTP {status} {answer!r}"
                     ) from None
                 wait = _retry_after(e) or delay
                 why = f"HTTP {status}"
             except Exception as e:  # connection refused, reset, timeout: InfluxDB is down
                 wait = delay
-                why = f"{type(e).__name__}: {e}".splitlines()[0][:160]
+                why = mask_urls(f"{type(e).__name__}: {e}".splitlines()[0][:160])
             with self._stats_lock:
                 self.stats.retries += 1
                 self.stats.last_error = why
-            self.log(f"influxdb: write failed (attempt {attempt}: {why}); retrying in {wait:.1f} s")
+            if self.log is not None:
+                self.log(
+                    f"influxdb: write failed (attempt {attempt}: {why}); retrying in {wait:.1f} s"
+                )
+            else:
+                _LOG.warning(
+                    "write failed (attempt %d: %s); retrying in %.1f s", attempt, why, wait
+                )
             self.sleep(wait)
             delay, attempt = min(delay * 2, self.max_delay_s), attempt + 1
         with self._stats_lock:

@@ -20,8 +20,9 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from models.alerts import Alert
-from models.jsonbytes import json_bytes
-from streams.format import instant
+from streams.codecs.alerts import alert_message as alert_message  # kept for old importers
+from streams.codecs.metrics import row_message as row_message  # kept for old importers
+from streams.codecs.metrics import row_messages as row_messages  # kept for old importers
 from streams.sinks.lineproto import (
     KEY_TABLE,
     STRING_TABLE,
@@ -32,7 +33,13 @@ from streams.sinks.lineproto import (
     string_text,
     tag_value,
 )
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
+from streams.stages.drain import (
+    DRAIN_JOBS_WITH_EVENTS,
+    LIVE_JOBS,
+    LIVE_WINDOW_STATES,
+    LIVE_WINDOWS,
+    SIZE_GROUPS,
+)
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
@@ -62,7 +69,7 @@ _CLUSTER = -1  # the cluster tag's place in a tag plan
 
 # a field's text by its column kind (an empty value never reaches it): the plan carries the
 # code, and :meth:`Measurement.line` formats inline (the live job path's hottest loop)
-_FLOAT, _INT, _TEXT, _SECONDS_MS, _INSTANT_MS = range(5)
+_FLOAT, _INT, _TEXT, _SECONDS_MS, _INSTANT_MS, _BOOL = range(6)
 _KIND_CODE = {"int": _INT, "text": _TEXT, "seconds_ms": _SECONDS_MS, "instant_ms": _INSTANT_MS}
 
 
@@ -78,6 +85,9 @@ class Measurement:
     # point's millisecond carry crc32(job id) % 10**6, so two jobs at one millisecond are two
     # points while a job's re-written row still overwrites its own
     per_job: bool = False
+    # columns of True/False written as boolean fields (the drain windows' ``provisional``);
+    # the compiled code leaves them to :meth:`line`
+    flags: tuple[str, ...] = ()
     time_kind: str = field(init=False, default="")
     job_col: int = field(init=False, default=0)  # the column of the job id (per_job)
     time_col: int = field(init=False, default=-1)
@@ -112,7 +122,8 @@ class Measurement:
             else:
                 instant = c.kind in ("instant", "instant_ms")  # another time: POSIX seconds
                 fname = c.name + "_s" if instant else c.name
-                fields.append((fname, key(fname) + "=", i, _KIND_CODE.get(c.kind, _FLOAT)))
+                code = _BOOL if c.name in self.flags else _KIND_CODE.get(c.kind, _FLOAT)
+                fields.append((fname, key(fname) + "=", i, code))
         put = object.__setattr__
         put(self, "time_kind", kinds.get(self.time, ""))
         put(self, "job_col", names.index("job") if "job" in names else 0)
@@ -145,6 +156,8 @@ class Measurement:
                 code.append(f"        f.append(F{n} + str(int(v)) + 'i')")
             elif kind == _TEXT:
                 code.append(f"        f.append(F{n} + '\"' + str(v).translate(STRING) + '\"')")
+            elif kind == _BOOL:
+                code.append(f"        f.append(F{n} + ('true' if v else 'false'))")
             else:
                 x = {_FLOAT: "float(v)", _SECONDS_MS: "int(v) / 1000"}.get(kind, "float(v) / 1000")
                 code += [
@@ -213,6 +226,8 @@ class Measurement:
                 fields.append(f"{k}{int(v)}i")
             elif code == _TEXT:
                 fields.append(k + string_text(v))
+            elif code == _BOOL:
+                fields.append(k + ("true" if v else "false"))
             else:
                 t2 = field_text(v)
                 if t2 is not None:
@@ -230,7 +245,7 @@ class Measurement:
         against :meth:`line` on generated rows; a row with a value the compiled code leaves
         to Python (a date, a float tag, an integer beyond 2^53 as seconds) is :meth:`line`'s."""
         native = _native_lines
-        if native is None or not rows:
+        if native is None or not rows or self.flags:
             if times is None:
                 return [self.line(cluster, r, tz) for r in rows]
             return [self.line(cluster, r, tz, t) for r, t in zip(rows, times, strict=True)]
@@ -292,93 +307,49 @@ MEASUREMENTS: dict[str, Measurement] = {
     )
 }
 
+# The drain path's windows, their node-state breakdowns and job totals (streams/stages/drain.py
+# LIVE_TABLES): the points the drain combiner writes, field for field. Apart from MEASUREMENTS,
+# whose fields follow the column kinds alone: here ``provisional`` is a boolean field.
+DRAIN_MEASUREMENTS: dict[str, Measurement] = {
+    m.table.file: m
+    for m in (
+        Measurement("drain", LIVE_WINDOWS, "start", ("window",), flags=("provisional",)),
+        Measurement(
+            "node_states",
+            LIVE_WINDOW_STATES,
+            "start",
+            ("window", "state", "has_rsv", "has_job"),
+            flags=("provisional",),
+        ),
+        Measurement("drain_job", LIVE_JOBS, "time", (), per_job=True),
+    )
+}
+_ALL_MEASUREMENTS = {**MEASUREMENTS, **DRAIN_MEASUREMENTS}
+
+
+def measurement_of(table: Table) -> Measurement | None:
+    """The measurement of ``table``'s rows; None for a table InfluxDB does not take (two
+    tables may share a file name, as drain_jobs.csv with and without job events: only the
+    measurement's own table is its)."""
+    m = _ALL_MEASUREMENTS.get(table.file)
+    return m if m is not None and m.table == table else None
+
 
 def timed_line(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo,
                extra: Mapping[str, Any] | None = None) -> str:  # fmt: skip
     """A row of a table without a time column (``runtime_prediction``: the job's end;
     ``job_util``: its first measure; ``job``: the join's stamp of the job) at ``ts``."""
-    return MEASUREMENTS[table.file].line(cluster, row, tz, ts, extra)
+    return _ALL_MEASUREMENTS[table.file].line(cluster, row, tz, ts, extra)
 
 
 def timed_lines(table: Table, cluster: str, rows: Sequence[Row], times: Sequence[float],
                 tz: ZoneInfo) -> list[str]:  # fmt: skip
     """:func:`timed_line` of each row at its time (POSIX seconds)."""
-    return MEASUREMENTS[table.file].lines(cluster, rows, tz, times)
+    return _ALL_MEASUREMENTS[table.file].lines(cluster, rows, tz, times)
 
 
 def runtime_line(cluster: str, row: Row, end: float, tz: ZoneInfo) -> str:
     return timed_line(RUNTIME_PREDICTIONS, cluster, row, end, tz)
-
-
-def row_message(cluster: str, table: Table, row: Row) -> dict[str, Any]:
-    """A metric-topic message of one row: its columns by name; an instant column as ISO 8601
-    UTC, with its POSIX time beside it as ``<name>_s`` (seconds), or ``<name>_ms`` for a
-    millisecond column."""
-    d: dict[str, Any] = {"v": 1, "cluster": cluster}
-    for c, v in zip(table.columns, row, strict=True):
-        if c.kind in ("instant", "instant_ms"):
-            ts = v if v is None or c.kind == "instant" else v / 1000
-            d[c.name] = None if ts is None else instant(ts)
-            d[c.name + ("_s" if c.kind == "instant" else "_ms")] = v
-        else:
-            d[c.name] = v
-    return d
-
-
-def _message_builder(table: Table) -> Callable[[str, Row, Callable[[Any], str]], dict[str, Any]]:
-    """:func:`row_message` for ``table`` as one dict display: (cluster, row, iso) -> message,
-    ``iso`` giving an instant column's text (the caller remembers the texts it made)."""
-    items = ['"v": 1', '"cluster": cluster']
-    for i, c in enumerate(table.columns):
-        if c.kind == "instant":
-            items += [f"{c.name!r}: None if r[{i}] is None else iso(r[{i}])",
-                      f"{c.name + '_s'!r}: r[{i}]"]  # fmt: skip
-        elif c.kind == "instant_ms":
-            items += [f"{c.name!r}: None if r[{i}] is None else iso(r[{i}] / 1000)",
-                      f"{c.name + '_ms'!r}: r[{i}]"]  # fmt: skip
-        else:
-            items.append(f"{c.name!r}: r[{i}]")
-    code = f"def build(cluster, r, iso):\n    return {{{', '.join(items)}}}"
-    scope: dict[str, Any] = {}
-    exec(code, scope)  # noqa: S102 (code made above from the table's column names)
-    return scope["build"]  # type: ignore[no-any-return]
-
-
-_BUILDERS: dict[str, Callable[[str, Row, Callable[[Any], str]], dict[str, Any]]] = {}
-
-
-def row_messages(cluster: str, table: Table, rows: Sequence[Row]) -> list[bytes]:
-    """:func:`row_message` of each row, as JSON: the same messages (tests/streams/sinks/
-    test_jobpoints.py), built from one dict display per table, each instant's text made once
-    per call (a tick's rows share their time)."""
-    build = _BUILDERS.get(table.file)
-    if build is None:
-        build = _BUILDERS[table.file] = _message_builder(table)
-    width = len(table.columns)
-    texts: dict[Any, str] = {}
-
-    def iso(ts: Any) -> str:
-        t = texts.get(ts)
-        if t is None:
-            t = texts[ts] = instant(ts)
-        return t
-
-    out = []
-    for r in rows:
-        if len(r) != width:
-            raise ValueError(f"{table.file}: a row of {len(r)} columns, not {width}")
-        out.append(json_bytes(build(cluster, r, iso)))  # kept until the flush sends them
-    return out
-
-
-def alert_message(cluster: str, a: Alert) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "cluster": cluster,
-        **a.to_dict(),
-        "since_iso": instant(a.since),
-        "at_iso": instant(a.at),
-    }
 
 
 _ALERT_TAGS = ("cluster", "kind", "severity", "state", "subject")  # in key order
@@ -411,4 +382,5 @@ def alert_line(cluster: str, a: Alert) -> str:
 
 
 def table_lines(cluster: str, table: Table, rows: Sequence[Row], tz: ZoneInfo) -> list[str]:
-    return MEASUREMENTS[table.file].lines(cluster, rows, tz)
+    """The rows of a table with a time column as lines ('' for a row without fields)."""
+    return _ALL_MEASUREMENTS[table.file].lines(cluster, rows, tz)

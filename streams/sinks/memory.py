@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from streams.tables import Row, Table
+from streams.contracts import Row, Table
+from streams.format import format_rows
 
 
 class MemorySink:
@@ -36,4 +37,4 @@ class MemorySink:
 
     def formatted(self, file: str) -> list[list[str]]:
         """Rows of one table as the CSV sink would write them."""
-        return list(self.tables[file].format(self.rows[file]))
+        return list(format_rows(self.tables[file], self.rows[file]))

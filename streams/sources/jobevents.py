@@ -25,7 +25,7 @@ from models.jobs.capability import DayCalendar
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
-from streams.driver import InputStats, RejectLog
+from streams.contracts import InputStats, RejectLog
 from streams.sources.files import (
     LINE_TOO_LONG,
     MAX_LINE_BYTES,

@@ -13,7 +13,6 @@ the shipper. A run ends only when the broker has acknowledged every message.
 from __future__ import annotations
 
 import asyncio
-import sys
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ import orjson
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
-from streams.driver import RejectLog
+from streams import logs
+from streams.contracts import RejectLog
 from streams.sources.jobevents import read_job_events
 from streams.topics import dead_letter_message
 
@@ -84,8 +84,8 @@ async def ship_job_files(
     futs = await dead_letter_rejects(producer, dead_topic, rejects.items)
     st.dead_letters = len(futs)
     await send_events(producer, topic, events, partitions, st, futs, progress)
-    if progress and st.events >= IN_FLIGHT:
-        print(file=sys.stderr)
+    if progress:
+        logs.progress_end()
     return st
 
 
@@ -120,8 +120,7 @@ async def send_events(
             await asyncio.gather(*futs)
             futs.clear()
             if progress:
-                print(f"\rship jobs: {st.events:,} of {len(events):,} events", end="",
-                      file=sys.stderr)  # fmt: skip
+                logs.progress(f"ship jobs: {st.events:,} of {len(events):,} events")
     for p in sorted(batches):
         await send(p)
     await asyncio.gather(*futs)

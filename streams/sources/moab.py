@@ -28,7 +28,7 @@ from models.formats.moab import (
 from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
-from streams.driver import InputStats, RejectLog
+from streams.contracts import InputStats, RejectLog
 from streams.errors import UserError
 from streams.format import instant_ms
 from streams.sources.files import (

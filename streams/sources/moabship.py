@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +28,9 @@ import orjson
 from models.records.nodestatus import Codebook, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
+from streams import logs
+from streams.atomic import atomic_file
 from streams.kafka import MAX_MESSAGE_BYTES
-from streams.sinks.files import atomic_file
 from streams.sources.files import (
     KEEP_BYTES,
     LINE_TOO_LONG,
@@ -156,10 +156,12 @@ async def ship_files(shipper: MoabShipper, paths: list[str], progress: bool = Tr
                 line += await shipper.ship(chunk, path, line, longs)
                 if progress:
                     s = shipper.stats
-                    print(f"\rship moab: {path}: {s.lines:,} lines, {s.records:,} records, "
-                          f"{s.dead_letters:,} dead letters", end="", file=sys.stderr)  # fmt: skip
+                    logs.progress(
+                        f"ship moab: {path}: {s.lines:,} lines, {s.records:,} records, "
+                        f"{s.dead_letters:,} dead letters"
+                    )
         if progress:
-            print(file=sys.stderr)
+            logs.progress_end()
         await shipper.end_of_input(path)
 
 
@@ -255,9 +257,10 @@ async def follow(
                     if not final:
                         if time.monotonic() - last_status >= status_every_s:
                             st_ = shipper.stats
-                            print(f"ship moab: following {path}: {st_.lines:,} lines, "
-                                  f"{st_.records:,} records, {st_.dead_letters:,} dead letters",
-                                  file=sys.stderr, flush=True)  # fmt: skip
+                            logs.get("ship.moab").info(
+                                f"following {path}: {st_.lines:,} lines, {st_.records:,} "
+                                f"records, {st_.dead_letters:,} dead letters"
+                            )
                             last_status = time.monotonic()
                         await _sleep(stop, poll_s)
                         continue

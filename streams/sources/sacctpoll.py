@@ -41,7 +41,7 @@ from models.formats.sacct import FIELDS_27
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
-from streams.sinks.files import atomic_file
+from streams.atomic import atomic_file
 from streams.sources.files import MAX_LINE_BYTES
 from streams.sources.jobevents import read_job_events
 from streams.sources.jobship import RejectCollector

@@ -11,7 +11,6 @@ is dropped below the cap; the connection is tried again at every sweep.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import zlib
 from collections import deque
@@ -21,6 +20,9 @@ from typing import Any
 
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
+from streams import logs
+
+log = logs.get("ship.samples")
 
 
 @dataclass(slots=True)
@@ -79,8 +81,7 @@ class SampleKafkaShipper:
     def _failed(self, e: BaseException) -> None:
         self.stats.send_failures += 1
         self.stats.last_error = f"{type(e).__name__}: {e}"[:300]
-        print(f"ship samples: Kafka: {self.stats.last_error}; {len(self.buffer)} sweeps "
-              f"buffered", file=sys.stderr, flush=True)  # fmt: skip
+        log.warning("Kafka: %s; %d sweeps buffered", self.stats.last_error, len(self.buffer))
 
     async def flush(self) -> None:
         """Send the buffer, oldest first, each sweep removed only once acknowledged; stop at

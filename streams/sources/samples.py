@@ -12,7 +12,6 @@ import itertools
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from models.formats import llview
@@ -20,7 +19,7 @@ from models.formats.sampletrace import dumps, parse_trace
 from models.records.nodesample import NodeSample
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
-from streams.driver import InputStats, RejectLog
+from streams.contracts import InputStats, LlviewJob, RejectLog
 from streams.errors import UserError
 from streams.sources.files import MAX_LINE_BYTES, check_format, open_binary, read_text, reading
 from streams.sources.jobevents import text_lines, too_long
@@ -66,16 +65,6 @@ class SampleTraceFiles:
                         yield samples
             st.ignored = skipped.total() - long_lines - too_long(bad)
             st.tally([], bad, rejects)  # rejects after the last sample
-
-
-@dataclass(slots=True)
-class LlviewJob:
-    directory: Path
-    loadmem: llview.LlviewSeries
-    cores_per_node: float
-    job_class: str
-    fs_all: llview.LlviewSeries | None
-    fs_by_name: dict[str, llview.LlviewSeries]
 
 
 def llview_files(paths: list[str]) -> list[dict[str, Path]]:

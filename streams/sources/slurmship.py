@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -43,9 +42,11 @@ from models.formats.slurmnodes import (
     slurm_iteration,
 )
 from models.records.nodestatus import NodeStatusBatch
+from streams import logs
 from streams.format import instant_ms
 
 FORMATS = ("auto", "text", "json")
+log = logs.get("ship.slurm")
 JSON_SINCE = (23, 2)  # first release with `scontrol --json show node`
 
 
@@ -159,8 +160,7 @@ class SlurmShipper:
             except SnapshotFailed as e:
                 self.stats.failed_attempts += 1
                 self.stats.last_error = str(e)
-                print(f"ship slurm: attempt {attempt + 1} of {self.retries + 1}: {e}",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                log.warning("attempt %d of %d: %s", attempt + 1, self.retries + 1, e)
                 if attempt < self.retries:
                     await asyncio.sleep(self.retry_wait)
         self.stats.skipped_iterations += 1
@@ -191,7 +191,7 @@ class SlurmShipper:
         except KafkaError as e:  # the producer reconnects by itself; the node's next record
             s.publish_failures += 1  # closes the gap (up to accounting.max_gap)
             s.last_error = f"Kafka: {e}"
-            print(f"ship slurm: {s.last_error}", file=sys.stderr, flush=True)
+            log.warning("Kafka: %s", e)
             return False
         s.messages += pub.stats.messages - before
         return True

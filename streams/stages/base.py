@@ -1,4 +1,4 @@
-"""The stage contract: state + ``step(batch) -> outputs``; the only place models are driven from.
+"""The stage contract, kept importable from here: it is defined in :mod:`streams.contracts`.
 
 A stage owns the models' state for one analytic. ``step`` takes one batch from a source
 (NodeStatusBatch, a list of JobEvents, a list of NodeSamples...) and returns the outputs that are
@@ -9,25 +9,6 @@ worker run the same stages; only the source and the sinks differ.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from streams.contracts import B_contra, Output, Stage
 
-from streams.tables import Row, Table
-
-B_contra = TypeVar("B_contra", contravariant=True)
-
-Output = tuple[Table, Sequence[Row]] | tuple[str, bytes]
-
-
-class Stage(Protocol[B_contra]):
-    name: str
-
-    def tables(self) -> Sequence[Table]:
-        """The tables this stage writes in this run (their headers even when empty)."""
-
-    def step(self, batch: B_contra) -> Iterable[Output]: ...
-
-    def finish(self) -> Iterable[Output]: ...
-
-    def summary(self) -> dict[str, Any]:
-        """Stage-specific figures for the run's summary."""
+__all__ = ["B_contra", "Output", "Stage"]

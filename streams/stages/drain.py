@@ -31,9 +31,8 @@ from models.drain.recovery import Span, backfill_efficiency, backlog
 from models.records.jobevent import JobEvent
 from models.records.nodestatus import KNOWN_STATES, Codebook, NodeStatusBatch
 from models.records.reorder import ReorderBuffer
+from streams.contracts import Output, Row, Table, cols
 from streams.format import instant_ms
-from streams.stages.base import Output
-from streams.tables import Table, cols
 
 _WINDOW_COLS = cols(
     ("accounted_node_seconds", "seconds_ms", "node-seconds accrued to any state"),
@@ -203,6 +202,108 @@ TABLES = (
 )
 FILES = sorted({t.file for t in TABLES} | {"summary_drain.json"})
 
+# The rows the live worker writes to InfluxDB (docs/influxdb.md: ``drain``, ``node_states``,
+# ``drain_job``), as tables: ``DrainStage(live=True)`` (``replay --influx``) writes them beside
+# the reports, and the worker's combiner makes the same rows of its windows and jobs. They are
+# InfluxDB's alone: no file (``replay`` keeps them out of --out), not in TABLES.
+_LIVE_WHEN = "replay --influx (InfluxDB only, no file)"
+_PROVISIONAL = ("provisional", "int", "true while the window ends after the last record")
+LIVE_WINDOWS = Table(
+    "drain_windows",
+    (
+        *cols(
+            ("window", "text", "minute, hour or day"),
+            ("start", "instant_ms", "start of the window"),
+            ("length_seconds", "seconds_ms", "length of the window"),
+            ("nodes", "int", "nodes seen in the window"),
+        ),
+        *_WINDOW_COLS,
+        *cols(_PROVISIONAL),
+    ),
+    "Drain per minute, hour and day as the live worker writes it (measurement ``drain``).",
+    when=_LIVE_WHEN,
+)
+LIVE_WINDOW_STATES = Table(
+    "drain_window_states",
+    cols(
+        ("window", "text", "hour or day"),
+        ("start", "instant_ms", "start of the window"),
+        ("state", "text", "Moab state"),
+        ("has_rsv", "int", "1 if rsvlist was not 'none'"),
+        ("has_job", "int", "1 if joblist was not 'none'"),
+        ("node_seconds", "seconds_ms", "node-seconds in this state and combination"),
+        _PROVISIONAL,
+    ),
+    "Node-seconds per state and (reservation, job) combination of an hour or day, every "
+    "node together (measurement ``node_states``).",
+    when=_LIVE_WHEN,
+)
+LIVE_JOBS = Table(
+    "drain_job_totals",
+    cols(
+        ("job", "text", "job or reservation id charged"),
+        ("drain_node_seconds", "seconds_ms", "idle node-seconds held for it"),
+        ("nodes_charged", "int", "distinct nodes that were held for it"),
+        ("first_charged_ms", "int", "first record charged to it (POSIX ms)"),
+        ("last_charged_ms", "int", "last record charged to it (POSIX ms)"),
+        ("nodes_running", "int", "nodes seen running it"),
+        ("time", "instant_ms", "the point's time: its first charge as first reported"),
+    ),
+    "A job's running drain totals (measurement ``drain_job``): every later total of the job "
+    "overwrites the same point.",
+    when=_LIVE_WHEN,
+)
+LIVE_TABLES = (LIVE_WINDOWS, LIVE_WINDOW_STATES, LIVE_JOBS)
+
+
+def live_window_rows(windows: Iterable[LiveWindow]) -> tuple[list[Row], list[Row]]:
+    """Rows of LIVE_WINDOWS and LIVE_WINDOW_STATES of the windows (a state breakdown's
+    combinations without node-seconds left out)."""
+    rows: list[Row] = []
+    states: list[Row] = []
+    for w in windows:
+        rows.append(
+            (
+                w.unit,
+                w.start_ms,
+                w.length_ms,
+                w.nodes,
+                w.accounted_ms,
+                w.drain_ms,
+                w.idle_unallocated_ms,
+                w.down_ms,
+                w.unaccounted_ms,
+                w.drain_pct_static,
+                w.drain_pct_dynamic,
+                w.basis_seconds_per_node,
+                w.data_quality,
+                w.provisional,
+            )
+        )
+        for state, combos in (w.states or {}).items():
+            states += [
+                (w.unit, w.start_ms, state, i >> 1, i & 1, ms, w.provisional)
+                for i, ms in enumerate(combos)
+                if ms
+            ]
+    return rows, states
+
+
+def live_job_rows(jobs: Iterable[LiveJob]) -> list[Row]:
+    """Rows of LIVE_JOBS of the jobs' totals."""
+    return [
+        (
+            j.job,
+            j.drain_ms,
+            j.nodes_charged,
+            j.first_charged_ms,
+            j.last_charged_ms,
+            j.nodes_running,
+            j.time_ms,
+        )
+        for j in jobs
+    ]
+
 
 def _span(
     start: float | None, end: float | None, nodes: int | None, first_ms: int, last_ms: int
@@ -262,10 +363,12 @@ class DrainStage:
         reorder_window_s: float = 0.0,
         unit: str = "hour",
         size_groups: str = "auto",
+        live: bool = False,
     ) -> None:
         """``unit``: the finest window; 'minute' when the rows also go to InfluxDB
         (:meth:`live_rows`), as the live worker writes them. ``size_groups``: auto, absolute or
-        relative (models.drain.jobs.size_groups; the machine is ``basis_nodes``)."""
+        relative (models.drain.jobs.size_groups; the machine is ``basis_nodes``). ``live``:
+        also write :meth:`live_rows` as LIVE_TABLES' rows (InfluxDB's, ``replay --influx``)."""
         self.book = book
         self.reorder = ReorderBuffer(round(reorder_window_s * 1000))
         self.tz = tz
@@ -276,6 +379,7 @@ class DrainStage:
         self.ftl_threshold = ftl_threshold
         self.jobs = jobs
         self.size_groups_mode = size_groups
+        self.live = live
 
     @property
     def basis_nodes(self) -> int:
@@ -290,6 +394,8 @@ class DrainStage:
         t.append(DRAIN_JOBS_WITH_EVENTS if self.jobs else DRAIN_JOBS)
         if self.jobs:
             t += [FAILURE_TO_LAUNCH, BACKFILL_DAILY, BACKLOG_HOURLY]
+        if self.live:
+            t += LIVE_TABLES
         return t
 
     def step(self, batch: NodeStatusBatch) -> Iterable[Output]:
@@ -425,6 +531,12 @@ class DrainStage:
                 ],
             )
             yield from self._recovery(self.jobs.info, days, hours)
+        if self.live:
+            windows, live_jobs = self.live_rows()
+            rows, states = live_window_rows(windows)
+            yield LIVE_WINDOWS, rows
+            yield LIVE_WINDOW_STATES, states
+            yield LIVE_JOBS, live_job_rows(live_jobs)
 
     def _recovery(
         self, info: dict[str, JobTimes], days: list[WindowRow], hours: list[WindowRow]

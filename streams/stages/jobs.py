@@ -23,17 +23,35 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from models.drain.release import Holder, ReleaseForecast, forecast_in_order, forecast_release
+from models.drain.release import (
+    Holder,
+    ReleaseForecast,
+    forecast_in_order,
+    forecast_release,
+    held_restore,
+    held_snapshot,
+    pending_restore,
+    pending_snapshot,
+)
 from models.jobs.capability import (
     DEFAULT_FRACTION,
     CapabilityUse,
     DayCalendar,
     cup_over,
+    days_restore,
+    days_snapshot,
     p_cup_factor,
     share,
 )
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
-from models.jobs.runtime import DEFAULT_HISTORY, RuntimePredictor, score_predictions
+from models.jobs.merge import dict_in, float_in, int_in, list_in, opt_float_in, str_in
+from models.jobs.runtime import (
+    DEFAULT_HISTORY,
+    RuntimePredictor,
+    predictions_restore,
+    predictions_snapshot,
+    score_predictions,
+)
 from models.jobs.shortjobs import (
     DEFAULT_INTERVAL_S,
     DEFAULT_LAMBDA,
@@ -45,6 +63,7 @@ from models.jobs.shortjobs import (
 from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnover
 from models.jobs.usage import UsageAccumulator, add_exact
 from models.records.jobevent import JobEvent
+from models.state import StateFormatError
 from streams.stages.base import Output
 from streams.tables import Table, cols
 
@@ -274,6 +293,14 @@ class _DayEdges:
     def final_edge(self) -> float | None:
         return None if self.last_ts is None else self.cal.span(self.last_ts)[2]
 
+    def snapshot(self) -> dict[str, Any]:
+        """The edge to pass and the last event time (the zone is configuration)."""
+        return {"hi": self.hi, "last_ts": self.last_ts}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        self.hi = opt_float_in(tree["hi"])
+        self.last_ts = opt_float_in(tree["last_ts"])
+
 
 class _DailyStage:
     """A stage whose model is fed ended jobs and closes its rows at the day edges it passes:
@@ -298,6 +325,15 @@ class _DailyStage:
     def finish(self) -> Iterable[Output]:
         until = self.days.final_edge()
         return [] if until is None else self._close(until, True)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The day edges' state, under ``"days"``; a subclass adds its model's and its own."""
+        return {"days": self.days.snapshot()}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage's day edges from :meth:`snapshot`'s ``"days"``; a subclass
+        restores the rest."""
+        self.days.restore(dict_in(tree["days"]))
 
 
 class UsageStage:
@@ -340,6 +376,24 @@ class UsageStage:
             "jobs_started": started,
             "jobs_ended": ended,
         }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The accumulator's state, the events counted by type and the finish's totals (the
+        zone and the resource are configuration)."""
+        return {
+            "m": self.m.snapshot(),
+            "by_type": [[k, n] for k, n in self.by_type.items()],
+            "totals": list(self._totals),
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage with :meth:`snapshot`'s state."""
+        self.m.restore(dict_in(tree["m"]))
+        pairs = [list_in(x, 2) for x in list_in(tree["by_type"])]
+        self.by_type = Counter({str_in(k): int_in(n) for k, n in pairs})
+        cpu, node, wall, started, ended = list_in(tree["totals"], 5)
+        sums = (float_in(cpu), float_in(node), float_in(wall))
+        self._totals = (*sums, int_in(started), int_in(ended))
 
 
 class ShortJobsStage:
@@ -414,6 +468,23 @@ class ShortJobsStage:
             "holders_in_table": self._holders,
         }
 
+    def snapshot(self) -> dict[str, Any]:
+        """The model's state, the last event time, the holders the finish counted and the
+        last tick ``on_tick`` was called for (``on_tick`` itself is configuration)."""
+        return {
+            "m": self.m.snapshot(),
+            "last_ts": self.last_ts,
+            "holders": self._holders,
+            "tick_ts": self._tick_ts,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage with :meth:`snapshot`'s state."""
+        self.m.restore(dict_in(tree["m"]))
+        self.last_ts = opt_float_in(tree["last_ts"])
+        self._holders = int_in(tree["holders"])
+        self._tick_ts = opt_float_in(tree["tick_ts"])
+
 
 _TS = attrgetter("ts")
 
@@ -457,6 +528,15 @@ class TurnoverStage:
             "window_s": t.window,
             "max_gap_s": t.max_gap,
         }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The model's state and the day edges' (the zone is configuration)."""
+        return {"m": self.m.snapshot(), "days": self.days.snapshot()}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage with :meth:`snapshot`'s state."""
+        self.m.restore(dict_in(tree["m"]))
+        self.days.restore(dict_in(tree["days"]))
 
 
 def _turnover_row(r: Any) -> tuple[Any, ...]:
@@ -513,6 +593,17 @@ class RuntimeStage:
     def finish(self) -> Iterable[Output]:
         return ()
 
+    def snapshot(self) -> dict[str, Any]:
+        """The predictor's histories and running jobs, and the predictions kept for the
+        summary (none live: ``keep`` is configuration)."""
+        return {"model": self.m.snapshot(), "predictions": predictions_snapshot(self.predictions)}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage from :meth:`snapshot`'s tree."""
+        predictions = predictions_restore(tree["predictions"])
+        self.m.restore(dict_in(tree["model"]))
+        self.predictions = predictions
+
     def summary(self) -> dict[str, Any]:
         s = score_predictions(self.predictions)
         return {
@@ -560,6 +651,21 @@ class CapabilityStage(_DailyStage):
             for d in days
         ]  # fmt: skip
         return [(CAPABILITY_DAILY, rows)] if rows else []
+
+    def snapshot(self) -> dict[str, Any]:
+        """The day edges' state (:class:`_DailyStage`), the model's, and the closed days kept
+        for the summary."""
+        tree = super().snapshot()
+        tree["model"] = self.m.snapshot()
+        tree["rows"] = days_snapshot(self.rows)
+        return tree
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage from :meth:`snapshot`'s tree."""
+        rows = days_restore(tree["rows"])
+        super().restore(tree)
+        self.m.restore(dict_in(tree["model"]))
+        self.rows = rows
 
     def summary(self) -> dict[str, Any]:
         m = self.m
@@ -615,6 +721,16 @@ class FairShareStage(_DailyStage):
     def summary(self) -> dict[str, Any]:
         return {"half_life_s": self.m.half_life, "refunded_jobs": self.m.refunded_jobs}
 
+    def snapshot(self) -> dict[str, Any]:
+        """The day edges' state and the model's (half-life and refund states are
+        configuration)."""
+        return {**super().snapshot(), "m": self.m.snapshot()}
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage with :meth:`snapshot`'s state."""
+        super().restore(tree)
+        self.m.restore(dict_in(tree["m"]))
+
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
@@ -638,7 +754,7 @@ class ReleaseForecastStage:
         self.section_nodes = section_nodes
         self.provisional = provisional
         self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
-        self._running_sums: tuple[int, int] | None = (0, 0)  # their nodes, those without end
+        self._running_sums: tuple[int, int] = (0, 0)  # their nodes, those without end
         self._ends: list[tuple[float, str]] = []  # (end, job) of those with one, sorted
         self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
         self.fresh: dict[str, None] = {}  # provisional: pending jobs forecast since last taken
@@ -656,21 +772,9 @@ class ReleaseForecastStage:
     def tables(self) -> Sequence[Table]:
         return (RELEASE_FORECAST,)
 
-    def _sums(self) -> tuple[int, int]:
-        """The running jobs' nodes and how many have no requested walltime, kept as jobs start
-        and end (computed once for a stage saved before it kept them)."""
-        sums: tuple[int, int] | None = getattr(self, "_running_sums", None)
-        if sums is None:
-            vals = self.running.values()
-            sums = (sum(n for n, _, _ in vals), sum(1 for _, end, _ in vals if end is None))
-            self._running_sums = sums
-            self._ends = sorted((end, job) for job, (_n, end, _) in self.running.items()
-                                if end is not None)  # fmt: skip
-        return sums
-
     def _run(self, job: str, held: tuple[int, float | None, str | None] | None) -> None:
         """``job`` holds ``held`` (nodes, end, name) from now on; None: it ended."""
-        busy, no_end = self._sums()
+        busy, no_end = self._running_sums
         old = self.running.pop(job, None)
         if old is not None:
             busy, no_end = busy - old[0], no_end - (old[1] is None)
@@ -705,7 +809,7 @@ class ReleaseForecastStage:
         if nodes > self.section_nodes:
             self.too_large += 1
             return None
-        busy, no_end = self._sums()
+        busy, no_end = self._running_sums
         self.holders_without_walltime += no_end
         free = max(0, self.section_nodes - busy)
         now = e.ts
@@ -748,7 +852,7 @@ class ReleaseForecastStage:
 
     def step(self, batch: list[JobEvent]) -> Iterable[Output]:
         rows: list[Any] = []
-        fresh = self._fresh()
+        fresh = self.fresh
         for e in batch:
             if e.type == "submit":
                 f = self._forecast(e)
@@ -777,18 +881,12 @@ class ReleaseForecastStage:
                     rows += self._rows(e.job, *p, None)
         return [(RELEASE_FORECAST, rows)] if rows else ()
 
-    def _fresh(self) -> dict[str, None]:
-        fresh: dict[str, None] | None = getattr(self, "fresh", None)
-        if fresh is None:  # a stage saved before it kept them
-            fresh = self.fresh = {}
-        return fresh
-
     def provisional_rows(self) -> list[Any]:
         """The rows of the jobs forecast since the last call and still pending (without the
         actual start), once each: a job that started or ended meanwhile has its final rows
         from :meth:`step` instead, and those never made here cost nothing (a worker behind
         its input sees most jobs start within the same flush)."""
-        fresh, pending = self._fresh(), self.pending
+        fresh, pending = self.fresh, self.pending
         rows: list[Any] = []
         for job in fresh:
             ts, f, rsv = pending[job]
@@ -802,8 +900,48 @@ class ReleaseForecastStage:
             self._count(f)
             rows += self._rows(job, ts, f, rsv, None)
         self.pending.clear()
-        self._fresh().clear()
+        self.fresh.clear()
         return [(RELEASE_FORECAST, rows)] if rows else ()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The running jobs, the pending ones with their forecasts, the pending jobs whose
+        provisional rows are still to be written (in order), and the summary's counters and
+        exact partial sums. The running jobs' node sums and ordered ends are not saved: they
+        are made again from the running jobs."""
+        return {
+            "running": held_snapshot(self.running),
+            "pending": pending_snapshot(self.pending),
+            "fresh": list(self.fresh),
+            "forecasts": self.forecasts,
+            "late": self.late,
+            "never": self.never,
+            "late_sum": self.late_sum,
+            "late_n": self.late_n,
+            "late_max": self.late_max,
+            "wait_sum": self.wait_sum,
+            "wait_n": self.wait_n,
+            "too_large": self.too_large,
+            "holders_without_walltime": self.holders_without_walltime,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) stage from :meth:`snapshot`'s tree."""
+        running = held_restore(tree["running"])
+        pending = pending_restore(tree["pending"])
+        fresh = dict.fromkeys(str_in(j) for j in list_in(tree["fresh"]))
+        if not fresh.keys() <= pending.keys():
+            raise StateFormatError("release state: a fresh forecast of a job not pending")
+        counts = [int_in(tree[k]) for k in _RELEASE_COUNTS]
+        late_sum = [float_in(x) for x in list_in(tree["late_sum"])]
+        wait_sum = [float_in(x) for x in list_in(tree["wait_sum"])]
+        late_max = opt_float_in(tree["late_max"])
+        vals = running.values()
+        self.running, self.pending, self.fresh = running, pending, fresh
+        self._running_sums = (sum(v[0] for v in vals), sum(v[1] is None for v in vals))
+        self._ends = sorted((v[1], job) for job, v in running.items() if v[1] is not None)
+        for k, n in zip(_RELEASE_COUNTS, counts, strict=True):
+            setattr(self, k, n)
+        self.late_sum, self.wait_sum, self.late_max = late_sum, wait_sum, late_max
 
     def summary(self) -> dict[str, Any]:
         n = self.late_n
@@ -817,6 +955,17 @@ class ReleaseForecastStage:
             "jobs_larger_than_section": self.too_large,
             "holders_without_walltime": self.holders_without_walltime,
         }
+
+
+_RELEASE_COUNTS = (
+    "forecasts",
+    "late",
+    "never",
+    "late_n",
+    "wait_n",
+    "too_large",
+    "holders_without_walltime",
+)
 
 
 def red_black_sections(
@@ -838,7 +987,7 @@ def red_black_sections(
 
 
 def job_stages(
-    section_nodes: int,
+    section_nodes: int | None,
     tz: str = "UTC",
     resource: str = "",
     section_from: str = "option",
@@ -856,26 +1005,61 @@ def job_stages(
     on_adjust_tick: Callable[[ShortJobPenalty], None] | None = None,
     red_partitions: Iterable[str] | None = None,
     sections_reason: str | None = None,
+    overrun_margin: float | None = None,
+    live: bool = False,
 ) -> list[Any]:
-    """Every job stage, in output order, with the seeds' defaults. ``backfill_flags``: whether
+    """Every job stage, in output order, with the seeds' defaults: the replay's and the live
+    worker's (:func:`live_job_stages`). ``section_nodes``: the capability section's size
+    (None: unknown, and no capability or release-forecast stage). ``backfill_flags``: whether
     the source records backfilled jobs (else no modified CUP). ``on_adjust_tick``: called at
     each 3-minute tick with the short-job model (``--adjust-out``: streams.sinks.adjust).
     ``red_partitions``: the Red section's partitions (None: Red/Black unknown, for the reason
-    ``sections_reason``)."""
-    return [
+    ``sections_reason``). ``overrun_margin``: the run-time model's margin before a running job
+    counts as overrun (None: the model's default). ``live``: the worker's stages: the run-time
+    stage keeps no prediction for the summary's scores (its rows leave memory with the sinks),
+    and the forecast also writes its rows at the submit (provisional)."""
+    runtime = (
+        RuntimePredictor(history=history_runs)
+        if overrun_margin is None
+        else RuntimePredictor(history=history_runs, overrun_margin=overrun_margin)
+    )
+    stages: list[Any] = [
         UsageStage(tz, resource),
         ShortJobsStage(
             ShortJobPenalty(short_threshold, short_min_runtime, short_interval, short_lambda),
             on_adjust_tick,
         ),
         TurnoverStage(SlotTurnover(turnover_window, turnover_max_gap), tz),
-        RuntimeStage(RuntimePredictor(history=history_runs)),
-        CapabilityStage(
-            CapabilityUse(section_nodes, capability_fraction, tz, backfill_flags, red_partitions),
-            tz,
-            section_from,
-            sections_reason,
-        ),
-        FairShareStage(FairShareUsage(half_life_s, refund_states), tz),
-        ReleaseForecastStage(section_nodes),
+        RuntimeStage(runtime, keep=not live),
     ]
+    if section_nodes:
+        use = CapabilityUse(section_nodes, capability_fraction, tz, backfill_flags, red_partitions)
+        stages.append(CapabilityStage(use, tz, section_from, sections_reason))
+    stages.append(FairShareStage(FairShareUsage(half_life_s, refund_states), tz))
+    if section_nodes:
+        stages.append(ReleaseForecastStage(section_nodes, provisional=live))
+    return stages
+
+
+def live_job_stages(
+    tz: str,
+    cluster: str,
+    section_nodes: int | None,
+    backfill_flags: bool,
+    overrun_margin: float,
+) -> dict[str, Any]:
+    """The live worker's job stages by name (:func:`job_stages` with ``live=True``): the
+    seeds' defaults, usage under the cluster's name, the overrun margin of its alerts; the
+    capability section from its settings (``jobs.section_nodes``, else ``accounting.nodes``;
+    None: no capability or forecast), without Red/Black partitions."""
+    stages = job_stages(
+        section_nodes,
+        tz,
+        cluster,
+        "setting",
+        backfill_flags=backfill_flags,
+        sections_reason="live: no Red/Black partitions",
+        overrun_margin=overrun_margin,
+        live=True,
+    )
+    return {s.name: s for s in stages}

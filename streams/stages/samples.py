@@ -39,9 +39,7 @@ from models.samples.utilization import (
     measures_from_samples,
 )
 from models.samples.writesize import BUCKET_LABELS, BUCKETS, write_sizes
-from streams.sources.samples import LlviewJob
-from streams.stages.base import Output
-from streams.tables import Table, cols
+from streams.contracts import LlviewJob, Output, Table, cols
 
 GIB_KB = 1024.0 * 1024.0
 # seed 003 §5.2's example: Gofree's NFS, IOR 98 +- 5 MB/s -> 93 MB/s (converted for MiB/s sources)

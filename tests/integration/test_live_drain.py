@@ -145,6 +145,22 @@ class Live:
 
         asyncio.run(go())
 
+    def produce_keyed(self, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+        """(key, value) messages to ``topic``'s partition 0 (a one-partition topic's only)."""
+
+        async def go() -> None:
+            from aiokafka import AIOKafkaProducer
+
+            prod = AIOKafkaProducer(bootstrap_servers=self.stack.kafka_bootstrap)
+            await prod.start()
+            try:
+                for k, v in messages:
+                    await (await prod.send(self.prefix + topic, v, key=k, partition=0))
+            finally:
+                await prod.stop()
+
+        asyncio.run(go())
+
     def consume(self, topic: str) -> list[tuple[bytes | None, bytes]]:
         return [(k, v) for k, v, _ in read_topic(self.stack.kafka_bootstrap, self.prefix + topic)]
 

@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from models.formats.jobsource import iter_job_events, sort_events
+from streams.format import format_rows
 from streams.sinks.jobpoints import MEASUREMENTS
 from streams.stages.jobs import (
     CAPABILITY_DAILY,
@@ -112,7 +113,7 @@ def _influx_rows(live: Live, table: Table) -> list[list[str]]:
             else:
                 v = p.get(tags.get(c.name, c.name))
                 row.append(None if v == "" else v)
-        out += table.format([row])
+        out += format_rows(table, [row])
     return sorted(out)
 
 
@@ -148,9 +149,8 @@ def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     deadline = time.monotonic() + 240
     while True:
         got_short = _topic_rows(live, "metrics.shortjobs", _short_key)
-        rows = sorted(SHORTJOBS.format([[d["ts_s"], d["holder_kind"], d["holder"], d["n_short"],
-                                         d["penalty_seconds"], d["adjust"]]
-                                        for d in got_short.values()]))  # fmt: skip
+        cols = ("ts_s", "holder_kind", "holder", "n_short", "penalty_seconds", "adjust")
+        rows = sorted(format_rows(SHORTJOBS, [[d[c] for c in cols] for d in got_short.values()]))
         if rows[: len(closed)] == closed or time.monotonic() > deadline:
             break
         assert w.poll() is None, "the worker stopped"
@@ -178,7 +178,7 @@ def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     # which its end of input closed (days with jobs still running, the windows after the
     # last event)
     caps = _topic_rows(live, "metrics.capability", lambda d: d["day"])
-    cap_rows = sorted(CAPABILITY_DAILY.format([[d[c] for c in CAPABILITY_DAILY.names]
+    cap_rows = sorted(format_rows(CAPABILITY_DAILY, [[d[c] for c in CAPABILITY_DAILY.names]
                                                for d in caps.values()]))  # fmt: skip
     assert _influx_rows(live, CAPABILITY_DAILY) == cap_rows
     fair = _influx_rows(live, FAIRSHARE_USAGE)

@@ -18,6 +18,7 @@ import pytest
 
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
+from streams.format import format_rows
 from streams.stages.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
@@ -120,7 +121,7 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
         assert key == str(d["minute_ms"]).encode()
         topic[d["minute_ms"]] = d
     assert len(topic_fs) == len(got_fs)
-    assert sorted(DFS_MINUTELY.format([[d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s",
+    assert sorted(format_rows(DFS_MINUTELY, [[d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s",
                                                        "jobs_writing")]
                                        for d in topic.values()])) == got  # fmt: skip
 

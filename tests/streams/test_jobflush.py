@@ -1,7 +1,8 @@
-"""The job path's flushes (streams/jobagents.py): a write-out (``flush(save=False)``) writes the
-rows and messages waiting, saves no state and acks nothing; the next flush saves the state and
-only then acks the partials it covers; ``caught_up`` asks for a write-out only once the
-combiner has had no partials for a while and something waits.
+"""The combine step's flushes (streams/live/runner.py ``Combiner``, here with the job family):
+a write-out (``flush(save=False)``) writes the rows and messages waiting, saves no state and
+acks nothing; a flush saves the state, and the partials it covers are acked once the snapshot
+after it is saved too (acks trail one snapshot: docs/state.md); ``caught_up`` asks for a
+write-out only once the combiner has had no partials for a while and something waits.
 
 Stand-ins, named as such: the app's topics and producer keep what is sent (no broker), the sink
 keeps the lines (no InfluxDB), the state store keeps what is saved. The order of a flush is
@@ -16,19 +17,24 @@ from typing import Any
 
 import orjson
 
-from streams import jobagents
 from streams.app import AppTopics
+from streams.codecs.partials import encode_job_partial as encode_partial
 from streams.config import load_settings
-from streams.jobagents import JobsPipeline
+from streams.live import runner
+from streams.live.checkpoint import Outbox
+from streams.live.context import WorkerContext
+from streams.live.jobs import JobsCombine, JobsForward
+from streams.live.runner import Combiner
 from tests.streams.standins import Producer, Topic
 
 
 class _Store:
     def __init__(self) -> None:
         self.saved: list[str] = []
+        self.refused: list[str] = []
 
-    async def load(self, owner: str) -> None:
-        return None
+    async def candidates(self, owner: str) -> list[tuple[str, bytes]]:
+        return []
 
     async def save(self, owner: str, state: bytes) -> None:
         self.saved.append(owner)
@@ -38,7 +44,7 @@ class _Sink:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def write(self, points: list[str]) -> None:
+    def write_lines(self, points: list[str]) -> None:
         self.lines += points
 
 
@@ -71,22 +77,22 @@ def _job(job: str, submit: float, run: float) -> list[dict[str, Any]]:
             {**base, "type": "end", "ts": submit + 10 + run}]  # fmt: skip
 
 
-def _partial(pipe: JobsPipeline, offset: int, events: list[dict[str, Any]]) -> _Event:
+def _partial(pipe: Combiner, offset: int, events: list[dict[str, Any]]) -> _Event:
     value = b"\n".join(orjson.dumps(e) for e in events)
-    rows = pipe._records(value, {"topic": "job-events", "partition": 0, "offset": offset})
-    return _Event("jobs-partials", offset, pipe._encode_partial(0, [[offset, rows]]))
+    where = {"topic": "job-events", "partition": 0, "offset": offset}
+    rows = JobsForward(pipe.ctx).rows(value, where, Outbox())
+    return _Event("jobs-partials", offset, encode_partial(0, [[offset, rows]]))
 
 
-def _pipeline() -> tuple[JobsPipeline, dict[str, Topic], _Sink, _Store]:
-    settings = load_settings(env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on",
-                                  "DRAINWATCH_LATENESS": "1"})  # fmt: skip
+def _pipeline() -> tuple[Combiner, dict[str, Topic], _Sink, _Store]:
+    settings = load_settings(
+        env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_LATENESS": "1"}
+    )
     topics = {f: Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(drainwatch_topics=SimpleNamespace(**topics), producer=Producer(topics),
-                          conf=SimpleNamespace(id="t"))  # fmt: skip
+    app = SimpleNamespace(producer=Producer(topics), conf=SimpleNamespace(id="t"))
     sink, store = _Sink(), _Store()
-    pipe = JobsPipeline(app, settings, sink, 1)  # type: ignore[arg-type]
-    pipe.store = store  # type: ignore[assignment]
-    return pipe, topics, sink, store
+    ctx = WorkerContext(app, settings, sink, topics=SimpleNamespace(**topics), store=store)  # type: ignore[arg-type]
+    return Combiner(ctx, JobsCombine(ctx, 1)), topics, sink, store
 
 
 T0 = 1_700_000_000.0
@@ -101,7 +107,7 @@ def test_a_write_out_writes_what_waits_and_the_flush_then_saves_and_acks() -> No
         assert not pipe.caught_up()  # nothing waits yet
         await pipe.on_partials([first])
         assert pipe.waiting() and not pipe.caught_up()  # partials came just now
-        pipe.last_partials = time.monotonic() - jobagents.WRITE_OUT_IDLE
+        pipe.last_partials = time.monotonic() - runner.WRITE_OUT_IDLE
         assert pipe.caught_up()
 
         await pipe.flush(save=False)
@@ -115,8 +121,14 @@ def test_a_write_out_writes_what_waits_and_the_flush_then_saves_and_acks() -> No
         second = _partial(pipe, 1, SECOND)
         await pipe.on_partials([second])
         await pipe.flush()
-        assert store.saved == [JobsPipeline.STATE_KEY]
-        assert first.acked and second.acked  # once the state that holds them was saved
+        assert store.saved == ["jobs"]
+        assert not first.acked and not second.acked  # the state that holds them is saved...
+        third = _partial(pipe, 2, [])
+        await pipe.on_partials([third])
+        await pipe.flush()
+        assert store.saved == ["jobs", "jobs"]
+        assert first.acked and second.acked  # ...and the one after it: acked
+        assert not third.acked
         assert len(sink.lines) > written
 
         # the same points and messages as one flush of both messages
@@ -138,25 +150,28 @@ def test_points_are_handed_to_the_write_queue_as_the_combiner_makes_them(
     """Once ``HAND_OVER_POINTS`` wait, the combiner hands them to the write queue itself (no
     flush, no state, no ack); the flush hands over the rest and saves only once all are
     written."""
-    monkeypatch.setattr(jobagents, "HAND_OVER_POINTS", 1)
+    monkeypatch.setattr(runner, "HAND_OVER_POINTS", 1)
 
     async def run() -> None:
         pipe, _topics, sink, store = _pipeline()
+        writes, counts = pipe.ctx.writes, pipe.ctx.counts
         first = _partial(pipe, 0, FIRST)
         await pipe.on_partials([first])
-        assert pipe.points == [] and pipe.counts["points_written"] > 0
-        assert pipe.writes is not None
-        await pipe.writes.barrier()
+        assert pipe.out.points == [] and counts["points_written"] > 0
+        assert writes is not None
+        await writes.barrier()
         handed = len(sink.lines)
-        assert handed == pipe.counts["points_written"]
+        assert handed == counts["points_written"]
         assert any(line.startswith("runtime_prediction") for line in sink.lines)
         assert store.saved == [] and not first.acked
 
         second = _partial(pipe, 1, SECOND)
         await pipe.on_partials([second])
         await pipe.flush()
-        assert store.saved == [JobsPipeline.STATE_KEY] and first.acked and second.acked
-        assert pipe.writes.written == pipe.writes.handed == len(sink.lines) > handed
+        await pipe.on_partials([_partial(pipe, 2, [])])
+        await pipe.flush()  # the snapshot after the one that holds them: acked
+        assert store.saved == ["jobs", "jobs"] and first.acked and second.acked
+        assert writes.written == writes.handed == len(sink.lines) > handed
 
         once, _, sink_once, _ = _pipeline()
         await once.on_partials([_partial(once, 0, FIRST), _partial(once, 1, SECOND)])
@@ -172,29 +187,30 @@ def test_the_combiner_waits_for_a_write_queue_far_behind(monkeypatch: Any) -> No
     partials meanwhile (they wait in Kafka); below it, it returns at once."""
     import threading
 
-    monkeypatch.setattr(jobagents, "HAND_OVER_POINTS", 1)
-    monkeypatch.setattr(jobagents, "WRITE_BACKLOG_POINTS", 0)
+    monkeypatch.setattr(runner, "HAND_OVER_POINTS", 1)
+    monkeypatch.setattr(runner, "WRITE_BACKLOG_POINTS", 0)
 
     async def run() -> None:
         pipe, _topics, sink, _store = _pipeline()
         gate = threading.Event()  # InfluxDB "down" until set
-        write = sink.write
+        write = sink.write_lines
 
         def slow(points: list[str]) -> None:
             gate.wait(5)
             write(points)
 
-        assert pipe.writes is not None
-        pipe.writes._write = slow
+        writes = pipe.ctx.writes
+        assert writes is not None
+        writes._write = slow
         await pipe.keep_up()  # nothing handed over: at once
         await pipe.on_partials([_partial(pipe, 0, FIRST)])
-        assert pipe.writes.handed > 0 and pipe.writes.written == 0
+        assert writes.handed > 0 and writes.written == 0
         waiting = asyncio.ensure_future(pipe.keep_up())
         await asyncio.sleep(0.05)
         assert not waiting.done() and sink.lines == []
         gate.set()
         await asyncio.wait_for(waiting, 5)
-        assert pipe.writes.written == pipe.writes.handed == len(sink.lines)
-        assert pipe.counts["write_waits"] == 1
+        assert writes.written == writes.handed == len(sink.lines)
+        assert pipe.ctx.counts["write_waits"] == 1
 
     asyncio.run(run())

@@ -1,4 +1,4 @@
-"""The job-events agent's first stage (streams/jobagents.py ``_records``): the compiled reader
+"""The job family's forward step (streams/live/jobs.py ``JobsForward.rows``): the compiled reader
 (native/src/jobevents.rs) gives, for the lines it takes, the row Python's path gives (read back
 from JSON: the same values of the same types), takes the common line, and never takes a line
 Python refuses; a message read either way forwards the same rows and dead-letters the same
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -15,10 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import streams.jobagents as jobagents
+import streams.live.jobs as livejobs
 from models.records.jobevent import JobEventError, jobevent_from_row, jobevent_row
 from streams.config import load_settings
-from streams.jobagents import JobsPipeline
+from streams.live.checkpoint import Outbox
+from streams.live.jobs import JobsForward
 from tests.models.formats.test_parsers_fuzz import (
     _JOBEVENT_EXTRA,
     FUZZ,
@@ -132,15 +134,11 @@ def test_the_common_line_is_taken_and_lines_split_as_splitlines() -> None:
     same_row(got[0], want)
 
 
-def _pipe() -> JobsPipeline:
-    """The pipeline's first stage without an app: settings, counts, the dead letters it keeps
-    until they are sent (no broker is involved in reading a line)."""
-    pipe = JobsPipeline.__new__(JobsPipeline)
-    pipe.settings = load_settings(env={})
-    pipe.counts = Counter()
-    pipe.dead = []
-    pipe._bounds_exact = True
-    return pipe
+def _pipe() -> tuple[JobsForward, Outbox]:
+    """The forward step without an app: settings, counts, and the outbox that keeps its dead
+    letters until they are sent (no broker is involved in reading a line)."""
+    ctx = SimpleNamespace(settings=load_settings(env={}), counts=Counter())
+    return JobsForward(ctx), Outbox()  # type: ignore[arg-type]
 
 
 @FUZZ
@@ -161,15 +159,16 @@ def test_a_message_forwards_the_same_rows_and_dead_letters_either_way(
     where = {"topic": "t", "partition": 0, "offset": 5}
     out = {}
     for native in (True, False):
-        pipe = _pipe()
-        saved = jobagents._native_rows
+        pipe, box = _pipe()
+        saved = livejobs._native_rows
         if not native:
-            jobagents._native_rows = None
+            livejobs._native_rows = None
         try:
-            rows = pipe._records(value, where)
+            rows = pipe.rows(value, where, box)
         finally:
-            jobagents._native_rows = saved
-        dead = [(d["reason"], d["text"]) for d in (orjson.loads(v) for _k, v in pipe.dead)]
-        back = None if rows is None else [jobevent_from_row(orjson.loads(r)) for r in rows]
-        out[native] = (back, dead, pipe.counts["job_events"], pipe.counts["dead_letters"])
+            livejobs._native_rows = saved
+        dead = [(d["reason"], d["text"]) for d in (orjson.loads(v) for _k, v in box.dead)]
+        back = [jobevent_from_row(orjson.loads(r)) for r in rows] or None
+        counts = pipe.ctx.counts
+        out[native] = (back, dead, counts["job_events"], counts["dead_letters"])
     assert out[True] == out[False]

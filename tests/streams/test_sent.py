@@ -1,4 +1,4 @@
-"""streams.agents._sent: sends queued in order, then awaited; a stop on the way closes the
+"""streams.live.context.sent: sends queued in order, then awaited; a stop on the way closes the
 sends not yet queued instead of leaving them never awaited."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from streams.agents import _sent
+from streams.live.context import sent as _sent
 
 
 def test_sends_are_queued_in_order_and_acknowledged() -> None:

@@ -13,7 +13,7 @@ import pytest
 from models.drain.accountant import DrainAccountant
 from models.formats.moab import parse_moab_chunk
 from models.records.nodestatus import Codebook
-from streams.wire import Decoder, MessageError, encode, partition_of
+from streams.codecs.nodestatus import Decoder, MessageError, encode, partition_of
 from tests.golden.make_golden import INPUTS
 
 

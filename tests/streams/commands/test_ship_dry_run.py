@@ -13,7 +13,7 @@ import orjson
 
 from models.records.nodestatus import Codebook
 from models.records.plausible import TimeBounds
-from streams.driver import RejectLog
+from streams.contracts import RejectLog
 from streams.sources.jobevents import read_job_events
 from streams.sources.moab import parse_plausible
 from tests.golden.make_golden import INPUTS

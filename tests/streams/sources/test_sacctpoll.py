@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from models.formats.sacct import parse_time
-from streams.driver import RejectLog
+from streams.contracts import RejectLog
 from streams.sources.jobevents import read_job_events
 from streams.sources.sacctpoll import SacctPoller, parse_since
 from streams.sources.slurmship import SnapshotFailed

@@ -26,7 +26,7 @@ from models.records.jobevent import JobEvent
 from models.records.nodestatus import Codebook
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
-from streams.driver import RejectLog
+from streams.contracts import RejectLog
 from streams.errors import UserError
 from streams.sources.jobevents import read_job_events
 from streams.sources.moab import MoabFiles

@@ -1,0 +1,130 @@
+"""The worker's saved state is data, never code: a pickle payload and garbage written to the
+``worker-state`` topic (anyone who can write to it could) are refused with a reason and
+counted when a worker restarts; the pickle never runs, and the job analytics stay exactly the
+replay's: the worker restores the other generation of its state, whose records after it Kafka
+still holds (acks trail one snapshot: docs/state.md)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from models.formats.jobsource import iter_job_events, sort_events
+from streams.format import format_rows
+from streams.sinks.jobpoints import MEASUREMENTS
+from streams.stages.jobs import RUNTIME_PREDICTIONS
+from tests.integration.kafka_read import read_topic
+from tests.integration.test_live_drain import Live
+
+pytestmark = pytest.mark.integration
+
+
+class _Opens:
+    """A pickle whose loading opens (creates) ``path``: proof that it ran."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "w"))
+
+
+def _simulated_jobs(tmp: Path) -> Path:
+    out = tmp / "sim"
+    subprocess.run([sys.executable, "-m", "streams.cli", "simulate", "--model", "lublin",
+                    "--nodes", "100", "--days", "4", "--period", "60", "--seed", "3", "--out",
+                    str(out)], check=True, capture_output=True)  # fmt: skip
+    return out / "jobs.jsonl"
+
+
+def _ship(live: Live, path: Path) -> None:
+    log = open(live.tmp / "ship-jobs.log", "ab")  # noqa: SIM115
+    p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "jobs", "--format",
+                        "jobevents", str(path), "--no-progress"], env=live.env, stdout=log,
+                       stderr=subprocess.STDOUT, timeout=180)  # fmt: skip
+    assert p.returncode == 0, (live.tmp / "ship-jobs.log").read_text()
+
+
+def _watermark(live: Live, lateness: float = 600) -> float:
+    latest: dict[int, float] = {}
+    for _, v, part in read_topic(live.stack.kafka_bootstrap, live.prefix + "job-events"):
+        for line in v.split(b"\n"):
+            ts = orjson.loads(line)["ts"]
+            latest[part] = max(latest.get(part, ts), ts)
+    return min(latest.values()) - lateness
+
+
+def _replayed(live: Live, path: Path, wm: float) -> list[list[str]]:
+    with open(path, "rb") as f:
+        events = sort_events(iter_job_events("jobevents", f))
+    released = live.tmp / "released.jsonl"
+    released.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
+    out = live.tmp / "replay"
+    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "jobevents",
+                    "--out", str(out), "--max-jump", "0", "--no-progress", str(released)],
+                   env=live.env, check=True, capture_output=True)  # fmt: skip
+    with open(out / RUNTIME_PREDICTIONS.file, newline="") as f:
+        return sorted(list(csv.reader(f))[1:])
+
+
+def _influx_runtime(live: Live) -> list[list[str]]:
+    m = MEASUREMENTS[RUNTIME_PREDICTIONS.file]
+    tags = dict(m.rename)
+    rows = []
+    for p in live.influx.influxql(f'SELECT * FROM "{m.name}"'):
+        row = []
+        for c in RUNTIME_PREDICTIONS.columns:
+            v = p.get(tags.get(c.name, c.name))
+            row.append(None if v == "" else v)
+        rows += format_rows(RUNTIME_PREDICTIONS, [row])
+    return sorted(rows)
+
+
+def test_a_pickle_and_garbage_in_the_state_topic_run_nothing_and_lose_nothing(
+    live: Live,
+) -> None:
+    live.env["DRAINWATCH_LIVE_JOBS"] = "on"
+    jobs = _simulated_jobs(live.tmp)
+    lines = jobs.read_bytes().splitlines(keepends=True)
+    first, second = live.tmp / "first.jsonl", live.tmp / "second.jsonl"
+    first.write_bytes(b"".join(lines[: len(lines) // 2]))
+    second.write_bytes(b"".join(lines[len(lines) // 2 :]))
+
+    w = live.worker()
+    _ship(live, first)
+    deadline = time.monotonic() + 120
+    while live.metrics().get("drainwatch_snapshots_saved_total", 0) < 3:
+        assert time.monotonic() < deadline, "no state saved"
+        time.sleep(0.5)
+    time.sleep(2)  # a few more flushes: both generations of the job state exist
+    live.stop()
+    assert w.returncode is not None
+
+    marker = live.tmp / "the-pickle-ran"
+    key = f"{live.group}/jobs".encode()
+    live.produce_keyed("worker-state", [(key, pickle.dumps(_Opens(str(marker)))),
+                                        (key + b"/a", b"\x00garbage\xff" * 10)])  # fmt: skip
+
+    live.procs.clear()
+    live.worker()
+    _ship(live, second)
+    want = _replayed(live, jobs, _watermark(live))
+    assert len(want) > 300
+    deadline = time.monotonic() + 180
+    while (got := _influx_runtime(live)) != want and time.monotonic() < deadline:
+        time.sleep(1)
+    assert got == want
+    assert not marker.exists() and not os.path.exists(marker)
+    m = live.metrics()
+    assert m["drainwatch_state_refused_total"] >= 2
+    log = "".join(p.read_text() for p in live.tmp.glob("worker*.log"))
+    assert "refused" in log and "pickle" in log
