@@ -24,7 +24,19 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from models.jobs.merge import dict_in, float_in, list_in, str_in
+import orjson
+
+from models.jobs.merge import (
+    dict_in,
+    floats_in,
+    floats_out,
+    keys_in,
+    list_in,
+    opt_floats_in,
+    opt_floats_out,
+    str_in,
+    strs_out,
+)
 from models.state import StateFormatError
 
 FIRING = "firing"
@@ -148,28 +160,74 @@ class AlertBook:
             return None
         return replace(a, state=RESOLVED, at=at, value=a.value if value is None else value)
 
-    def snapshot(self) -> dict[str, Any]:
-        """The open alerts as a state tree (models.state): ``{"open": [alert dict, ...]}``."""
+    def to_dict(self) -> dict[str, Any]:
+        """The open alerts as JSON: ``{"open": [alert dict, ...]}`` (the books saved as JSON:
+        the drain path's, the stalled-pipeline watch's)."""
         return {"open": [a.to_dict() for a in self.open.values()]}
-
-    to_dict = snapshot
-
-    def restore(self, tree: Mapping[str, Any]) -> None:
-        """Replace the open alerts with those of :meth:`snapshot`'s tree (checked field by
-        field: an alert of another shape, or filed under another id, raises)."""
-        got: dict[str, Alert] = {}
-        for x in list_in(tree["open"]):
-            a = Alert.from_dict(x)
-            if a.id != f"{a.kind}:{a.subject}" or a.id in got or a.state != FIRING:
-                raise StateFormatError(f"alerts: open alert {a.id!r} twice, or not firing")
-            got[a.id] = a
-        self.open = got
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AlertBook:
+        """The book of :meth:`to_dict`'s dict, checked field by field."""
         b = cls()
-        b.restore(d)
+        b.open = _open(Alert.from_dict(x) for x in list_in(d["open"]))
         return b
+
+    def snapshot(self) -> dict[str, Any]:
+        """The open alerts as a state tree of columns (models.state), in the order they fired:
+        an alert's id is its kind and subject, its state firing, its numbers floats (as the
+        job paths make them); its details are JSON texts (free-form plain values, as its
+        records carry them)."""
+        alerts = list(self.open.values())
+        return {
+            "kind": strs_out([a.kind for a in alerts]),
+            "subject": strs_out([a.subject for a in alerts]),
+            "severity": strs_out([a.severity for a in alerts]),
+            "window": strs_out([a.window for a in alerts]),
+            "value": opt_floats_out([a.value for a in alerts]),
+            "threshold": opt_floats_out([a.threshold for a in alerts]),
+            "since": floats_out(a.since for a in alerts),
+            "at": floats_out(a.at for a in alerts),
+            "details": strs_out([orjson.dumps(dict(a.details)).decode() for a in alerts]),
+        }
+
+    def restore(self, tree: Mapping[str, Any]) -> None:
+        """Replace the open alerts with those of :meth:`snapshot`'s tree (checked: a column of
+        another type or length, details that are not a JSON object, an alert twice raise)."""
+        t = dict_in(tree)
+        kinds = keys_in(t["kind"])
+        n = len(kinds)
+        details: list[dict[str, Any]] = []
+        for text in keys_in(t["details"], n):
+            try:
+                details.append(dict_in(orjson.loads(text)))
+            except orjson.JSONDecodeError as e:
+                raise StateFormatError(f"alerts: details that are not JSON ({e})") from None
+        cols = zip(
+            kinds,
+            keys_in(t["subject"], n),
+            keys_in(t["severity"], n),
+            opt_floats_in(t["value"], n),
+            opt_floats_in(t["threshold"], n),
+            keys_in(t["window"], n),
+            floats_in(t["since"], n),
+            floats_in(t["at"], n),
+            details,
+            strict=True,
+        )
+        self.open = _open(
+            Alert(f"{k}:{s}", k, s, sev, FIRING, v, th, w, since, at, d)
+            for k, s, sev, v, th, w, since, at, d in cols
+        )
+
+
+def _open(alerts: Iterable[Alert]) -> dict[str, Alert]:
+    """Open alerts by id; an alert filed under another id, twice, or not firing raises."""
+    got: dict[str, Alert] = {}
+    for a in alerts:
+        if a.id != f"{a.kind}:{a.subject}" or a.id in got or a.state != FIRING:
+            raise StateFormatError(f"alerts: open alert {a.id!r} twice, or not firing")
+        got[a.id] = a
+    return got
 
 
 def _day_end(day: date | str, tz: ZoneInfo) -> float:
@@ -202,19 +260,30 @@ class JobAlerts:
         self._flood: dict[str, tuple[float, float]] = {}  # firing subject -> (A, its tick)
 
     def snapshot(self) -> dict[str, Any]:
-        """The open alerts and the firing floods' last A(t) and tick as a state tree
-        (models.state); the thresholds, zone and tick are the constructor's."""
-        return {"book": self.book.snapshot(), "flood": {k: list(v) for k, v in self._flood.items()}}
+        """The open alerts and the firing floods' last A(t) and tick as a state tree of
+        columns (models.state); the thresholds, zone and tick are the constructor's."""
+        floods = list(self._flood.values())
+        return {
+            "book": self.book.snapshot(),
+            "flood": {
+                "subject": strs_out(list(self._flood)),
+                "adjust": floats_out(f[0] for f in floods),
+                "tick": floats_out(f[1] for f in floods),
+            },
+        }
 
-    to_dict = snapshot
+    to_dict = snapshot  # its former name
 
     def restore(self, tree: Mapping[str, Any]) -> None:
-        """Fill these alerts (made with the snapshot's settings) from :meth:`snapshot`'s tree,
-        checked field by field; its book is restored in place."""
-        flood: dict[str, tuple[float, float]] = {}
-        for k, v in dict_in(tree["flood"]).items():
-            a, tick = list_in(v, 2)
-            flood[k] = (float_in(a), float_in(tick))
+        """Fill these (new) alerts, made with the snapshot's settings, from :meth:`snapshot`'s
+        tree, checked field by field; the book is restored in place."""
+        f = dict_in(tree["flood"])
+        subjects = keys_in(f["subject"])
+        n = len(subjects)
+        rows = zip(floats_in(f["adjust"], n), floats_in(f["tick"], n), strict=True)
+        flood = dict(zip(subjects, rows, strict=True))
+        if len(flood) != n:
+            raise StateFormatError("alerts: a flood twice")
         self.book.restore(dict_in(tree["book"]))
         self._flood = flood
 

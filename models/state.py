@@ -1,12 +1,12 @@
 """Versioned, data-only state documents: what the live worker saves and restores.
 
-A document is ``MAGIC`` + a 4-byte big-endian header length + a JSON header + a NumPy ``.npz``
-archive. The header names the state's ``kind`` and ``version`` and holds the state as a tree
-of plain values (None, bool, int, float, str, lists, dicts with str keys); the tree's NumPy
-arrays are stored in the archive (numeric and fixed-width string dtypes only, read with
-``allow_pickle=False``) and referenced from the tree as ``{"$a": index}``. Non-finite floats
-are ``{"$f": "nan" | "inf" | "-inf"}``, bytes ``{"$b": "<base64>"}``. Tuples are written as
-lists: a ``restore`` converts what it needs back.
+A document is ``MAGIC`` + a 4-byte big-endian header length + a JSON header + the arrays'
+bytes. The header names the state's ``kind`` and ``version`` and holds the state as a tree of
+plain values (None, bool, int, float, str, lists, dicts with str keys); the tree's NumPy arrays
+(numeric and fixed-width string dtypes only: never objects) follow the header, each described
+in it by dtype, shape and byte range, and are referenced from the tree as ``{"$a": index}``.
+Non-finite floats are ``{"$f": "nan" | "inf" | "-inf"}``, bytes ``{"$b": "<base64>"}``. Tuples
+are written as lists: a ``restore`` converts what it needs back.
 
 Nothing read runs code: no pickle, no class names, no eval. A document that is truncated,
 of another kind, of an unknown version or not well formed raises :class:`StateFormatError`
@@ -16,10 +16,8 @@ with a one-line reason.
 from __future__ import annotations
 
 import base64
-import io
 import math
 import struct
-import zipfile
 from collections.abc import Collection
 from typing import Any
 
@@ -39,12 +37,16 @@ class StateFormatError(ValueError):
 def pack(kind: str, version: int, tree: Any) -> bytes:
     """The document for ``tree`` (see the module docstring for what a tree may hold)."""
     arrays: list[np.ndarray] = []
-    header = {"kind": kind, "version": version, "state": _encode(tree, arrays)}
+    state = _encode(tree, arrays)
+    blobs, layout, at = [], [], 0
+    for a in arrays:
+        b = np.ascontiguousarray(a).tobytes()
+        layout.append([a.dtype.str, list(a.shape), at, len(b)])
+        blobs.append(b)
+        at += len(b)
+    header = {"kind": kind, "version": version, "arrays": layout, "state": state}
     head = orjson.dumps(header)
-    buf = io.BytesIO()
-    if arrays:
-        np.savez(buf, *arrays)
-    return MAGIC + _HEAD.pack(len(head)) + head + buf.getvalue()
+    return b"".join([MAGIC, _HEAD.pack(len(head)), head, *blobs])
 
 
 def unpack(data: bytes, kind: str, versions: Collection[int]) -> tuple[int, Any]:
@@ -76,21 +78,33 @@ def unpack(data: bytes, kind: str, versions: Collection[int]) -> tuple[int, Any]
         raise StateFormatError(
             f"{kind} state: version {version!r} is not one this release reads ({known})"
         )
-    arrays = _arrays(data[8 + n :], kind)
+    arrays = _arrays(header.get("arrays", []), memoryview(data)[8 + n :], kind)
     return int(version), _decode(header["state"], arrays, kind)
 
 
-def _arrays(blob: bytes, kind: str) -> list[np.ndarray]:
-    if not blob:
-        return []
-    try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            out = [z[f"arr_{i}"] for i in range(len(z.files))]
-    except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        raise StateFormatError(f"{kind} state: bad array archive ({e})") from None
-    for a in out:
-        if a.dtype.kind not in _KINDS:
-            raise StateFormatError(f"{kind} state: array of dtype {a.dtype} refused")
+def _arrays(layout: Any, blob: memoryview, kind: str) -> list[np.ndarray]:
+    """The arrays the header describes, each checked: a known dtype (numbers or fixed-width
+    strings), a shape that matches its byte range, the range inside the document."""
+    if not isinstance(layout, list):
+        raise StateFormatError(f"{kind} state: the array table is not a list")
+    out = []
+    for i, entry in enumerate(layout):
+        try:
+            dtype_s, shape, at, size = entry
+            dtype = np.dtype(str(dtype_s))
+            shape = tuple(int(d) for d in shape)
+            at, size = int(at), int(size)
+        except (TypeError, ValueError) as e:
+            raise StateFormatError(f"{kind} state: array {i}: bad description ({e})") from None
+        if dtype.kind not in _KINDS or dtype.hasobject or dtype.fields is not None:
+            raise StateFormatError(f"{kind} state: array {i} of dtype {dtype} refused")
+        count = math.prod(shape)
+        if min(shape, default=0) < 0 or count * dtype.itemsize != size:
+            raise StateFormatError(f"{kind} state: array {i}: {shape} of {dtype} in {size} B")
+        if at < 0 or at + size > len(blob):
+            raise StateFormatError(f"{kind} state: array {i} is truncated")
+        a = np.frombuffer(blob[at : at + size], dtype=dtype, count=count).reshape(shape)
+        out.append(a.copy())
     return out
 
 

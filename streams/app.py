@@ -16,7 +16,7 @@ Rules every agent added to this app follows (docs/architecture.md, "Streaming ru
 
 Topics, their keys, record types and JSON Schemas: :mod:`streams.topics`.
 
-The agents of the live drain pipeline are attached by :func:`streams.agents.attach`.
+The live flow's agents are attached by :func:`streams.live.attach`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class AppTopics:
 
 PARTITION_FETCH_BYTES = 4 << 20
 # A record batch the producer builds (Faust's default is 16 kB): the job path sends a flush's
-# thousands of metric messages as batches (streams.agents.send_many), one request per batch
+# thousands of metric messages as batches (streams.live.context.send_many), one request per batch
 # and partition in flight; at 16 kB, 7,700 messages took 0.9 s. Below the broker's 1 MB
 # message.max.bytes, which bounds a batch.
 PRODUCER_BATCH_BYTES = 512 << 10

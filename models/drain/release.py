@@ -6,6 +6,9 @@ operational use or free). The running jobs that still hold nodes, taken in order
 for each job its nodes and the remaining Need after its release (Figure 9's "Free / Need"
 columns: 48 -> 32 -> 16 -> 0), the time the reservation is complete and how late that is.
 Checkpointable jobs (Figure 9's "Chkpt") may be taken as released at ``now``.
+
+The live forecast stage's running and pending jobs (with their forecasts) go into the worker's
+state as columns: :func:`held_snapshot`, :func:`pending_snapshot` and their ``_restore``.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ returned to be dead-lettered, never fed to an analytic. A re-sent event is recog
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from itertools import compress, repeat
+from collections.abc import Collection, Iterable, Sequence
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_not
 from typing import Any
 
@@ -145,6 +145,7 @@ class JobEventMerger:
 
     # ---- durable state ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The merger with its settings, JSON-able (the held records by ``encode``)."""
         return {
             "lateness_s": self.lateness_s,
             "partitions": self.partitions,
@@ -258,7 +259,7 @@ def dict_in(x: Any) -> dict[str, Any]:
     return x
 
 
-_ARRAY_KINDS = {"i": "iu", "f": "f", "b": "b"}
+_ARRAY_KINDS = {"i": "i", "f": "f", "b": "b"}  # signed only: a uint64 would wrap in int64
 
 
 def array_in(x: Any, kind: str, n: int | None = None) -> NDArray[Any]:
@@ -272,6 +273,8 @@ def array_in(x: Any, kind: str, n: int | None = None) -> NDArray[Any]:
         raise StateFormatError(f"expected {n} items, got {len(x)}")
     if kind == "i":
         return x.astype(np.int64, copy=False)
+    if kind == "f":
+        return x.astype(np.float64, copy=False)
     return x
 
 
@@ -281,7 +284,7 @@ def ints_in(x: Any, n: int | None = None) -> list[int]:
 
 
 def floats_in(x: Any, n: int | None = None) -> list[float]:
-    out: list[float] = array_in(x, "f", n).astype(np.float64, copy=False).tolist()
+    out: list[float] = array_in(x, "f", n).tolist()
     return out
 
 
@@ -296,20 +299,18 @@ def floats_out(values: Iterable[float]) -> NDArray[np.float64]:
 def strs_out(values: Collection[str | None]) -> dict[str, Any]:
     """Strings (or None) as ``{"text": the distinct ones joined, "len": their lengths,
     "code": each value's index among them, -1 for None}``."""
-    index: dict[str | None, int] = dict.fromkeys(values, 0)
-    index.pop(None, None)
-    vocab = list(index)
-    for i, v in enumerate(vocab):
-        if type(v) is not str:
-            raise TypeError(f"a string column holds strings or None, not {type(v).__name__}")
-        index[v] = i
-    index[None] = -1
-    code_type = np.int32 if len(vocab) < 2**31 else np.int64
-    return {
-        "text": "".join(vocab),  # type: ignore[arg-type]
-        "len": np.fromiter(map(len, vocab), np.int64, len(vocab)),  # type: ignore[arg-type]
-        "code": np.fromiter(map(index.__getitem__, values), code_type, len(values)),
-    }
+    seen: dict[str | None, None] = dict.fromkeys(values)
+    seen.pop(None, None)
+    vocab: list[str] = list(seen)  # type: ignore[arg-type]
+    text = "".join(vocab)  # TypeError for anything but strings
+    n, k = len(values), len(vocab)
+    if k == n:  # all distinct, no None (job ids): the codes are their places
+        code = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    else:
+        index: dict[str | None, int] = dict(zip(vocab, range(k), strict=True))
+        index[None] = -1
+        code = np.fromiter(map(index.__getitem__, values), np.int32 if k < 2**31 else np.int64, n)
+    return {"text": text, "len": np.fromiter(map(len, vocab), np.int64, k), "code": code}
 
 
 def strs_in(tree: Any, n: int | None = None, none: bool = False) -> list[str | None]:
@@ -365,7 +366,7 @@ def opt_floats_out(values: Collection[float | None]) -> dict[str, Any]:
 
 def opt_floats_in(tree: Any, n: int | None = None) -> list[float | None]:
     t = dict_in(tree)
-    value = array_in(t["value"], "f", n).astype(np.float64, copy=False)
+    value = array_in(t["value"], "f", n)
     return _nones(value.tolist(), array_in(t["set"], "b", len(value)))
 
 
@@ -374,8 +375,9 @@ def ragged_out(lists: Collection[Collection[Any]]) -> NDArray[np.int64]:
     return np.fromiter(map(len, lists), np.int64, len(lists))
 
 
-def ragged_in(lens: Any, flat: list[Any], n: int | None = None) -> list[list[Any]]:
-    """``flat`` cut into lists of the lengths ``lens`` (:func:`ragged_out`)."""
+def ragged_in(lens: Any, flat: Sequence[Any], n: int | None = None) -> list[Any]:
+    """``flat`` cut into runs of the lengths ``lens`` (:func:`ragged_out`): lists of a list,
+    tuples of a tuple."""
     k = array_in(lens, "i", n)
     if len(k) and k.min() < 0 or int(k.sum()) != len(flat):
         raise StateFormatError("ragged column: lengths do not add up to its items")
@@ -400,7 +402,7 @@ def events_out(events: list[JobEvent]) -> dict[str, Any]:
         **{k: opt_ints_out(list(map(g(k), events))) for k in _EVENT_INTS},
         **{k: opt_floats_out(list(map(g(k), events))) for k in _EVENT_FLOATS},
         "node_list": ragged_out(node_lists),
-        "nodes_listed": strs_out([x for nl in node_lists for x in nl]),
+        "nodes_listed": strs_out(list(chain.from_iterable(node_lists))),
         "backfill": np.fromiter(map(bf.__getitem__, map(g("backfill"), events)), np.int8, n),
     }
 
@@ -413,7 +415,7 @@ _EVENT_FLOATS = ("req_walltime", "reserved_start")
 def events_in(tree: Any) -> list[JobEvent]:
     """The job events of :func:`events_out`."""
     t = dict_in(tree)
-    ts = array_in(t["ts"], "f").astype(np.float64, copy=False)
+    ts = array_in(t["ts"], "f")
     n = len(ts)
     if not np.isfinite(ts).all():
         raise StateFormatError("job events: a time that is not finite")
@@ -425,7 +427,7 @@ def events_in(tree: Any) -> list[JobEvent]:
     col |= {k: opt_ints_in(t[k], n) for k in _EVENT_INTS}
     col |= {k: opt_floats_in(t[k], n) for k in _EVENT_FLOATS}
     listed = keys_in(t["nodes_listed"])
-    node_lists = [tuple(x) for x in ragged_in(t["node_list"], listed, n)]
+    node_lists = ragged_in(t["node_list"], tuple(listed), n)
     bf = array_in(t["backfill"], "i", n)
     if n and (bf.min() < -1 or bf.max() > 1):
         raise StateFormatError("job events: a backfill flag outside -1, 0, 1")

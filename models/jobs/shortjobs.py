@@ -375,14 +375,12 @@ class ShortJobPenalty:
         self._start = {str_in(j): float_in(t) for j, t in dict_in(d["start"]).items()}
         pending, adjust = dict_in(d["pending"]), dict_in(d["adjust"])
         for k in _SORTED_KINDS:
-            self._pending[k] = {
-                str_in(h): [int_in(n), float_in(pen)]
-                for h, (n, pen) in ((h, list_in(v, 2)) for h, v in dict_in(pending[k]).items())
-            }
+            self._pending[k] = {str_in(h): _pending_in(v) for h, v in dict_in(pending[k]).items()}
             self._adjust[k] = {str_in(h): self._entry_in(v) for h, v in dict_in(adjust[k]).items()}
         drops = [list_in(x, 3) for x in list_in(d["drops"])]
         self._drops = [(int_in(t), _kind_in(k), str_in(h)) for t, k, h in drops]
-        self._scalars(d)
+        heapq.heapify(self._drops)  # a no-op on a saved heap: the same order of pops
+        self._counters_in(d)
         return self
 
     def _entry_in(self, v: Any) -> list[Any]:
@@ -393,8 +391,7 @@ class ShortJobPenalty:
         a, k = list_in(v, 2)
         return [float_in(a), int_in(k)]
 
-    def _scalars(self, d: dict[str, Any]) -> None:
-        heapq.heapify(self._drops)  # a no-op on a saved heap: the same order of pops
+    def _counters_in(self, d: dict[str, Any]) -> None:
         self._tick = opt_int_in(d["tick"])
         self.last_tick_ts = opt_float_in(d["last_tick_ts"])
         self.unmatched_ends = int_in(d["unmatched_ends"])
@@ -445,6 +442,8 @@ class ShortJobPenalty:
         t = dict_in(tree["start"])
         jobs = keys_in(t["job"])
         self._start = dict(zip(jobs, floats_in(t["ts"], len(jobs)), strict=True))
+        if len(self._start) != len(jobs):
+            raise StateFormatError("short-job state: a job twice")
         pending, adjust = dict_in(tree["pending"]), dict_in(tree["adjust"])
         for kind in _SORTED_KINDS:
             t = dict_in(pending[kind])
@@ -464,9 +463,8 @@ class ShortJobPenalty:
         n = len(ticks)
         kinds = [_kind_in(k) for k in keys_in(t["kind"], n)]
         self._drops = list(zip(ticks, kinds, keys_in(t["holder"], n), strict=True))
-        if len(self._start) != len(jobs):
-            raise StateFormatError("short-job state: a job twice")
-        self._scalars(tree)
+        heapq.heapify(self._drops)  # a no-op on a saved heap: the same order of pops
+        self._counters_in(tree)
 
     def _value(self, entry: list[float]) -> float:
         if self.last_tick_ts is None:
@@ -500,6 +498,12 @@ def _by_holder(holders: list[str], cols: list[list[Any]]) -> dict[str, list[Any]
     if len(out) != len(holders):
         raise StateFormatError("short-job state: a holder twice")
     return out
+
+
+def _pending_in(v: Any) -> list[Any]:
+    """A ``_pending`` entry: [N_s, T_s]."""
+    n, pen = list_in(v, 2)
+    return [int_in(n), float_in(pen)]
 
 
 def _kind_in(k: Any) -> str:

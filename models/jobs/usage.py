@@ -406,8 +406,9 @@ class UsageAccumulator:
             },
             "days": {
                 "day": ints_out(map(date.toordinal, days)),
-                **{k: ragged_out(v) for k, v in sums.items()},
-                **{f"{k}_partials": floats_out(x for p in v for x in p) for k, v in sums.items()},
+                # each day's exact partial sums (add_exact), flat, and how many each day has
+                **{k: floats_out(x for p in v for x in p) for k, v in sums.items()},
+                **{f"{k}_n": ragged_out(v) for k, v in sums.items()},
                 "started": ints_out(r[3] for r in recs),
                 "ended": ints_out(r[4] for r in recs),
             },
@@ -432,7 +433,7 @@ class UsageAccumulator:
         t = dict_in(tree["days"])
         days = list(map(_day, ints_in(t["day"])))
         n = len(days)
-        sums = [ragged_in(t[k], floats_in(t[f"{k}_partials"]), n) for k in _SUMS]
+        sums = [ragged_in(t[f"{k}_n"], floats_in(t[k]), n) for k in _SUMS]
         started, ended = ints_in(t["started"], n), ints_in(t["ended"], n)
         self._days = {
             d: [cpu, node, wall, s, e]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any
 
 import numpy as np
@@ -76,29 +76,27 @@ class SampleBatch:
     @classmethod
     def concat(cls, batches: Sequence[SampleBatch]) -> SampleBatch:
         """One batch, rows in the given order, names in one table per column."""
-        batches = [b for b in batches if len(b)]
+        sizes = [b.ts.shape[0] for b in batches]
+        if sizes.count(0):
+            batches = [b for b, n in zip(batches, sizes, strict=True) if n]
+            sizes = [n for n in sizes if n]
         if not batches:
             return cls.empty()
         if len(batches) == 1:
             return batches[0]
-        jobs: dict[str, int] = {}
-        nodes: dict[str, int] = {}
-        jc, nc, fs = [], [], {}
-        base = 0
-        for b in batches:
-            jl = np.array([jobs.setdefault(x, len(jobs)) for x in b.jobs], np.int64)
-            nl = np.array([nodes.setdefault(x, len(nodes)) for x in b.nodes], np.int64)
-            jc.append(jl[b.job] if b.jobs else b.job)
-            nc.append(nl[b.node] if b.nodes else b.node)
-            fs.update({base + i: r for i, r in b.fs.items()})
-            base += len(b)
+        jobs, job = _merged_codes([b.jobs for b in batches], [b.job for b in batches], sizes)
+        nodes, node = _merged_codes([b.nodes for b in batches], [b.node for b in batches], sizes)
+        fs: dict[int, FsRates] = {}
+        for b, base in zip(batches, [0, *accumulate(sizes[:-1])], strict=True):
+            if b.fs:
+                fs.update({base + i: r for i, r in b.fs.items()})
         cat = np.concatenate
         return cls(
-            cat([b.ts for b in batches]), cat(jc), cat(nc), cat([b.pid for b in batches]),
+            cat([b.ts for b in batches]), job, node, cat([b.pid for b in batches]),
             cat([b.start for b in batches]), cat([b.write for b in batches]),
             cat([b.read for b in batches]), cat([b.core for b in batches]),
             cat([b.rss for b in batches]), cat([b.swap for b in batches]),
-            cat([b.cores for b in batches]), list(jobs), list(nodes), fs,
+            cat([b.cores for b in batches]), jobs, nodes, fs,
         )  # fmt: skip
 
     def take(self, idx: np.ndarray) -> SampleBatch:
@@ -209,14 +207,17 @@ class SampleBatch:
     def to_tree(self) -> dict[str, Any]:
         """The batch as a state tree (:mod:`models.state`): the columns as they are (arrays,
         not copied: a batch's columns are never written to), the name tables as lists, the
-        per-file-system speeds as one row per (sample, file system)."""
+        per-file-system speeds as the samples that have them, how many each and the
+        (system, write, read) of all of them end to end."""
         tree: dict[str, Any] = {k: getattr(self, k) for k in (*_F8, *_I8, "job", "node")}
         tree["jobs"], tree["nodes"] = list(self.jobs), list(self.nodes)
         rows = sorted(self.fs)
-        entries = [(i, *x) for i in rows for x in self.fs[i]]
-        row, name, write, read = zip(*entries, strict=True) if entries else ((), (), (), ())
+        rates = [self.fs[i] for i in rows]
+        flat = list(chain.from_iterable(rates))
+        name, write, read = zip(*flat, strict=True) if flat else ((), (), ())
         tree["fs"] = {
-            "row": np.array(row, np.int64),
+            "row": np.array(rows, np.int64),
+            "count": np.fromiter(map(len, rates), np.int64, len(rates)),
             "name": names_tree(name),
             "write": np.array(write, np.float64),
             "read": np.array(read, np.float64),
@@ -234,18 +235,42 @@ class SampleBatch:
         job = tree_codes(tree_get(tree, "job"), len(jobs), "batch job", n)
         node = tree_codes(tree_get(tree, "node"), len(nodes), "batch node", n)
         t = tree_get(tree, "fs")
-        row = tree_codes(tree_get(t, "row"), n, "batch fs row")
-        k = len(row)
+        row = tree_codes(tree_get(t, "row"), n, "batch fs row").tolist()
+        count = tree_array(tree_get(t, "count"), "i", "batch fs count", (len(row),))
+        k = int(count.sum())
+        if (count < 0).any() or len(set(row)) != len(row):
+            raise StateFormatError("state: batch fs: a row twice or a count below 0")
         name = names_from_tree(tree_get(t, "name"), "batch fs name", k)
         write = tree_array(tree_get(t, "write"), "f", "batch fs write", (k,)).tolist()
         read = tree_array(tree_get(t, "read"), "f", "batch fs read", (k,)).tolist()
-        per: dict[int, list[tuple[str, float, float]]] = {}
-        for r, x, w, rd in zip(row.tolist(), name, write, read, strict=True):
-            per.setdefault(r, []).append((x, w, rd))
-        fs = {r: tuple(x) for r, x in per.items()}
+        entries = list(zip(name, write, read, strict=True))
+        end = np.cumsum(count).tolist()
+        parts = map(entries.__getitem__, map(slice, [0, *end[:-1]], end))
+        fs = dict(zip(row, map(tuple, parts), strict=True))
         ts, start, core = f["ts"], f["start"], f["core"]
         pid, wb, rb, rss, swap, cores = (i[k] for k in _I8)
         return cls(ts, job, node, pid, start, wb, rb, core, rss, swap, cores, jobs, nodes, fs)
+
+
+def _merged_codes(
+    tables: list[list[str]], codes: list[np.ndarray], sizes: list[int]
+) -> tuple[list[str], np.ndarray]:
+    """One name table for several batches' (each name where it is first seen, the batches in
+    order) and every row's code in it; a batch without a table keeps its codes. Per name, not
+    per batch: concatenating thousands of one-sweep batches stays array work."""
+    flat = list(chain.from_iterable(tables))
+    table = list(dict.fromkeys(flat))
+    cat = np.concatenate(codes)
+    if not flat:
+        return table, cat
+    index = {x: i for i, x in enumerate(table)}
+    glob = np.fromiter(map(index.__getitem__, flat), np.int64, len(flat))
+    lens = [len(t) for t in tables]
+    at = cat + np.repeat(np.cumsum([0, *lens[:-1]]), sizes)  # per row: its name's place in flat
+    has = np.repeat(np.array(lens) > 0, sizes)
+    if has.all():
+        return table, glob[at]
+    return table, np.where(has, glob[np.where(has, at, 0)], cat)
 
 
 def as_batch(samples: SampleBatch | Iterable[NodeSample]) -> SampleBatch:

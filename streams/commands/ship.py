@@ -8,8 +8,10 @@ whole files, or ``--follow`` one live log with a checkpoint.
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
 samples (see models.formats.sampletrace) to a file or stdout.
 
-Summaries and retries are log lines (streams/logs.py, component ``ship.<what>``); a shipper that
-cannot do its work ends with one error line (``drainwatch ship <what>: ...``, exit 1).
+Retries and warnings are log lines (streams/logs.py, component ``ship.<what>``); a shipper's
+summary at its end is its result, one line on stderr (``ship <what>: ...``) whatever the log
+level; a shipper that cannot do its work ends with one error line (``drainwatch ship <what>:
+...``, exit 1).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ if TYPE_CHECKING:
 
     from streams.config import Settings
     from streams.sources.sampler import JsonLinesSink, Sampler
+
+
+def summary(what: str, line: str) -> None:
+    """A shipper's summary at its end: its result, printed whatever the log level."""
+    print(f"ship {what}: {line}", file=sys.stderr, flush=True)
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -110,10 +117,11 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     k = shipper.stats
-    logs.get("ship.samples").info(
+    summary(
+        "samples",
         f"{k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} samples), "
         f"{len(shipper.buffer):,} still buffered, {k.dropped_sweeps:,} dropped past the buffer "
-        f"cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka failures"
+        f"cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka failures",
     )
     return 0
 
@@ -140,7 +148,7 @@ def _ship_samples(args: argparse.Namespace) -> int:
             sink = JsonLinesSink(f)
             n = _run(sampler, sink, args)
     stats = ", ".join(f"{k}={v}" for k, v in sorted(sampler.stats.items()))
-    logs.get("ship.samples").info(f"{n} sweeps, {sink.lines} samples ({stats})")
+    summary("samples", f"{n} sweeps, {sink.lines} samples ({stats})")
     return 0
 
 
@@ -192,9 +200,10 @@ def _ship_moab(args: argparse.Namespace) -> int:
             else:
                 await ship_files(shipper, in_time_order(args.paths), not args.no_progress)
             s = shipper.stats
-            logs.get("ship.moab").info(
+            summary(
+                "moab",
                 f"{s.lines:,} lines, {s.records:,} records in {s.messages:,} messages, "
-                f"{s.dead_letters:,} dead letters, {s.ignored:,} other lines"
+                f"{s.dead_letters:,} dead letters, {s.ignored:,} other lines",
             )
         finally:
             await producer.stop()
@@ -240,11 +249,12 @@ def _ship_slurm(args: argparse.Namespace) -> int:
                 await producer.stop()
         s = shipper.stats
         flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
-        logs.get("ship.slurm").info(
+        summary(
+            "slurm",
             f"{s.iterations:,} iterations, {s.records:,} records in {s.messages:,} messages, "
             f"{s.skipped_iterations:,} skipped, {s.failed_attempts:,} failed attempts, "
             f"{s.publish_failures:,} not acknowledged, {s.planned_unnamed:,} planned nodes "
-            f"without a job, unknown flags: {flags}"
+            f"without a job, unknown flags: {flags}",
         )
         if args.count is not None and s.iterations == 0:
             print(f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
@@ -281,7 +291,7 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
             line = await publish(producer, settings, bounds, parts)
         finally:
             await producer.stop()
-        logs.get(f"ship.{what}").info(line)
+        summary(what, line)
         return 0
 
     return _run_main(main, what)
@@ -355,10 +365,11 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         finally:
             if producer is not None:
                 await producer.stop()
-        logs.get("ship.jobs").info(
+        summary(
+            "jobs",
             f"{poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} events in "
             f"{st.messages:,} messages, {poller.dropped:,} seen again and not re-sent, "
-            f"{st.dead_letters:,} dead letters"
+            f"{st.dead_letters:,} dead letters",
         )
         return 0
 
@@ -404,9 +415,10 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         finally:
             await consumer.stop()
             await producer.stop()
-        logs.get("ship.jobs").info(
+        summary(
+            "jobs",
             f"{js.records:,} jobcomp records, {st.events:,} events in {st.messages:,} messages, "
-            f"{st.dead_letters:,} dead letters"
+            f"{st.dead_letters:,} dead letters",
         )
         return 0
 

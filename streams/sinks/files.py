@@ -134,5 +134,3 @@ class RejectFile:
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
         remove_dirs(self._created)
-
-

@@ -1,5 +1,5 @@
-"""The job stages' rows as InfluxDB points (line protocol: streams/sinks/lineproto.py) and
-metric-topic messages (docs/influxdb.md).
+"""The stages' rows as InfluxDB points (line protocol: streams/sinks/lineproto.py;
+docs/influxdb.md). Their metric-topic messages are streams/codecs/metrics.py's.
 
 One :class:`Measurement` per output table says which columns are tags and which one is the
 point's time; every other column is a field typed by its column kind (``int`` -> integer,
@@ -20,9 +20,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from models.alerts import Alert
-from streams.codecs.alerts import alert_message as alert_message  # kept for old importers
-from streams.codecs.metrics import row_message as row_message  # kept for old importers
-from streams.codecs.metrics import row_messages as row_messages  # kept for old importers
+from streams.contracts import Row, Table
 from streams.sinks.lineproto import (
     KEY_TABLE,
     STRING_TABLE,
@@ -56,7 +54,6 @@ from streams.stages.samples import (
     HOT_ZONES_FS,
     JOB_UTILIZATION,
 )
-from streams.tables import Row, Table
 
 _native_lines: Callable[..., list[str | None]] | None
 try:

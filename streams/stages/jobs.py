@@ -64,8 +64,8 @@ from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnov
 from models.jobs.usage import UsageAccumulator, add_exact
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError
+from streams.contracts import Table, cols
 from streams.stages.base import Output
-from streams.tables import Table, cols
 
 USAGE_DAILY = Table(
     "usage_daily.csv",
@@ -381,14 +381,14 @@ class UsageStage:
         """The accumulator's state, the events counted by type and the finish's totals (the
         zone and the resource are configuration)."""
         return {
-            "m": self.m.snapshot(),
+            "model": self.m.snapshot(),
             "by_type": [[k, n] for k, n in self.by_type.items()],
             "totals": list(self._totals),
         }
 
     def restore(self, tree: dict[str, Any]) -> None:
         """Fill this (new) stage with :meth:`snapshot`'s state."""
-        self.m.restore(dict_in(tree["m"]))
+        self.m.restore(dict_in(tree["model"]))
         pairs = [list_in(x, 2) for x in list_in(tree["by_type"])]
         self.by_type = Counter({str_in(k): int_in(n) for k, n in pairs})
         cpu, node, wall, started, ended = list_in(tree["totals"], 5)
@@ -472,7 +472,7 @@ class ShortJobsStage:
         """The model's state, the last event time, the holders the finish counted and the
         last tick ``on_tick`` was called for (``on_tick`` itself is configuration)."""
         return {
-            "m": self.m.snapshot(),
+            "model": self.m.snapshot(),
             "last_ts": self.last_ts,
             "holders": self._holders,
             "tick_ts": self._tick_ts,
@@ -480,7 +480,7 @@ class ShortJobsStage:
 
     def restore(self, tree: dict[str, Any]) -> None:
         """Fill this (new) stage with :meth:`snapshot`'s state."""
-        self.m.restore(dict_in(tree["m"]))
+        self.m.restore(dict_in(tree["model"]))
         self.last_ts = opt_float_in(tree["last_ts"])
         self._holders = int_in(tree["holders"])
         self._tick_ts = opt_float_in(tree["tick_ts"])
@@ -531,11 +531,11 @@ class TurnoverStage:
 
     def snapshot(self) -> dict[str, Any]:
         """The model's state and the day edges' (the zone is configuration)."""
-        return {"m": self.m.snapshot(), "days": self.days.snapshot()}
+        return {"model": self.m.snapshot(), "days": self.days.snapshot()}
 
     def restore(self, tree: dict[str, Any]) -> None:
         """Fill this (new) stage with :meth:`snapshot`'s state."""
-        self.m.restore(dict_in(tree["m"]))
+        self.m.restore(dict_in(tree["model"]))
         self.days.restore(dict_in(tree["days"]))
 
 
@@ -724,12 +724,12 @@ class FairShareStage(_DailyStage):
     def snapshot(self) -> dict[str, Any]:
         """The day edges' state and the model's (half-life and refund states are
         configuration)."""
-        return {**super().snapshot(), "m": self.m.snapshot()}
+        return {**super().snapshot(), "model": self.m.snapshot()}
 
     def restore(self, tree: dict[str, Any]) -> None:
         """Fill this (new) stage with :meth:`snapshot`'s state."""
         super().restore(tree)
-        self.m.restore(dict_in(tree["m"]))
+        self.m.restore(dict_in(tree["model"]))
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)

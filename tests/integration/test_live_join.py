@@ -18,6 +18,7 @@ import pytest
 
 from models.formats.jobsource import iter_job_events, sort_events
 from models.records.jobevent import JobEvent
+from streams.format import format_rows
 from streams.sinks.jobpoints import MEASUREMENTS
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from tests.integration.kafka_read import read_topic
@@ -102,7 +103,7 @@ def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     for p in live.influx.influxql(f'SELECT * FROM "{m.name}"'):  # in time order
         latest[p["group"]] = [p.get(c.name) for c in SIZE_GROUPS.columns]
     want_groups = list(csv.reader((out / "size_groups.csv").open()))[1:]
-    assert want_groups and list(SIZE_GROUPS.format(list(latest.values()))) == want_groups
+    assert want_groups and list(format_rows(SIZE_GROUPS, list(latest.values()))) == want_groups
 
     ftl = {r[0] for r in list(csv.reader((out / "failure_to_launch.csv").open()))[1:]
            if float(r[1]) >= FTL_NODE_HOURS * 3600}  # fmt: skip

@@ -10,6 +10,8 @@ import copy
 import random
 from typing import Any
 
+import numpy as np
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,7 +68,7 @@ def _releases(seed: int, n: int) -> list[list[JobEvent]]:
 
 
 class Worker:
-    """The alerts fed as streams.jobagents feeds them: each day batch's rows, then the running
+    """The alerts fed as streams.live.jobs feeds them: each day batch's rows, then the running
     jobs and the closed tick at the release's event time."""
 
     def __init__(self) -> None:
@@ -99,7 +101,7 @@ def _saved(ja: JobAlerts) -> Any:
     return unpack(pack("alerts", 1, ja.snapshot()), "alerts", {1})[1]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2**32), st.integers(5, 120), st.floats(0, 1))
 def test_restored_alerts_go_on_as_the_ones_never_saved(seed: int, n: int, at: float) -> None:
     parts = _releases(seed, n)
@@ -139,8 +141,7 @@ def test_a_snapshot_is_data_and_keeps_every_field() -> None:
 def _paths(tree: Any, path: tuple[Any, ...] = ()) -> Any:
     if isinstance(tree, dict):
         for k, v in tree.items():
-            if k != "details":  # an alert's details are free-form
-                yield from _paths(v, (*path, k))
+            yield from _paths(v, (*path, k))
     elif isinstance(tree, list) and tree:
         for i, v in enumerate(tree):
             yield from _paths(v, (*path, i))
@@ -168,10 +169,40 @@ def test_a_tree_with_a_wrong_type_anywhere_or_a_value_missing_is_refused() -> No
 
 def test_a_book_refuses_alerts_of_another_shape() -> None:
     a = AlertBook()
-    a.fire("overrun", "j1", 10.0, 5.0, 4.0, "run")
-    tree = a.snapshot()
+    a.fire("overrun", "j1", 10.0, 5.0, 4.0, "run", details={"user": "u", "start": 1.5})
+    a.fire("overrun", "j2", 11.0, None, 4.0, "run")
+    tree = unpack(pack("book", 1, a.snapshot()), "book", {1})[1]
+    b = AlertBook()
+    b.restore(tree)
+    assert b.open == a.open and list(b.open) == list(a.open)
+    for key, value in (
+        ("details", AlertBook().snapshot()["details"]),  # a column of another length
+        ("subject", {**tree["subject"], "code": tree["subject"]["code"] * 0}),  # j1 twice
+        ("since", tree["since"].astype(np.int64)),  # times are floats
+        ("value", [5.0, None]),  # a column is an array
+    ):
+        bad = copy.deepcopy(tree)
+        bad[key] = value
+        with pytest.raises(REFUSED):
+            AlertBook().restore(bad)
+    for details in ("[1]", "{", '{"a": 1} x'):  # not a JSON object
+        bad = copy.deepcopy(a)
+        bad.open["overrun:j1"].details = {}
+        t = bad.snapshot()
+        t["details"]["text"] = t["details"]["text"].replace("{}", details)
+        t["details"]["len"][t["details"]["code"][0]] = len(details)
+        with pytest.raises(REFUSED):
+            AlertBook().restore(t)
+
+
+def test_a_book_saved_as_json_refuses_alerts_of_another_shape() -> None:
+    """The drain path's and the stalled-pipeline watch's books (``to_dict``, JSON)."""
+    a = AlertBook()
+    a.fire("sliding_job", "j1", 10, 5, 4, "job")  # numbers come back as they were
+    tree = orjson.loads(orjson.dumps(a.to_dict()))
+    assert AlertBook.from_dict(tree).open == a.open
     for change in (
-        {"id": "overrun:j2"},  # filed under another id
+        {"id": "sliding_job:j2"},  # filed under another id
         {"state": "resolved"},  # an open alert fires
         {"state": "maybe"},
         {"since": True},  # a bool is not a time
@@ -181,11 +212,9 @@ def test_a_book_refuses_alerts_of_another_shape() -> None:
         bad = copy.deepcopy(tree)
         bad["open"][0].update(change)
         with pytest.raises(REFUSED):
-            AlertBook().restore(bad)
+            AlertBook.from_dict(bad)
     twice = copy.deepcopy(tree)
     twice["open"] *= 2
     with pytest.raises(StateFormatError):
-        AlertBook().restore(twice)
-    b = AlertBook()
-    b.restore(tree)
-    assert b.open == a.open and b.open["overrun:j1"].state == FIRING
+        AlertBook.from_dict(twice)
+    assert AlertBook.from_dict(tree).open["sliding_job:j1"].state == FIRING

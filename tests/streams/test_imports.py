@@ -50,21 +50,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the node-status messages' old home (streams.codecs.nodestatus re-exported) and the Kafka
     # plumbing shared by the shippers, the state store and the worker (-> config, topics)
     ("plumbing", ("streams.wire", "streams.kafka")),
-    # the parts of the flow, peers that never import each other: sources (with the shippers),
-    # stages, sinks
-    ("flow parts", ("streams.sources", "streams.stages", "streams.sinks")),
+    # the parts of the flow that read and account, peers that never import each other:
+    # sources (with the shippers) and stages
+    ("flow parts", ("streams.sources", "streams.stages")),
+    # the outputs: sinks write the tables the stages declare (and map them to measurements)
+    ("outputs", ("streams.sinks",)),
     # what puts the parts together: the replay flow, the Faust app, the catalogue of every
     # stage's tables (docs/outputs.md)
     ("flow", ("streams.driver", "streams.app", "streams.tables")),
-    # the programs: the live worker (streams/live/; the old agents modules until it replaces
-    # them), the commands, the report and Grafana generators
+    # the programs: the live worker (streams/live/), the commands, the report and Grafana
+    # generators
     (
         "programs",
         (
             "streams.live",
-            "streams.agents",
-            "streams.jobagents",
-            "streams.sampleagents",
             "streams.commands",
             "streams.cli",
             "streams.demo",
@@ -332,5 +331,5 @@ def test_the_checker_sees_what_it_must() -> None:
     ]
     for lo, hi in below:
         assert RANK[lo] < RANK[hi], (lo, hi)
-    assert RANK["streams.sources"] == RANK["streams.stages"] == RANK["streams.sinks"]
+    assert RANK["streams.sources"] == RANK["streams.stages"] < RANK["streams.sinks"]
     assert "flow parts" not in OPEN_LAYERS

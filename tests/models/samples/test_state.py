@@ -10,7 +10,7 @@ import copy
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,12 @@ THRESHOLD = 30.0  # MB/s over the cluster: the hot job's minutes are above it
 FS_THRESHOLDS = {"scratch": 20.0}  # alerts.hot_zone_fs; "home" takes THRESHOLD
 MPC = 4.0 * 1024 * 1024  # mem_per_core (KiB)
 CPN = 8.0  # cores_per_node
+_BLANK = NodeSample(0.0, "", 0, "", "app", 1, 1, 0, 0, 0, 0, 0, 0, 0.0, 0, 0)
+
+
+def _sample(**fields: Any) -> NodeSample:
+    """A sample with ``fields`` (NodeSample's names), the others blank."""
+    return replace(_BLANK, **fields)
 
 
 def _roundtrip(tree: dict[str, Any]) -> dict[str, Any]:
@@ -118,33 +124,19 @@ def workloads(draw: st.DrawFn) -> Workload:
                     if fs:
                         rates = (("home", rng.uniform(0, 2), 0.5), ("scratch", rate * 0.8, 0.25))
                     ts = T0 + 60 * m + second[node] + rng.choice([0.0, 0.5])
-                    rss, swap, core = (
-                        rng.randrange(10**7),
-                        rng.randrange(10**4),
-                        rng.uniform(0, 400),
-                    )
-                    cores = rng.choice([0, 4, 8])
-                    s = NodeSample(
-                        ts,
-                        job,
-                        pid,
-                        f"n{node}",
-                        "app",
-                        1,
-                        1,
-                        rss,
-                        swap,
-                        0,
-                        0,
-                        read,
-                        written,
-                        core,
-                        0,
-                        0,
-                        start,
-                        cores,
-                        "",
-                        rates,
+                    s = _sample(
+                        ts=ts,
+                        job=job,
+                        pid=pid,
+                        node=f"n{node}",
+                        vm_rss_kb=rng.randrange(10**7),
+                        vm_swap_kb=rng.randrange(10**4),
+                        read_bytes=read,
+                        write_bytes=written,
+                        core=rng.uniform(0, 400),
+                        start=start,
+                        cores=rng.choice([0, 4, 8]),
+                        fs_rates=rates,
                     )
                     samples.append(s)
     samples.sort(key=lambda s: (s.ts, s.node, s.pid))
@@ -307,7 +299,7 @@ def test_util_stream(w: Workload, sizes: list[int], data: st.DataObject) -> None
     _same(got, want)
 
 
-# ---- all of them as the live path drives them (streams/sampleagents.py) ----------------------
+# ---- all of them as the live path drives them (streams/live/samples.py) ----------------------
 
 
 @dataclass
@@ -406,24 +398,14 @@ def _hot_workload() -> Workload:
             hot = job == "J0" and 3 <= m < 8
             w = (m + 1) * (45 if hot else 1) * MB * 60
             rates = (("scratch", 45.0 if hot else 0.5, 0.0),) if node < 2 else ()
-            rss = rng.randrange(10**6)
-            s = NodeSample(
-                T0 + 60 * m + node,
-                job,
-                10 + node,
-                f"n{node}",
-                "a",
-                1,
-                1,
-                rss,
-                0,
-                0,
-                0,
-                0,
-                w,
-                90.0,
-                0,
-                0,
+            s = _sample(
+                ts=T0 + 60 * m + node,
+                job=job,
+                pid=10 + node,
+                node=f"n{node}",
+                vm_rss_kb=rng.randrange(10**6),
+                write_bytes=w,
+                core=90.0,
                 start=T0 - 1000,
                 cores=4,
                 fs_rates=rates,
@@ -457,10 +439,20 @@ def test_a_hot_zone_open_at_the_cut_ends_after_the_restore() -> None:
 
 def test_a_batch_tree_keeps_columns_as_arrays_and_every_bit() -> None:
     rates = (("$home", 1.5, 0.25), ("x", 2.0, 0.0))
-    one = NodeSample(
-        5.0, "J1\x00", 1, "n", "", 0, 0, 7, 0, 0, 0, 3, 4, 1.5, 0, 0, -0.0, 4, "", rates
+    one = _sample(
+        ts=5.0,
+        job="J1\x00",
+        pid=1,
+        node="n",
+        vm_rss_kb=7,
+        read_bytes=3,
+        write_bytes=4,
+        core=1.5,
+        start=-0.0,
+        cores=4,
+        fs_rates=rates,
     )
-    two = NodeSample(6.0, "é", 2, "n2", "", 0, 0, 8, 1, 0, 0, 3, 5, 0.0, 0, 0, 2.0, 0)
+    two = _sample(ts=6.0, job="é", pid=2, node="n2", vm_swap_kb=1, write_bytes=5, start=2.0)
     b = SampleBatch.from_samples([one, two])
     tree = b.to_tree()
     assert all(isinstance(tree[k], np.ndarray) for k in ("ts", "job", "write", "core"))

@@ -1,6 +1,7 @@
 """One factory of the job stages: ``live_job_stages`` (streams/stages/jobs.py, ``job_stages``
-with ``live=True``) builds the stages the worker built with ``live_stages(settings)`` in
-streams/jobagents.py: the same names, classes and configuration, every attribute alike."""
+with ``live=True``), which the worker calls (streams/live/jobs.py ``live_stages``), builds the
+stages the worker built by hand before the one factory (kept here as the reference): the same
+names, classes and configuration, every attribute alike."""
 
 from __future__ import annotations
 
@@ -11,8 +12,44 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
+from models.jobs.capability import DEFAULT_FRACTION, CapabilityUse
+from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
+from models.jobs.runtime import RuntimePredictor
+from models.jobs.shortjobs import ShortJobPenalty
+from models.jobs.turnover import SlotTurnover
 from streams.config import Settings
-from streams.stages.jobs import job_stages, live_job_stages
+from streams.live.jobs import live_stages
+from streams.stages.jobs import (
+    CapabilityStage,
+    FairShareStage,
+    ReleaseForecastStage,
+    RuntimeStage,
+    ShortJobsStage,
+    TurnoverStage,
+    UsageStage,
+    job_stages,
+    live_job_stages,
+)
+
+
+def by_hand(settings: Settings) -> dict[str, Any]:
+    """The worker's job stages as it built them before the one factory."""
+    tz = settings.tz
+    stages: dict[str, Any] = {
+        "usage": UsageStage(tz, settings.cluster),
+        "shortjobs": ShortJobsStage(ShortJobPenalty()),
+        "turnover": TurnoverStage(SlotTurnover(), tz),
+        "runtime": RuntimeStage(
+            RuntimePredictor(overrun_margin=settings.alert_overrun_margin), keep=False
+        ),
+        "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
+    }
+    section = settings.section_nodes or settings.nodes
+    if section:
+        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
+        stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
+        stages["release"] = ReleaseForecastStage(section, provisional=True)
+    return stages
 
 
 def shape(x: Any, depth: int = 0) -> Any:
@@ -68,12 +105,9 @@ SETTINGS = [
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["default", "nodes", "section"])
 def test_the_factory_builds_what_live_stages_built(settings: Settings) -> None:
-    jobagents = pytest.importorskip("streams.jobagents")
-    live_stages = getattr(jobagents, "live_stages", None)
-    if live_stages is None:
-        pytest.skip("streams.jobagents.live_stages is gone (the worker calls the factory)")
-    want = live_stages(settings)
+    want = by_hand(settings)
     got = factory_stages(settings)
+    assert sorted(live_stages(settings)) == sorted(got)
     assert sorted(got) == sorted(want)
     for name in want:
         assert type(got[name]) is type(want[name]), name

@@ -293,7 +293,7 @@ def test_row_messages_are_each_rows_message(mb: Any, cluster: str) -> None:
     once per call) are row_message's, byte for byte."""
     import orjson
 
-    from streams.sinks.jobpoints import row_message, row_messages
+    from streams.codecs.metrics import row_message, row_messages
 
     m, rows = mb
     rows = [tuple(r) for r in rows]

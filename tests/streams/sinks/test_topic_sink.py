@@ -71,7 +71,7 @@ def test_table_rows_are_the_messages_the_job_and_sample_paths_send() -> None:
     sink.write(DFS_MINUTELY_FS, DFS_FS)
     assert sent == []  # nothing before the commit
     sink.commit()
-    # the keys streams/jobagents.py's _step and streams/sampleagents.py's _dfs_out make
+    # the keys streams/live/jobs.py's _step and streams/live/samples.py's _dfs_out make
     want = [
         (NAMES.metrics_shortjobs, f"{r[1]}:{r[2]}".encode(), m)
         for r, m in zip(SHORT, row_messages("c", SHORTJOBS, SHORT), strict=True)
@@ -103,7 +103,7 @@ def test_drain_rows_are_the_drain_paths_window_and_job_messages() -> None:
     sink.write(LIVE_WINDOW_STATES, states)
     sink.write(LIVE_JOBS, live_job_rows(JOBS))
     sink.commit()
-    # the messages streams/agents.py's flush sends
+    # the messages streams/live/drain.py's flush_rows sends
     want = [
         (NAMES.metrics_drain, f"{w.unit}:{w.start_ms}".encode(), json_bytes(window_message("c", w)))
         for w in WINDOWS

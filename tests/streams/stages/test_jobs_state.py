@@ -17,13 +17,11 @@ from hypothesis import strategies as st
 
 from models.formats.jobsource import iter_job_events, sort_events
 from models.jobs.capability import DayCalendar
-from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.shortjobs import ShortJobPenalty
-from models.jobs.turnover import SlotTurnover
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError, pack, unpack
 from streams.sources.jobevents import day_batches
-from streams.stages.jobs import FairShareStage, ShortJobsStage, TurnoverStage, UsageStage
+from streams.stages.jobs import ShortJobsStage, UsageStage, live_job_stages
 from tests.golden.make_golden import INPUTS
 from tests.reference_jobs import build_events
 
@@ -34,19 +32,16 @@ Ticks = list[tuple[float | None, dict[str, dict[str, float]]]]
 
 
 def _stages(tz: str, ticks: Ticks | None = None) -> dict[str, Any]:
-    """The stages as the live worker builds them (streams.jobagents.live_stages), with
-    ``on_tick`` recording the tables it is called with (``--adjust-out``), and a short-job
-    stage in ticks mode."""
+    """These stages as the live worker builds them (live_job_stages), one with ``on_tick``
+    recording the tables it is called with (``--adjust-out``), and one in ticks mode."""
 
     def on_tick(m: ShortJobPenalty) -> None:
         assert ticks is not None
         ticks.append((m.last_tick_ts, m.tables()))
 
+    live = live_job_stages(tz, "cluster", None, True, 60.0)
     return {
-        "usage": UsageStage(tz, "cluster"),
-        "shortjobs": ShortJobsStage(ShortJobPenalty()),
-        "turnover": TurnoverStage(SlotTurnover(), tz),
-        "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
+        **{name: live[name] for name in ("usage", "shortjobs", "turnover", "fairshare")},
         "shortjobs_on_tick": ShortJobsStage(ShortJobPenalty(), on_tick),
         "shortjobs_ticks": ShortJobsStage(ShortJobPenalty(history="ticks", interval=3600)),
     }
@@ -58,9 +53,9 @@ NAMES = list(_stages("UTC"))
 def _release(
     stages: dict[str, Any], cal: DayCalendar, events: list[JobEvent], flush: bool, trace: list[Any]
 ) -> None:
-    """One release of the merger as the live worker takes it (streams.jobagents._released,
-    _flush_rows): day batches through every stage, the short-job tick read, and at a flush
-    the usage days changed."""
+    """One release of the merger as the live worker takes it (streams/live/jobs.py
+    ``JobsCombine._released``, ``flush_rows``): day batches through every stage, the
+    short-job tick read, and at a flush the usage days changed."""
     for batch in day_batches(cal, events):
         for name, s in stages.items():
             for table, rows in s.step(batch):
@@ -96,8 +91,9 @@ def _check(
     save: int,
     flushes: list[bool],
 ) -> None:
-    """``events`` released in runs ending at ``cuts`` (a flush after run i when flushes[i]),
-    the state saved and restored after run ``save``: the same trace as without."""
+    """``events`` released in runs ending at ``cuts`` (a flush after run i when
+    ``flushes[i]``, the flags cycled), the state saved after run ``save`` and restored into
+    fresh stages that take the rest: the same trace as without."""
     cal = DayCalendar(tz)
     bounds = [0, *sorted(cuts), len(events)]  # a cut twice: a flush with nothing released
     runs = [events[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
@@ -366,15 +362,15 @@ def test_a_state_with_a_value_of_the_wrong_type_is_refused(name: str) -> None:
 def test_a_state_with_codes_outside_its_strings_or_an_unknown_kind_is_refused() -> None:
     doc = _saved_states()["shortjobs"]
     _, tree = unpack(doc, "jobs", {1})
-    tree["m"]["start"]["job"]["code"][0] = 10**6
+    tree["model"]["start"]["job"]["code"][0] = 10**6
     with pytest.raises(StateFormatError):
         _stages("UTC")["shortjobs"].restore(tree)
     _, tree = unpack(doc, "jobs", {1})
-    tree["m"]["start"]["job"]["code"][0] = -1  # None where a job id is needed
+    tree["model"]["start"]["job"]["code"][0] = -1  # None where a job id is needed
     with pytest.raises(StateFormatError):
         _stages("UTC")["shortjobs"].restore(tree)
     _, tree = unpack(doc, "jobs", {1})
-    drops = tree["m"]["drops"]
+    drops = tree["model"]["drops"]
     assert len(drops["tick"])
     drops["kind"] = {"text": "os.system", "len": np.array([9]), "code": drops["kind"]["code"] * 0}
     with pytest.raises(StateFormatError):

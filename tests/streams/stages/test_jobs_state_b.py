@@ -23,7 +23,7 @@ from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError, pack, unpack
 from streams.config import Settings
-from streams.jobagents import live_stages
+from streams.live.jobs import live_stages
 from streams.sources.jobevents import day_batches
 from streams.stages.jobs import RuntimeStage
 from tests.reference_jobs import build_events, job_specs
@@ -33,7 +33,7 @@ REFUSED = (StateFormatError, KeyError, TypeError, ValueError)
 
 
 def _stages(tz: str, section: int) -> dict[str, Any]:
-    """The stages as the live worker builds them (streams.jobagents.live_stages)."""
+    """The stages as the live worker builds them (streams.live.jobs.live_stages)."""
     s = dataclasses.replace(Settings(), tz=tz, nodes=section)
     built = live_stages(s)
     return {k: built[k] for k in NAMES}
@@ -141,7 +141,7 @@ def _saved(stage: Any, kind: str) -> Any:
     return unpack(data, kind, {1})[1]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(workloads(), st.sampled_from(["UTC", "America/Chicago"]), st.sampled_from([6, 16]))
 def test_a_saved_and_restored_stage_goes_on_as_the_one_never_saved(
     w: tuple[list[list[JobEvent]], list[bool], int], tz: str, section: int
