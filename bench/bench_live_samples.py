@@ -15,8 +15,9 @@ Reported: samples/s from the worker's start, from its ``/health/`` answer and fr
 samples it forwarded to samples-partials (the broker's timestamp: the consumer group had
 joined), its CPU seconds (``/proc/<pid>/stat``), peak RSS (VmHWM) and a timeline (minutes in
 InfluxDB, CPU, RSS); ``--profile``: one more run with the worker under py-spy; in process
-(``--in-process``): the samples family on the live runner (``streams.live``) on the messages the shipper would send, points turned into line protocol but not sent, plain and
-under cProfile. Broker, InfluxDB and worker share this machine's CPUs. Results: stdout and
+(``--in-process``): the samples family on the live runner (``streams.live``) on the messages
+the shipper would send, points turned into line protocol but not sent, plain and under
+cProfile. Broker, InfluxDB and worker share this machine's CPUs. Results: stdout and
 ``bench/out/bench_live_samples.json``.
 
 Needs the local stack (``.venv/bin/python deploy/local/stack.py start``).
