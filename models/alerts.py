@@ -26,7 +26,8 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
-from models.jobs.merge import (
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
     floats_in,
     floats_out,
@@ -37,7 +38,6 @@ from models.jobs.merge import (
     str_in,
     strs_out,
 )
-from models.state import StateFormatError
 
 FIRING = "firing"
 RESOLVED = "resolved"

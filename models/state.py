@@ -16,13 +16,30 @@ with a one-line reason.
 from __future__ import annotations
 
 import base64
+import importlib
 import math
 import struct
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
+
+
+class LazyModule:
+    """A module imported when one of its names is first read: the command line's parser
+    imports the models for their defaults, and NumPy costs it a tenth of a second."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")
 
 MAGIC = b"DWST"
 _HEAD = struct.Struct(">I")

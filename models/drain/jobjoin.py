@@ -57,7 +57,10 @@ from models.drain.jobs import (
     drain_jobs_row,
     fold_event,
 )
-from models.jobs.merge import (
+from models.jobs.usage import add_exact
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
     float_in,
     floats_in,
@@ -75,9 +78,6 @@ from models.jobs.merge import (
     str_in,
     strs_out,
 )
-from models.jobs.usage import add_exact
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 # (jobs, drain_s partials, drain per node partials)
 _GroupSums = tuple[list[int], list[float], list[float]]

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from models.jobs.merge import (
+from models.state import StateFormatError
+from models.statetree import (
     array_in,
+    bools_out,
     dict_in,
     floats_in,
     floats_out,
@@ -34,7 +34,6 @@ from models.jobs.merge import (
     strs_in,
     strs_out,
 )
-from models.state import StateFormatError
 
 
 # not frozen, for speed (see models.records.jobevent.JobEvent); never changed once made
@@ -170,8 +169,8 @@ def forecasts_snapshot(forecasts: Sequence[ReleaseForecast]) -> dict[str, Any]:
         "step_release_at": floats_out(s.release_at for s in steps),
         "step_free_after": ints_out(s.free_after for s in steps),
         "step_need_after": ints_out(s.need_after for s in steps),
-        "step_checkpointed": np.fromiter((s.checkpointed for s in steps), np.bool_, len(steps)),
-        "step_in_the_way": np.fromiter((s.in_the_way for s in steps), np.bool_, len(steps)),
+        "step_checkpointed": bools_out((s.checkpointed for s in steps), len(steps)),
+        "step_in_the_way": bools_out((s.in_the_way for s in steps), len(steps)),
     }
 
 

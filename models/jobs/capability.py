@@ -37,7 +37,9 @@ from datetime import date, datetime, timedelta
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from models.jobs.merge import (
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
     floats_in,
     floats_out,
@@ -50,8 +52,6 @@ from models.jobs.merge import (
     strs_in,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 DEFAULT_FRACTION = 0.40
 DEFAULT_GOAL = 0.80

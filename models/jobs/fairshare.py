@@ -20,7 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from models.jobs.merge import (
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
     floats_in,
     floats_out,
@@ -30,8 +32,6 @@ from models.jobs.merge import (
     keys_in,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
 DEFAULT_REFUND_STATES = frozenset({"NODE_FAIL"})

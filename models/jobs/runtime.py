@@ -50,10 +50,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from models.jobs.merge import (
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     array_in,
+    bools_out,
     dict_in,
     floats_in,
     floats_out,
@@ -68,8 +69,6 @@ from models.jobs.merge import (
     strs_in,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 UNKNOWN_RUNTIME_S = 86400.0  # the seed's "*1-day"
 DEFAULT_MIN_RUNS = 2
@@ -523,7 +522,7 @@ def predictions_snapshot(rows: Sequence[PredictionRow]) -> dict[str, Any]:
         "name": strs_out([r.name for r in rows]),
         "history_runs": ints_out(r.history_runs for r in rows),
         "actual_s": floats_out(r.actual_s for r in rows),
-        "overran": np.fromiter((r.overran for r in rows), np.bool_, len(rows)),
+        "overran": bools_out((r.overran for r in rows), len(rows)),
     }
     for k in _OPTIONAL_ROW_FLOATS:
         out[k] = opt_floats_out([getattr(r, k) for r in rows])

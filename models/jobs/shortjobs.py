@@ -36,12 +36,14 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-import numpy as np
 import orjson
 
-from models.jobs.merge import (
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     array_in,
     bool_in,
+    bools_out,
     dict_in,
     float_in,
     floats_in,
@@ -56,8 +58,6 @@ from models.jobs.merge import (
     str_in,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 DEFAULT_THRESHOLD_S = 600.0
 DEFAULT_INTERVAL_S = 180.0
@@ -414,7 +414,7 @@ class ShortJobPenalty:
             }
             if changes:
                 adjust[kind]["drop_tick"] = ints_out(x[2] for x in e)
-                adjust[kind]["exact"] = np.fromiter((x[3] for x in e), np.bool_, len(e))
+                adjust[kind]["exact"] = bools_out((x[3] for x in e), len(e))
             p = self._pending[kind]
             pending[kind] = {
                 "holder": strs_out(list(p)),

@@ -31,10 +31,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from models.jobs.merge import (
+from models.jobs.merge import events_in, events_out
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
-    events_in,
-    events_out,
     float_in,
     floats_in,
     floats_out,
@@ -49,8 +50,6 @@ from models.jobs.merge import (
     ragged_out,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 DEFAULT_WINDOW_S = 3600.0
 DEFAULT_MAX_GAP_S = 3600.0

@@ -36,7 +36,9 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from models.jobs.merge import (
+from models.records.jobevent import JobEvent
+from models.state import StateFormatError
+from models.statetree import (
     dict_in,
     floats_in,
     floats_out,
@@ -51,8 +53,6 @@ from models.jobs.merge import (
     ragged_out,
     strs_out,
 )
-from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 
 
 def _zone(tz: str | ZoneInfo | None) -> ZoneInfo:

@@ -397,16 +397,6 @@ class DfsStream:
         out: list[list[Any]] = b.tolist()
         return out
 
-    def __setstate__(self, state: Any) -> None:
-        """A stream saved by a release that kept each process's counters in a list reads on."""
-        slots = state[1] if isinstance(state, tuple) else state
-        for k, v in slots.items():
-            setattr(self, k, v)
-        if "_last" not in slots:
-            old: dict[tuple[str, int, float], list[float]] = slots.get("_procs", {})
-            self._procs = {k: i for i, k in enumerate(old)}
-            self._last = np.array([v for v in old.values()], float).reshape(-1, 3).T.copy()
-
 
 class FsRateStream(DfsStream):
     """One file system's load from samples that give speeds per file system (``fs_rates``):

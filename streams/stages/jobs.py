@@ -44,7 +44,6 @@ from models.jobs.capability import (
     share,
 )
 from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
-from models.jobs.merge import dict_in, float_in, int_in, list_in, opt_float_in, str_in
 from models.jobs.runtime import (
     DEFAULT_HISTORY,
     RuntimePredictor,
@@ -64,6 +63,7 @@ from models.jobs.turnover import DEFAULT_MAX_GAP_S, DEFAULT_WINDOW_S, SlotTurnov
 from models.jobs.usage import UsageAccumulator, add_exact
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError
+from models.statetree import dict_in, float_in, int_in, list_in, opt_float_in, str_in
 from streams.contracts import Table, cols
 from streams.stages.base import Output
 

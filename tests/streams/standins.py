@@ -1,5 +1,5 @@
 """Stand-ins for the broker side of a Faust app, for checking a pipeline's own work without
-Kafka (tests/streams/test_jobflush.py, bench/bench_live_jobs.py --in-process): a topic keeps
+Kafka (tests/streams/live/test_flush.py, bench/bench_live_jobs.py --in-process): a topic keeps
 what it is sent and acknowledges at once; the producer sends to those topics by name."""
 
 from __future__ import annotations

@@ -288,18 +288,3 @@ def test_a_process_is_forgotten_after_its_silence_and_comes_back_as_a_baseline()
     s.update([_proc_sample(t0 + 9000, 50, pid=8), _proc_sample(t0 + 9000, 410)])
     rows, _z, _a = s.close(math.floor((t0 + 9000) / 60) + 1)
     assert [r.write for r in rows] == [2 / 1e6 / 60]  # pid 7: 408 -> 410; pid 8: a baseline
-
-
-def test_a_stream_saved_with_the_counters_as_lists_reads_on() -> None:
-    """The release before kept each process's [last ts, write, read] in a dict of lists."""
-    t0 = 1_700_000_000.0
-    s = DfsStream()
-    s.update([_proc_sample(t0, 100)])
-    s.close(math.floor(t0 / 60) + 1)
-    state = {k: getattr(s, k) for k in DfsStream.__slots__ if k not in ("_procs", "_last")}
-    state["_procs"] = {("n1", 7, 1000.0): [t0, 100.0, 0.0]}
-    old = DfsStream.__new__(DfsStream)
-    old.__setstate__((None, state))
-    old.update([_proc_sample(t0 + 60, 350)])
-    rows, _z, _a = old.close(math.floor(t0 / 60) + 2)
-    assert [r.write for r in rows] == [250 / 1e6 / 60]
