@@ -288,6 +288,18 @@ def route(name: str) -> None:
     lg.propagate = True
 
 
+def result(component: str, message: str) -> None:
+    """A command's result (a shipper's summary at its end): one line in the log format,
+    written whatever the log level."""
+    logger = get(component)
+    record = logger.makeRecord(logger.name, logging.INFO, "(result)", 0, message, (), None)
+    h = handler()
+    if h is None:
+        print(f"{component}: {message}", file=sys.stderr, flush=True)
+    else:
+        h.handle(record)
+
+
 def handler() -> logging.Handler | None:
     """The handler ``setup()`` installed (None before)."""
     return _handler

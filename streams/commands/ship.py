@@ -8,10 +8,9 @@ whole files, or ``--follow`` one live log with a checkpoint.
 ``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
 samples (see models.formats.sampletrace) to a file or stdout.
 
-Retries and warnings are log lines (streams/logs.py, component ``ship.<what>``); a shipper's
-summary at its end is its result, one line on stderr (``ship <what>: ...``) whatever the log
-level; a shipper that cannot do its work ends with one error line (``drainwatch ship <what>:
-...``, exit 1).
+Retries, warnings and the summary at the end are log lines (streams/logs.py, component
+``ship.<what>``), the summary whatever the log level (it is the command's result); a shipper
+that cannot do its work ends with one error line (``drainwatch ship <what>: ...``, exit 1).
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ if TYPE_CHECKING:
 
 
 def summary(what: str, line: str) -> None:
-    """A shipper's summary at its end: its result, printed whatever the log level."""
-    print(f"ship {what}: {line}", file=sys.stderr, flush=True)
+    """A shipper's summary at its end: its result, written whatever the log level."""
+    logs.result(f"ship.{what}", line)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -32,6 +32,7 @@ from streams.codecs.partials import DrainTotals, decode_job_partial, encode_job_
 from streams.config import Settings
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
+from streams.live.runner import lines_in
 from streams.sinks.adjust import AdjustTableFile
 from streams.sinks.jobpoints import (
     table_lines,
@@ -114,23 +115,7 @@ class JobsForward:
     def partials_topic(self) -> Any:
         return self.ctx.topics.jobs_partials
 
-    def records_in(self, value: Any) -> int:
-        return value.count(b"\n") + 1 if isinstance(value, bytes | bytearray) else 1
-
-    def new_state(self, p: int) -> None:
-        return None
-
-    def restore(self, p: int, tree: Any) -> None:
-        return None
-
-    def snapshot(self, p: int, state: Any) -> Any:
-        return None
-
-    def offset(self, state: Any) -> int:
-        return -1
-
-    def forget(self, p: int) -> None:
-        pass
+    records_in = staticmethod(lines_in)
 
     def waiting_partitions(self) -> set[int]:
         return set(self.pending)

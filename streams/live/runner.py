@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from models.state import pack, unpack
 from streams.live.checkpoint import Held, Outbox, load_state
@@ -55,6 +55,20 @@ class ForwardFamily(Protocol):
 
     def records_in(self, value: Any) -> int: ...
 
+    def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None:
+        """Decode one message and feed it (to ``state``, None for a stateless family); its
+        dead letters go to ``out``."""
+
+    def partials(self, p: int, state: Any) -> list[bytes]:
+        """The partials messages of partition ``p`` since the last call."""
+
+    def waiting_partitions(self) -> set[int]:
+        """Partitions with records to forward that no held event names (a revoked one's)."""
+
+
+class StatefulForward(ForwardFamily, Protocol):
+    """A forward step with state per partition (``stateful = True``), snapshotted."""
+
     def new_state(self, p: int) -> Any: ...
 
     def restore(self, p: int, tree: Any) -> Any: ...
@@ -63,13 +77,12 @@ class ForwardFamily(Protocol):
 
     def offset(self, state: Any) -> int: ...
 
-    def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None: ...
-
-    def partials(self, p: int, state: Any) -> list[bytes]: ...
-
     def forget(self, p: int) -> None: ...
 
-    def waiting_partitions(self) -> set[int]: ...
+
+def lines_in(value: Any) -> int:
+    """How many records a message of lines holds (one per line)."""
+    return value.count(b"\n") + 1 if isinstance(value, bytes | bytearray) else 1
 
 
 class CombineFamily(Protocol):
@@ -135,7 +148,7 @@ class Forwarder:
     async def _state(self, p: int) -> Any:
         st = self.states.get(p)
         if st is None:
-            fam = self.fam
+            fam = cast(StatefulForward, self.fam)
 
             def restore(data: bytes) -> Any:
                 _v, tree = unpack(data, self.kind, (1,))
@@ -157,7 +170,8 @@ class Forwarder:
                 msg = ev.message
                 p, off = msg.tp.partition, msg.offset
                 st = await self._state(p) if fam.stateful else None
-                if st is not None and off <= fam.offset(st):  # already in the loaded snapshot
+                if st is not None and off <= cast(StatefulForward, fam).offset(st):
+                    # already in the loaded snapshot
                     held.add(p, ev)
                     continue
                 fam.add(p, off, _value(ev), st, out)
@@ -190,8 +204,9 @@ class Forwarder:
                     await asyncio.gather(*queued)
                 if save:
                     assert ctx.store is not None
+                    sfam = cast(StatefulForward, fam)
                     for p in self.held.partitions():
-                        tree = fam.snapshot(p, self.states[p])
+                        tree = sfam.snapshot(p, self.states[p])
                         await ctx.store.save(f"{fam.name}/{p}", pack(self.kind, 1, tree))
                         self.held.saved(p, self.held.take(p))
                         ctx.counts["snapshots_saved"] += 1
@@ -216,7 +231,7 @@ class Forwarder:
                     self.held.drop(tp.partition)
                     if self.fam.stateful:
                         self.states.pop(tp.partition, None)
-                        self.fam.forget(tp.partition)
+                        cast(StatefulForward, self.fam).forget(tp.partition)
 
 
 async def _acked(

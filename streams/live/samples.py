@@ -32,6 +32,7 @@ from streams.codecs.partials import decode_sample_partial, encode_sample_partial
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
+from streams.live.runner import lines_in
 from streams.sinks.jobpoints import table_lines, timed_line
 from streams.stages.samples import (
     DFS_MINUTELY,
@@ -65,23 +66,7 @@ class SamplesForward:
     def partials_topic(self) -> Any:
         return self.ctx.topics.samples_partials
 
-    def records_in(self, value: Any) -> int:
-        return value.count(b"\n") + 1 if isinstance(value, bytes | bytearray) else 1
-
-    def new_state(self, p: int) -> None:
-        return None
-
-    def restore(self, p: int, tree: Any) -> None:
-        return None
-
-    def snapshot(self, p: int, state: Any) -> Any:
-        return None
-
-    def offset(self, state: Any) -> int:
-        return -1
-
-    def forget(self, p: int) -> None:
-        pass
+    records_in = staticmethod(lines_in)
 
     def waiting_partitions(self) -> set[int]:
         return set(self.pending)

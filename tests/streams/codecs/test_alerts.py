@@ -6,7 +6,6 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import streams.sinks.jobpoints as jobpoints
 from models.alerts import Alert
 from streams.codecs.alerts import AlertMessage, alert_message, decode_alert, encode_alert
 from streams.topics import ALERTS_SCHEMA
@@ -40,10 +39,6 @@ def test_any_alert_round_trips_and_fits_its_schema(a: Alert, cluster: str) -> No
     validator("alerts").validate(doc)
     assert value == orjson.dumps(alert_message(cluster, a))
     assert decode_alert(value) == AlertMessage(cluster, a)
-
-
-def test_the_old_home_re_exports_the_codec() -> None:
-    assert jobpoints.alert_message is alert_message
 
 
 def test_refusals() -> None:

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import streams.sinks.jobpoints as jobpoints
 from models.drain.live import LiveJob, LiveWindow
 from streams.codecs import metrics
 from streams.stages.jobs import CAPABILITY_DAILY, SHORTJOBS
@@ -105,11 +104,6 @@ def test_table_rows_fit_their_schema_and_read_back(topic: str, data: st.DataObje
         v.validate(doc)
         assert metrics.decode_metric(topic, value) == doc
         assert doc["v"] == 1 and doc["cluster"] == "c" and len(doc) >= len(r) + 2
-
-
-def test_the_old_home_re_exports_the_codec() -> None:
-    assert jobpoints.row_message is metrics.row_message
-    assert jobpoints.row_messages is metrics.row_messages
 
 
 def test_refusals() -> None:

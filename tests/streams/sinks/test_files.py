@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from models.records.reject import Reject
+from streams.atomic import atomic_file
 from streams.contracts import Table, cols
-from streams.sinks.files import DirectorySink, RejectFile, atomic_file
+from streams.sinks.files import DirectorySink, RejectFile
 
 T = Table("t.csv", cols(("a", "int"), ("b", "number"), ("at", "instant_ms")), "test table")
 
