@@ -652,10 +652,14 @@ async def _in_process(
     from streams.live.jobs import JobsCombine, JobsForward
     from streams.live.runner import Combiner, Forwarder
     from streams.live.samples import SamplesCombine, SamplesForward
+    from streams.topics import topic_names
 
     parts = settings.topic_partitions
-    topics = {f: Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(producer=Producer(topics), conf=SimpleNamespace(id="bench"))
+    names = topic_names(settings.topic_prefix)
+    topics = {f: Topic(getattr(names, f)) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(
+        producer=Producer({t.name: t for t in topics.values()}), conf=SimpleNamespace(id="bench")
+    )
 
     class NoState:  # a first start: no saved state to read; saves kept nowhere
         refused: list[str] = []

@@ -25,7 +25,10 @@ from typing import Any, TypeVar
 from models.alerts import Alert
 from streams.codecs.alerts import encode_alert
 from streams.live.context import Message, WorkerContext
+from streams.sinks.influx import LineSink
 from streams.sinks.jobpoints import alert_line
+from streams.sinks.topics import TopicSink
+from streams.topics import topic_names
 
 T = TypeVar("T")
 
@@ -72,13 +75,33 @@ class Held:
 @dataclass(slots=True, eq=False)
 class Outbox:
     """What processing made and a checkpoint writes: InfluxDB points (line protocol),
-    messages to metric topics, alert records (sent as soon as they are made) and dead letters
-    (key, value)."""
+    messages (topic name, key, value), alert records (sent as soon as they are made) and dead
+    letters (key, value). A family writes its table rows through the outbox's sinks (the
+    :class:`~streams.contracts.Sink` contract): ``influx`` turns them into points,
+    ``metrics`` into metric-topic messages; :meth:`settle` commits both into the outbox."""
 
     points: list[str] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     alerts: list[tuple[bytes, bytes]] = field(default_factory=list)
     dead: list[tuple[bytes, bytes]] = field(default_factory=list)
+    influx: Any = None  # streams.sinks.influx.LineSink into points
+    metrics: Any = None  # streams.sinks.topics.TopicSink into messages
+
+    @classmethod
+    def of(cls, ctx: WorkerContext) -> Outbox:
+        """An outbox with its sinks, for ``ctx``'s cluster, zone and topics."""
+        out = cls()
+        s = ctx.settings
+        out.influx = LineSink(s.cluster, s.tz, lambda lines: out.points.extend(lines), 1)
+        names = topic_names(s.topic_prefix)
+        out.metrics = TopicSink(names, s.cluster, lambda ms: out.messages.extend(ms))
+        return out
+
+    def settle(self) -> None:
+        """The sinks' rows into the outbox (points, messages)."""
+        if self.influx is not None:
+            self.influx.commit()
+            self.metrics.commit()
 
     def waiting(self) -> bool:
         return bool(self.points or self.messages or self.dead)

@@ -21,7 +21,7 @@ from streams.config import Settings
 from streams.sinks.statestore import StateStore
 from streams.sinks.writequeue import WriteQueue
 
-Message = tuple[Any, bytes, bytes]  # (topic, key, value)
+Message = tuple[str, bytes, bytes]  # (topic name, key, value)
 
 
 @dataclass(eq=False)
@@ -97,7 +97,7 @@ class KeyPartitions:
 
 
 async def send_many(ctx: WorkerContext, messages: Sequence[Message]) -> None:
-    """Send (topic, key, value) messages, each to its key's partition as Topic.send would
+    """Send (topic name, key, value) messages, each to its key's partition as Topic.send would
     choose it, then wait until the broker acknowledged all of them.
 
     The messages are appended to record batches that go to the producer whole (aiokafka's
@@ -107,26 +107,21 @@ async def send_many(ctx: WorkerContext, messages: Sequence[Message]) -> None:
     if not messages:
         return
     app = ctx.app
-    names: dict[int, str] = {}
-    for t, _k, _v in messages:
-        if id(t) not in names:
-            names[id(t)] = t.get_topic_name()
     ensure = getattr(app.producer, "_ensure_producer", None)
     futures = []
     if ensure is None:
         send = app.producer.send
-        for t, k, v in messages:
-            futures.append(await send(names[id(t)], k, v, None, None, None))
+        for name, k, v in messages:
+            futures.append(await send(name, k, v, None, None, None))
         await asyncio.gather(*futures)
         return
     kp = ensure()
     if ctx.key_partitions is None:
         ctx.key_partitions = KeyPartitions()
     chooser = ctx.key_partitions
-    parts = {n: sorted(await kp.partitions_for(n)) for n in set(names.values())}
+    parts = {n: sorted(await kp.partitions_for(n)) for n in {m[0] for m in messages}}
     groups: dict[tuple[str, int], list[tuple[bytes, bytes]]] = {}
-    for t, k, v in messages:
-        name = names[id(t)]
+    for name, k, v in messages:
         groups.setdefault((name, chooser(k, parts[name])), []).append((k, v))
     for (name, p), kvs in groups.items():
         batch = kp.create_batch()

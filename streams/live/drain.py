@@ -24,7 +24,6 @@ from models.records.reject import Reject
 from streams.codecs import CodecError
 from streams.codecs.control import decode_control
 from streams.codecs.deadletter import encode_dead_letter, message_text
-from streams.codecs.metrics import encode_job, encode_window
 from streams.codecs.nodestatus import Decoder
 from streams.codecs.partials import (
     JOIN_KEY,
@@ -35,7 +34,13 @@ from streams.codecs.partials import (
 from streams.format import instant_ms
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
-from streams.sinks.influx import job_point, state_points, window_point
+from streams.stages.drain import (
+    LIVE_JOBS,
+    LIVE_WINDOW_STATES,
+    LIVE_WINDOWS,
+    live_job_rows,
+    live_window_rows,
+)
 
 TAKE = 512
 TAKE_WITHIN = 0.5  # node-status takes are numpy batches: larger takes, fewer of them
@@ -193,20 +198,18 @@ class DrainCombine:
         assert comb is not None
         rows, jobs = comb.take()
         cluster, t = ctx.settings.cluster, ctx.topics
-        for w in rows:
-            out.points.append(window_point(cluster, w))
-            out.points += state_points(cluster, w)
-        out.points += [job_point(cluster, j) for j in jobs]
+        windows, states = live_window_rows(rows)
+        job_rows = live_job_rows(jobs)
+        for sink in (out.influx, out.metrics):
+            sink.write(LIVE_WINDOWS, windows)
+            sink.write(LIVE_WINDOW_STATES, states)
+            sink.write(LIVE_JOBS, job_rows)
         da = self.alerts
         changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
         changes += da.quiet(comb.watermark_ms)
-        for w in rows:
-            key = f"{w.unit}:{w.start_ms}".encode()
-            out.messages.append((t.metrics_drain, key, encode_window(cluster, w)))
-        out.messages += [(t.metrics_jobs, j.job.encode(), encode_job(cluster, j)) for j in jobs]
         if jobs and ctx.settings.live_jobs == "on":  # the job-events side joins them
             for v in encode_drain_totals(jobs, comb.watermark_ms):
-                out.messages.append((t.jobs_partials, JOIN_KEY, v))
+                out.messages.append((t.jobs_partials.get_topic_name(), JOIN_KEY, v))
         ctx.counts["alert_changes"] += out.add_alerts(cluster, changes)
         ctx.counts["windows_written"] += len(rows)
         ctx.counts["jobs_written"] += len(jobs)

@@ -59,7 +59,7 @@ class Health:
             if ctx.sink is not None:
                 points = [alert_line(cluster, a) for a in pending]
                 await asyncio.to_thread(ctx.sink.write_lines, points)
-            topic = ctx.topics.alerts
+            topic = ctx.topics.alerts.get_topic_name()
             await ctx.send_many([(topic, a.id.encode(), encode_alert(cluster, a)) for a in pending])
             await ctx.store.save(key, orjson.dumps(self.stall.book.to_dict()))
         except Exception as e:  # noqa: BLE001 (retried at the next tick)

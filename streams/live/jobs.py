@@ -27,18 +27,12 @@ from models.jobs.merge import JobEventMerger
 from models.records.jobevent import JobEvent, JobEventError, jobevent_row
 from models.records.reject import Reject
 from streams.codecs.deadletter import encode_dead_letter, message_text
-from streams.codecs.metrics import row_messages
 from streams.codecs.partials import DrainTotals, decode_job_partial, encode_job_partial
 from streams.config import Settings
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.runner import lines_in
 from streams.sinks.adjust import AdjustTableFile
-from streams.sinks.jobpoints import (
-    table_lines,
-    timed_line,
-    timed_lines,
-)
 from streams.sources.jobevents import day_batches
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
 from streams.stages.jobs import (
@@ -283,8 +277,7 @@ class JobsCombine:
 
     def _step(self, batch: list[JobEvent], out: Outbox) -> None:
         """One day-bounded batch through every stage: rows to points and messages, alerts."""
-        ctx, zone, ja = self.ctx, self.zone, self.alerts
-        cluster, topics = ctx.settings.cluster, ctx.topics
+        ctx, ja = self.ctx, self.alerts
         alerts: list[Alert] = []
         ends: dict[str, float] | None = None
         for stage in self.stages.values():
@@ -294,45 +287,31 @@ class JobsCombine:
                     if ends is None:
                         ends = {e.job: e.ts for e in batch if e.type == "end"}
                     times = [ends[r[0]] for r in rows]
-                    out.points += timed_lines(RUNTIME_PREDICTIONS, cluster, rows, times, zone)
+                    out.influx.write_timed(RUNTIME_PREDICTIONS, rows, times)
                     alerts += ja.overrun_ended(rows, ends)
                     continue
-                out.points += table_lines(cluster, table, rows, zone)
+                out.influx.write(table, rows)
                 if table is SHORTJOBS:
                     alerts += ja.shortjobs(rows)
-                    topic = topics.metrics_shortjobs
-                    out.messages += [
-                        (topic, f"{r[1]}:{r[2]}".encode(), m)
-                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
-                    ]
+                    out.metrics.write(table, rows)
                 elif table is CAPABILITY_DAILY:
                     alerts += ja.capability(rows)
-                    topic = topics.metrics_capability
-                    out.messages += [
-                        (topic, str(r[0]).encode(), m)
-                        for r, m in zip(rows, row_messages(cluster, table, rows), strict=True)
-                    ]
+                    out.metrics.write(table, rows)
         self._alerts(alerts, out)
 
     def flush_rows(self, out: Outbox) -> None:
         """Rows made at a flush rather than a step: the forecasts of jobs still pending, the
         usage days jobs ending changed, and the jobs whose drain or events changed (the join
         with the drain stream)."""
-        cluster, zone = self.ctx.settings.cluster, self.zone
         release = self.stages.get("release")
         if release is not None:  # overwritten at their start
-            rows = release.provisional_rows()
-            out.points += table_lines(cluster, RELEASE_FORECAST, rows, zone)
+            out.influx.write(RELEASE_FORECAST, release.provisional_rows())
         for table, rows in self.stages["usage"].changed():
-            out.points += table_lines(cluster, table, rows, zone)
+            out.influx.write(table, rows)
         if self.join is not None:
             rows, alerts, stamps = self.join.take()
             # at the job's stamp: its first charge moves as partitions report
-            times = [ms / 1000 for ms in stamps]
-            out.points += timed_lines(DRAIN_JOBS_WITH_EVENTS, cluster, rows, times, zone)
-            at = self.join.clock()
-            out.points += [
-                timed_line(SIZE_GROUPS, cluster, size_group_row(g), at, zone)
-                for g in self.join.size_group_rows()
-            ]
+            out.influx.write_timed(DRAIN_JOBS_WITH_EVENTS, rows, [ms / 1000 for ms in stamps])
+            groups = [size_group_row(g) for g in self.join.size_group_rows()]
+            out.influx.write_timed(SIZE_GROUPS, groups, [self.join.clock()] * len(groups))
             self._alerts(alerts, out)

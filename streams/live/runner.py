@@ -121,7 +121,7 @@ class Forwarder:
         self.log = ctx.log.getChild(fam.name)
         self.held = Held()
         self.states: dict[int, Any] = {}
-        self.out = Outbox()
+        self.out = Outbox.of(ctx)
         self.lock = asyncio.Lock()
         self.flights: list[asyncio.Future[None]] = []  # publishes waiting for the broker
         self.last_snapshot = time.time()
@@ -255,7 +255,7 @@ class Combiner:
         self.loaded = False
         self.offset = -1  # the last partials offset in the state
         self.held = Held()  # one partition: 0
-        self.out = Outbox()
+        self.out = Outbox.of(ctx)
         self.last_partials = 0.0  # time.monotonic() when partials were last taken
         self.lock = asyncio.Lock()
         self.flush_lock = asyncio.Lock()  # one flush at a time: writes keep their order
@@ -293,7 +293,7 @@ class Combiner:
                     await self.io_idle.wait()
                     self.loaded = False
                     self.held.clear()
-                    self.out = out = Outbox()
+                    self.out = out = Outbox.of(self.ctx)
                     self.ctx.counts["state_reloads"] += 1
                 self.suspect = False
                 await self._ensure()
@@ -301,6 +301,7 @@ class Combiner:
                     held.add(0, ev)
                     continue
                 fam.add(off, _value(ev), out)
+                out.settle()
                 if len(out.points) >= HAND_OVER_POINTS:  # InfluxDB writes them meanwhile
                     self._hand_over()
                 self.offset = off
@@ -314,7 +315,7 @@ class Combiner:
         records again (same id, state and times)."""
         if self.out.alerts:
             alerts, self.out.alerts = self.out.alerts, []
-            topic = self.ctx.topics.alerts
+            topic = self.ctx.topics.alerts.get_topic_name()
             await self.ctx.send_many([(topic, k, v) for k, v in alerts])
 
     def _hand_over(self) -> None:
@@ -359,6 +360,7 @@ class Combiner:
                 if not save and not self.out.waiting():
                     return
                 fam.flush_rows(self.out)
+                self.out.settle()
                 await self._send_alerts()
                 self._hand_over()
                 written = ctx.writes.barrier() if ctx.writes is not None else None
@@ -371,7 +373,7 @@ class Combiner:
                     state = pack(fam.kind, fam.version, tree)
                 self.io_idle.clear()
             try:
-                dl = ctx.topics.dead_letter
+                dl = ctx.topics.dead_letter.get_topic_name()
                 writes: list[Awaitable[None]] = [
                     ctx.send_many([*messages, *((dl, k, v) for k, v in dead)])
                 ]

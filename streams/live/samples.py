@@ -27,13 +27,12 @@ from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
 from streams.codecs.deadletter import message_text
-from streams.codecs.metrics import row_messages
 from streams.codecs.partials import decode_sample_partial, encode_sample_partial
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
 from streams.live.runner import lines_in
-from streams.sinks.jobpoints import table_lines, timed_line
+from streams.sinks.jobpoints import timed_line
 from streams.stages.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
@@ -201,15 +200,13 @@ class SamplesCombine:
         """A DFS stream's final minutes (InfluxDB and metrics.dfs, keyed ``<minute_ms>``, or
         ``<fs>:<minute_ms>`` for a file system's), ended episodes and alert changes."""
         ctx = self.ctx
-        cluster, zone = ctx.settings.cluster, self.zone
+        cluster = ctx.settings.cluster
         head: tuple[str, ...] = () if fs is None else (fs,)
         mt, zt = (DFS_MINUTELY, HOT_ZONES) if fs is None else (DFS_MINUTELY_FS, HOT_ZONES_FS)
         rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]
-        out.points += table_lines(cluster, mt, rows, zone)
-        topic = ctx.topics.metrics_dfs
-        for r, m in zip(rows, row_messages(cluster, mt, rows), strict=True):
-            out.messages.append((topic, ":".join([*head, str(r[len(head)])]).encode(), m))
+        out.influx.write(mt, rows)
+        out.metrics.write(mt, rows)
         zrows = [(*head, *_zone_row(z)) for z in zones]
-        out.points += table_lines(cluster, zt, zrows, zone)
+        out.influx.write(zt, zrows)
         ctx.counts["rows"] += len(rows) + len(zrows)
         ctx.counts["alert_changes"] += out.add_alerts(cluster, alerts)

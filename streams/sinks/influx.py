@@ -145,6 +145,82 @@ class SinkStats:
     by_status: dict[str, int] = field(default_factory=dict)
 
 
+class LineSink:
+    """Table rows as InfluxDB line protocol: the :class:`~streams.contracts.Sink` contract in
+    front of ``write_lines``, the writer of ready lines (InfluxDB itself for
+    :class:`InfluxSink`; for the live worker, the checkpoint's batch that its write queue
+    writes, streams/live/checkpoint.py).
+
+    :meth:`declare` notes a table's measurement (:mod:`streams.sinks.jobpoints`); a table
+    without one is ignored by this sink, and so is a table whose rows carry no time of their
+    own (run-time predictions, the drain-job join, size groups: their caller knows each row's
+    time and gives it to :meth:`write_timed`). :meth:`write` turns rows into lines and holds
+    them; past ``flush_points`` lines they go to ``write_lines``. :meth:`commit` hands over
+    the rest; :meth:`abort` drops them. :meth:`document` does nothing: InfluxDB keeps no
+    files."""
+
+    def __init__(
+        self,
+        cluster: str,
+        tz: str,
+        write_lines: Callable[[Sequence[str]], None],
+        flush_points: int = FLUSH_POINTS,
+    ) -> None:
+        self.cluster = cluster
+        self.zone = ZoneInfo(tz)  # the zone of day columns (their point is the local midnight)
+        self.write_lines = write_lines
+        self.flush_points = flush_points
+        self._measurements: dict[str, Measurement] = {}  # declared tables' (by file)
+        self._pending: list[str] = []  # lines taken, not yet handed over
+
+    def declare(self, table: Table) -> None:
+        """Note ``table``'s measurement; a table without one (or without a time column) is
+        ignored: its rows are no point of this sink."""
+        m = measurement_of(table)
+        if m is not None and m.time:
+            self._measurements[table.file] = m
+
+    def write(self, table: Table, rows: Iterable[Row]) -> int:
+        """The rows' lines, held (handed over at once past ``flush_points``); returns the
+        rows taken (0 for a table this sink ignores)."""
+        if table.file not in self._measurements:
+            self.declare(table)
+        m = self._measurements.get(table.file)
+        if m is None or m.table != table:
+            return 0
+        batch = rows if isinstance(rows, list) else list(rows)
+        self._take(m.lines(self.cluster, batch, self.zone))
+        return len(batch)
+
+    def write_timed(self, table: Table, rows: Sequence[Row], times: Sequence[float]) -> int:
+        """Rows of a table whose point time is not a column (run-time predictions at the
+        job's end, the drain-job join at the job's stamp...), each at its time in ``times``
+        (POSIX seconds); held as :meth:`write`'s."""
+        m = measurement_of(table)
+        if m is None:
+            raise ValueError(f"{table.file}: no InfluxDB measurement")
+        self._take(m.lines(self.cluster, rows, self.zone, times))
+        return len(rows)
+
+    def document(self, name: str, data: bytes) -> None:
+        """Nothing: InfluxDB keeps no files (summaries, lookup tables)."""
+
+    def commit(self) -> None:
+        """Hand every line still held to ``write_lines``."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self.write_lines(pending)
+
+    def abort(self) -> None:
+        """Drop the lines not yet handed over."""
+        self._pending = []
+
+    def _take(self, lines: Iterable[str]) -> None:
+        self._pending += [p for p in lines if p]  # '': a row without fields, no point
+        if len(self._pending) >= self.flush_points:
+            self.commit()
+
+
 class InfluxSink:
     """InfluxDB as a :class:`~streams.contracts.Sink`, and the writer of ready lines.
 
@@ -188,7 +264,6 @@ class InfluxSink:
         self.bucket = bucket
         self.org = org
         self.cluster = cluster
-        self.zone = ZoneInfo(tz)  # the zone of day columns (their point is the local midnight)
         self.log = log
         self.max_delay_s = max_delay_s
         self.sleep = sleep
@@ -198,8 +273,7 @@ class InfluxSink:
         self._api: Any = None
         self._pool: Any = None  # the writers' threads, made at the first large write
         self._stats_lock = threading.Lock()
-        self._measurements: dict[str, Measurement] = {}  # declared tables' (by file)
-        self._pending: list[str] = []  # lines taken by the contract, not yet written
+        self.rows = LineSink(cluster, tz, self.write_lines, flush_points)  # the contract
 
     def __repr__(self) -> str:
         return f"InfluxSink({mask_url(self.url)!r}, bucket={self.bucket!r})"
@@ -210,14 +284,19 @@ class InfluxSink:
         if self.client is not None:
             self.client.close()
 
-    # ---- the Sink contract -------------------------------------------------------------------
+    # ---- the Sink contract (its LineSink's, the lines written to InfluxDB) ------------------
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The zone of day columns (their point is the local midnight)."""
+        return self.rows.zone
+
+    @zone.setter
+    def zone(self, zone: ZoneInfo) -> None:
+        self.rows.zone = zone
 
     def declare(self, table: Table) -> None:
-        """Note ``table``'s measurement; a table without one (or without a time column) is
-        ignored: its rows are no point of this sink."""
-        m = measurement_of(table)
-        if m is not None and m.time:
-            self._measurements[table.file] = m
+        self.rows.declare(table)
 
     @overload
     def write(self, table: Sequence[str]) -> None: ...
@@ -226,54 +305,28 @@ class InfluxSink:
     def write(self, table: Table, rows: Iterable[Row]) -> int: ...
 
     def write(self, table: Table | Sequence[str], rows: Iterable[Row] | None = None) -> int | None:
-        """The contract's ``write(table, rows)``: the rows' lines are held for
-        :meth:`commit` (written at once past ``flush_points``); returns the rows taken (0 for
-        a table this sink ignores). ``write(points)``: :meth:`write_lines`, kept for the live
-        worker until it calls that by name."""
+        """The contract's ``write(table, rows)`` (:meth:`LineSink.write`); ``write(points)``:
+        :meth:`write_lines`."""
         if not isinstance(table, Table):
             self.write_lines(table)
             return None
         if rows is None:
             raise TypeError("InfluxSink.write(table, rows): no rows")
-        if table.file not in self._measurements:
-            self.declare(table)
-        m = self._measurements.get(table.file)
-        if m is None or m.table != table:
-            return 0
-        batch = rows if isinstance(rows, list) else list(rows)
-        self._take(m.lines(self.cluster, batch, self.zone))
-        return len(batch)
+        return self.rows.write(table, rows)
 
     def write_timed(self, table: Table, rows: Sequence[Row], times: Sequence[float]) -> int:
-        """Rows of a table whose point time is not a column (run-time predictions at the
-        job's end, the drain-job join at the job's stamp...), each at its time in ``times``
-        (POSIX seconds); held as :meth:`write`'s."""
-        m = measurement_of(table)
-        if m is None:
-            raise ValueError(f"{table.file}: no InfluxDB measurement")
-        self._take(m.lines(self.cluster, rows, self.zone, times))
-        return len(rows)
+        return self.rows.write_timed(table, rows, times)
 
     def document(self, name: str, data: bytes) -> None:
         """Nothing: InfluxDB keeps no files (summaries, lookup tables)."""
 
     def commit(self) -> None:
         """Write every line still held; returns once InfluxDB has them all."""
-        self._flush()
+        self.rows.commit()
 
     def abort(self) -> None:
         """Drop the lines not yet written (those written before stay: see the class)."""
-        self._pending = []
-
-    def _take(self, lines: Iterable[str]) -> None:
-        self._pending += [p for p in lines if p]  # '': a row without fields, no point
-        if len(self._pending) >= self.flush_points:
-            self._flush()
-
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if pending:
-            self.write_lines(pending)
+        self.rows.abort()
 
     # ---- ready lines (the live worker) -------------------------------------------------------
 

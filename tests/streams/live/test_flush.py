@@ -25,6 +25,7 @@ from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import JobsCombine, JobsForward
 from streams.live.runner import Combiner
+from streams.topics import topic_names
 from tests.streams.standins import Producer, Topic
 
 
@@ -88,8 +89,11 @@ def _pipeline() -> tuple[Combiner, dict[str, Topic], _Sink, _Store]:
     settings = load_settings(
         env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_LATENESS": "1"}
     )
-    topics = {f: Topic(f) for f in AppTopics.__annotations__}
-    app = SimpleNamespace(producer=Producer(topics), conf=SimpleNamespace(id="t"))
+    names = topic_names(settings.topic_prefix)
+    topics = {f: Topic(getattr(names, f)) for f in AppTopics.__annotations__}
+    app = SimpleNamespace(
+        producer=Producer({t.name: t for t in topics.values()}), conf=SimpleNamespace(id="t")
+    )
     sink, store = _Sink(), _Store()
     ctx = WorkerContext(app, settings, sink, topics=SimpleNamespace(**topics), store=store)  # type: ignore[arg-type]
     return Combiner(ctx, JobsCombine(ctx, 1)), topics, sink, store
