@@ -5,7 +5,8 @@ bytes. The header names the state's ``kind`` and ``version`` and holds the state
 plain values (None, bool, int, float, str, lists, dicts with str keys); the tree's NumPy arrays
 (numeric and fixed-width string dtypes only: never objects) follow the header, each described
 in it by dtype, shape and byte range, and are referenced from the tree as ``{"$a": index}``.
-Non-finite floats are ``{"$f": "nan" | "inf" | "-inf"}``, bytes ``{"$b": "<base64>"}``. Tuples
+Non-finite floats are ``{"$f": "nan" | "inf" | "-inf"}``; bytes are stored raw like an array of
+``uint8`` and referenced as ``{"$y": index}``. Tuples
 are written as lists: a ``restore`` converts what it needs back.
 
 Nothing read runs code: no pickle, no class names, no eval. A document that is truncated,
@@ -15,7 +16,6 @@ with a one-line reason.
 
 from __future__ import annotations
 
-import base64
 import importlib
 import math
 import struct
@@ -148,8 +148,9 @@ def _encode(v: Any, arrays: list[np.ndarray]) -> Any:
         return {"$a": len(arrays) - 1}
     if isinstance(v, np.generic):
         return _encode(v.item(), arrays)
-    if isinstance(v, bytes | bytearray | memoryview):
-        return {"$b": base64.b64encode(bytes(v)).decode()}
+    if isinstance(v, bytes | bytearray | memoryview):  # raw, after the header, as an array's
+        arrays.append(np.frombuffer(v, np.uint8))
+        return {"$y": len(arrays) - 1}
     raise TypeError(f"a state holds plain values and arrays, not {type(v).__name__}")
 
 
@@ -171,11 +172,10 @@ def _decode(v: Any, arrays: list[np.ndarray], kind: str) -> Any:
             if x not in _FLOATS:
                 raise StateFormatError(f"{kind} state: bad float {x!r}")
             return _FLOATS[x]
-        if k == "$b":
-            try:
-                return base64.b64decode(x, validate=True)
-            except (ValueError, TypeError):
-                raise StateFormatError(f"{kind} state: bad bytes value") from None
+        if k == "$y":
+            if not isinstance(x, int) or not 0 <= x < len(arrays) or arrays[x].dtype != "|u1":
+                raise StateFormatError(f"{kind} state: bad bytes reference {x!r}")
+            return arrays[x].tobytes()
     if any(k.startswith("$") for k in v):
         raise StateFormatError(f"{kind} state: unknown marker in {sorted(v)[:3]}")
     return {k: _decode(x, arrays, kind) for k, x in v.items()}
