@@ -203,19 +203,34 @@ class Forwarder:
                 if queued:
                     await asyncio.gather(*queued)
                 if save:
-                    assert ctx.store is not None
-                    sfam = cast(StatefulForward, fam)
-                    for p in self.held.partitions():
-                        tree = sfam.snapshot(p, self.states[p])
-                        await ctx.store.save(f"{fam.name}/{p}", pack(self.kind, 1, tree))
-                        self.held.saved(p, self.held.take(p))
-                        ctx.counts["snapshots_saved"] += 1
-                    self.last_snapshot = time.time()
+                    await self._save()
         while self.flights and (wait or len(self.flights) > IN_FLIGHT or self.flights[0].done()):
             first = self.flights[0]
             await first  # raises a failed send's error
             if self.flights and self.flights[0] is first:  # (the flush timer publishes too)
                 self.flights.pop(0)
+
+    async def _save(self) -> None:
+        """Snapshot every partition with new events (the saves at once), then ack what each
+        one's snapshot before covered; a partition whose save failed keeps its events held."""
+        ctx, fam = self.ctx, cast(StatefulForward, self.fam)
+        assert ctx.store is not None
+        parts = self.held.partitions()
+        docs = [pack(self.kind, 1, fam.snapshot(p, self.states[p])) for p in parts]
+        held = [self.held.take(p) for p in parts]
+        saves = (ctx.store.save(f"{fam.name}/{p}", d) for p, d in zip(parts, docs, strict=True))
+        results = await asyncio.gather(*saves, return_exceptions=True)
+        failed = None
+        for p, events, r in zip(parts, held, results, strict=True):
+            if isinstance(r, BaseException):
+                self.held.now[p] = events + self.held.now.get(p, [])
+                failed = failed or r
+            else:
+                self.held.saved(p, events)
+                ctx.counts["snapshots_saved"] += 1
+        self.last_snapshot = time.time()
+        if failed is not None:
+            raise failed
 
     async def revoked(self, tps: Iterable[Any]) -> None:
         """Partitions this worker no longer owns: their acks are void (Faust forgets them), a

@@ -49,14 +49,17 @@ class StateStore:
         sid = uuid.uuid4().hex.encode()  # 32 bytes
         base = self._key(owner)
         chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
-        # the chunks at once (each send waits for its own acknowledgement), the manifests once
-        # all of them are acknowledged: the generation's own, then the current one
+        # the chunks at once (each send waits for its own acknowledgement), the manifests (the
+        # generation's own and the current one) once all of them are acknowledged
         await asyncio.gather(
             *(self.send(base + f"/{gen}{n}".encode(), sid + c) for n, c in enumerate(chunks))
         )
         manifest = encode_manifest(Manifest(sid.decode(), len(chunks), len(data), gen))
-        await self.send(base + f"/{gen}".encode(), manifest)
-        await self.send(base, manifest)
+        # both manifests at once: each is checked against the chunks when read, so any of
+        # them written alone still names a whole snapshot
+        await asyncio.gather(
+            self.send(base + f"/{gen}".encode(), manifest), self.send(base, manifest)
+        )
         self._generation[owner] = gen
 
     async def load(self, owner: str) -> bytes | None:
