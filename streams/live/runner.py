@@ -184,6 +184,7 @@ class Forwarder:
         publishes wait so, in order), or, stateful with ``save``, snapshot each partition
         with new events and ack what the snapshot before covered."""
         fam, ctx = self.fam, self.ctx
+        snapshots = None
         async with self.lock:
             dead, self.out.dead = self.out.dead, []
             parts = sorted(set(self.held.now) | set(self.states) | fam.waiting_partitions())
@@ -203,32 +204,45 @@ class Forwarder:
                 if queued:
                     await asyncio.gather(*queued)
                 if save:
-                    await self._save()
+                    snapshots = self._snapshots()
+        if snapshots is not None:  # saved outside the lock: the partitions go on meanwhile
+            await self._save(*snapshots)
         while self.flights and (wait or len(self.flights) > IN_FLIGHT or self.flights[0].done()):
             first = self.flights[0]
             await first  # raises a failed send's error
             if self.flights and self.flights[0] is first:  # (the flush timer publishes too)
                 self.flights.pop(0)
 
-    async def _save(self) -> None:
-        """Snapshot every partition with new events (the saves at once), then ack what each
-        one's snapshot before covered; a partition whose save failed keeps its events held."""
-        ctx, fam = self.ctx, cast(StatefulForward, self.fam)
-        assert ctx.store is not None
+    def _snapshots(self) -> tuple[list[int], list[bytes], list[list[Any]], list[Any]]:
+        """Each partition with new events: its snapshot and the events it covers, taken (no
+        longer held), and its state (to tell, once saved, whether it is still this worker's)."""
+        fam = cast(StatefulForward, self.fam)
         parts = self.held.partitions()
         docs = [pack(self.kind, 1, fam.snapshot(p, self.states[p])) for p in parts]
-        held = [self.held.take(p) for p in parts]
-        saves = (ctx.store.save(f"{fam.name}/{p}", d) for p, d in zip(parts, docs, strict=True))
+        return parts, docs, [self.held.take(p) for p in parts], [self.states[p] for p in parts]
+
+    async def _save(
+        self, parts: list[int], docs: list[bytes], held: list[list[Any]], states: list[Any]
+    ) -> None:
+        """Save the snapshots at once; then, per partition still owned by the same state, ack
+        what its snapshot before covered (a failed save keeps its events held; a partition
+        revoked meanwhile has no acks to give)."""
+        ctx, name = self.ctx, self.fam.name
+        assert ctx.store is not None
+        saves = (ctx.store.save(f"{name}/{p}", d) for p, d in zip(parts, docs, strict=True))
         results = await asyncio.gather(*saves, return_exceptions=True)
         failed = None
-        for p, events, r in zip(parts, held, results, strict=True):
-            if isinstance(r, BaseException):
-                self.held.now[p] = events + self.held.now.get(p, [])
-                failed = failed or r
-            else:
-                self.held.saved(p, events)
-                ctx.counts["snapshots_saved"] += 1
-        self.last_snapshot = time.time()
+        async with self.lock:
+            for p, events, st, r in zip(parts, held, states, results, strict=True):
+                if self.states.get(p) is not st:
+                    continue  # revoked since
+                if isinstance(r, BaseException):
+                    self.held.now[p] = events + self.held.now.get(p, [])
+                    failed = failed or r
+                else:
+                    self.held.saved(p, events)
+                    ctx.counts["snapshots_saved"] += 1
+            self.last_snapshot = time.time()
         if failed is not None:
             raise failed
 
