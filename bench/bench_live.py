@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from models.drain.live import PartitionDrain  # noqa: E402
 from models.formats.moab import parse_moab_chunk  # noqa: E402
 from models.records.nodestatus import Codebook  # noqa: E402
-from streams.wire import Decoder, encode, partition_of  # noqa: E402
+from streams.codecs.nodestatus import Decoder, encode, partition_of  # noqa: E402
 
 PARTS = 8
 

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models.drain.live import DrainCombiner, PartitionDrain  # noqa: E402
 from models.records.nodestatus import IDLE, NO_JOB, RUNNING, NodeStatusBatch  # noqa: E402
+from streams.codecs.nodestatus import partition_of  # noqa: E402
 from streams.memory import pin_mmap_threshold  # noqa: E402
-from streams.wire import partition_of  # noqa: E402
 
 PARTS = 8
 

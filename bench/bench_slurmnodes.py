@@ -5,7 +5,7 @@ Builds `scontrol show node -o` and `squeue -o '%i|%T|%S|%Y|%N'` text for N nodes
 the outputs captured from Slurm 22.05 (tests/models/formats/slurm/22.05/): 80 % of the nodes
 running 8-node jobs, 10 % IDLE+PLANNED for 200-node pending jobs, 5 % drained, 5 % idle. Times
 the parse, the mapping (models/formats/slurmnodes.py) and the wire encoding the shipper sends
-(NodeStatusBatch + streams.wire.encode per partition), best of 3.
+(NodeStatusBatch + streams.codecs.nodestatus.encode per partition), best of 3.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from models.formats.slurmnodes import (  # noqa: E402
     slurm_iteration,
 )
 from models.records.nodestatus import Codebook, NodeStatusBatch  # noqa: E402
-from streams.wire import encode, partition_of  # noqa: E402
+from streams.codecs.nodestatus import encode, partition_of  # noqa: E402
 
 CAPTURED = ROOT / "tests" / "models" / "formats" / "slurm" / "22.05"
 

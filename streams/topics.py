@@ -13,8 +13,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from models.records.reject import Reject
-
 SCHEMA = "https://json-schema.org/draft/2020-12/schema"
 
 _STR = {"type": "string"}
@@ -663,14 +661,6 @@ class TopicNames:
 def topic_names(prefix: str) -> TopicNames:
     """``<prefix>node-status``, ``<prefix>job-events``, ... for the given prefix."""
     return TopicNames(*(f"{prefix}{t.name}" for t in TOPICS))
-
-
-def dead_letter_message(r: Reject, **where: Any) -> dict[str, Any]:
-    """A dead-letter message value (see DEAD_LETTER_SCHEMA); ``where``: topic, partition,
-    offset of a rejected message. Kept for old importers: the codec is
-    :mod:`streams.codecs.deadletter` (this module sits below the codecs and cannot re-export
-    it; tests/streams/codecs/test_deadletter.py checks both write the same)."""
-    return {"source": r.source, "line": r.lineno, "reason": r.reason, "text": r.text, **where}
 
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"

@@ -23,7 +23,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from models.drain.live import LiveJob, LiveWindow
@@ -298,20 +298,7 @@ class InfluxSink:
     def declare(self, table: Table) -> None:
         self.rows.declare(table)
 
-    @overload
-    def write(self, table: Sequence[str]) -> None: ...
-
-    @overload
-    def write(self, table: Table, rows: Iterable[Row]) -> int: ...
-
-    def write(self, table: Table | Sequence[str], rows: Iterable[Row] | None = None) -> int | None:
-        """The contract's ``write(table, rows)`` (:meth:`LineSink.write`); ``write(points)``:
-        :meth:`write_lines`."""
-        if not isinstance(table, Table):
-            self.write_lines(table)
-            return None
-        if rows is None:
-            raise TypeError("InfluxSink.write(table, rows): no rows")
+    def write(self, table: Table, rows: Iterable[Row]) -> int:
         return self.rows.write(table, rows)
 
     def write_timed(self, table: Table, rows: Sequence[Row], times: Sequence[float]) -> int:
@@ -329,19 +316,6 @@ class InfluxSink:
         self.rows.abort()
 
     # ---- ready lines (the live worker) -------------------------------------------------------
-
-    def write_windows(self, rows: Iterable[LiveWindow]) -> None:
-        """The drain combiner's windows, written at once (LIVE_WINDOWS and LIVE_WINDOW_STATES
-        rows through :meth:`write` give the same lines)."""
-        points = []
-        for w in rows:
-            points.append(window_point(self.cluster, w))
-            points += state_points(self.cluster, w)
-        self.write_lines(points)
-
-    def write_jobs(self, rows: Iterable[LiveJob]) -> None:
-        """The drain combiner's job totals, written at once (as LIVE_JOBS rows)."""
-        self.write_lines([job_point(self.cluster, j) for j in rows])
 
     def write_lines(self, points: Sequence[str]) -> None:
         """Lines of line protocol (nanosecond times; '' for a point without fields: none),

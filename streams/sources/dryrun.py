@@ -2,9 +2,9 @@
 sent, as JSON lines, and sends nothing.
 
 Job events and node samples are JSON lines already (one message = several lines); node-status
-messages (columnar, ``streams.wire``) are printed one record a line, ``{"ts", "node", "state",
-"rsv", "joblist"}`` (``rsv``: the first reservation, the one a drain is charged to, or null);
-their flush controls are not printed. Dead letters go to standard error, one a line.
+messages (columnar, ``streams.codecs.nodestatus``) are printed one record a line, ``{"ts",
+"node", "state", "rsv", "joblist"}`` (``rsv``: the first reservation, the one a drain is charged
+to, or null); their flush controls are not printed. Dead letters go to standard error, one a line.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import IO
 import orjson
 
 from models.records.nodestatus import NO_JOB, Codebook
+from streams.codecs.nodestatus import Decoder
 from streams.format import instant_ms
-from streams.wire import Decoder
 
 
 class DryRunProducer:

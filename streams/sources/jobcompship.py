@@ -21,8 +21,8 @@ from models.formats.jobsource import sort_events
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
+from streams.codecs.deadletter import dead_letter_message
 from streams.sources.jobship import JobShipStats, send_events
-from streams.topics import dead_letter_message
 
 
 @dataclass(slots=True)

@@ -24,9 +24,9 @@ from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams import logs
+from streams.codecs.deadletter import dead_letter_message
 from streams.contracts import RejectLog
 from streams.sources.jobevents import read_job_events
-from streams.topics import dead_letter_message
 
 IN_FLIGHT = 10_000  # messages sent before awaiting their acknowledgements
 BATCH_EVENTS = 500  # events per message: one partition's, in time order (JSON lines)

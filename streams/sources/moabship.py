@@ -3,9 +3,9 @@ rotation and truncation) and publish node-status slices to Kafka, checkpointing 
 has acknowledged.
 
 Partitioning: a node's partition follows blocks of nodes numbered alike
-(:func:`streams.wire.partition_of`); one message holds one partition's records from one read of
-the log, at most :data:`streams.wire.MAX_ROWS` records. Bad lines become dead letters (source,
-line, reason, text) and are counted; they never stop the shipper.
+(:func:`streams.codecs.nodestatus.partition_of`); one message holds one partition's records from
+one read of the log, at most :data:`streams.codecs.nodestatus.MAX_ROWS` records. Bad lines become
+dead letters (source, line, reason, text) and are counted; they never stop the shipper.
 
 Checkpoint (``--follow``): ``{"path", "dev", "ino", "offset", "line"}`` written atomically
 (temporary file, fsync, rename) only after every message of the lines before ``offset`` was
@@ -30,6 +30,8 @@ from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams import logs
 from streams.atomic import atomic_file
+from streams.codecs.deadletter import dead_letter_message
+from streams.codecs.nodestatus import MAX_ROWS, encode, partition_of
 from streams.kafka import MAX_MESSAGE_BYTES
 from streams.sources.files import (
     KEEP_BYTES,
@@ -41,8 +43,6 @@ from streams.sources.files import (
     reading,
 )
 from streams.sources.moab import parse_plausible
-from streams.topics import dead_letter_message
-from streams.wire import MAX_ROWS, encode, partition_of
 
 READ_BYTES = 4 << 20
 RESET_JOBS = 200_000  # the codebook starts afresh past this many ids (names travel in messages)

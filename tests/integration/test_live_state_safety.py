@@ -41,17 +41,50 @@ class _Opens:
 
 def _simulated_jobs(tmp: Path) -> Path:
     out = tmp / "sim"
-    subprocess.run([sys.executable, "-m", "streams.cli", "simulate", "--model", "lublin",
-                    "--nodes", "100", "--days", "4", "--period", "60", "--seed", "3", "--out",
-                    str(out)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "simulate",
+            "--model",
+            "lublin",
+            "--nodes",
+            "100",
+            "--days",
+            "4",
+            "--period",
+            "60",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out / "jobs.jsonl"
 
 
 def _ship(live: Live, path: Path) -> None:
     log = open(live.tmp / "ship-jobs.log", "ab")  # noqa: SIM115
-    p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "jobs", "--format",
-                        "jobevents", str(path), "--no-progress"], env=live.env, stdout=log,
-                       stderr=subprocess.STDOUT, timeout=180)  # fmt: skip
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "jobs",
+            "--format",
+            "jobevents",
+            str(path),
+            "--no-progress",
+        ],
+        env=live.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        timeout=180,
+    )
     assert p.returncode == 0, (live.tmp / "ship-jobs.log").read_text()
 
 
@@ -70,9 +103,25 @@ def _replayed(live: Live, path: Path, wm: float) -> list[list[str]]:
     released = live.tmp / "released.jsonl"
     released.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
     out = live.tmp / "replay"
-    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "jobevents",
-                    "--out", str(out), "--max-jump", "0", "--no-progress", str(released)],
-                   env=live.env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            "jobevents",
+            "--out",
+            str(out),
+            "--max-jump",
+            "0",
+            "--no-progress",
+            str(released),
+        ],
+        env=live.env,
+        check=True,
+        capture_output=True,
+    )
     with open(out / RUNTIME_PREDICTIONS.file, newline="") as f:
         return sorted(list(csv.reader(f))[1:])
 

@@ -47,9 +47,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # the record codecs (-> contracts, format, topics) and the settings (-> errors, logs)
     ("codecs and settings", ("streams.codecs", "streams.config")),
-    # the node-status messages' old home (streams.codecs.nodestatus re-exported) and the Kafka
-    # plumbing shared by the shippers, the state store and the worker (-> config, topics)
-    ("plumbing", ("streams.wire", "streams.kafka")),
+    # the Kafka plumbing shared by the shippers, the state store and the worker (-> config,
+    # topics)
+    ("plumbing", ("streams.kafka",)),
     # the parts of the flow that read and account, peers that never import each other:
     # sources (with the shippers) and stages
     ("flow parts", ("streams.sources", "streams.stages")),

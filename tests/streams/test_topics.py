@@ -12,6 +12,7 @@ import pytest
 from models.formats.jobsource import iter_job_events
 from models.formats.sampletrace import parse_trace, sample_to_dict
 from models.records.reject import Reject
+from streams.codecs.deadletter import dead_letter_message
 from streams.topics import (
     DEAD_LETTER_SCHEMA,
     JOB_EVENT_SCHEMA,
@@ -19,7 +20,6 @@ from streams.topics import (
     NODE_STATUS_SCHEMA,
     SCHEMA_DIR,
     TOPICS,
-    dead_letter_message,
     schema_files,
     topic_names,
 )
@@ -59,7 +59,7 @@ def test_node_samples_validate() -> None:
 def test_node_status_messages_of_a_real_log_validate() -> None:
     from models.formats.moab import parse_moab_chunk
     from models.records.nodestatus import Codebook
-    from streams.wire import encode
+    from streams.codecs.nodestatus import encode
 
     book = Codebook()
     b = parse_moab_chunk(gzip.decompress((INPUTS / "moab.log.gz").read_bytes()), book).batch

@@ -14,7 +14,7 @@ from models.drain.basis import window_basis
 from models.drain.live import DrainCombiner, LiveJob, LiveWindow, Partial, PartitionDrain
 from models.formats.moab import parse_moab_chunk
 from models.records.nodestatus import Codebook
-from streams.wire import Decoder, encode, partition_of
+from streams.codecs.nodestatus import Decoder, encode, partition_of
 from tests.golden.make_golden import INPUTS
 
 TZ = "America/Chicago"

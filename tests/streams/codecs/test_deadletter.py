@@ -14,7 +14,6 @@ from streams.codecs.deadletter import (
     encode_dead_letter,
     message_text,
 )
-from streams.topics import dead_letter_message as old_dead_letter_message
 from tests.streams.codecs.helpers import refused, validator
 
 _rejects = st.builds(
@@ -34,13 +33,13 @@ _where = st.one_of(
 
 @settings(max_examples=80, deadline=None)
 @given(_rejects, _where)
-def test_round_trip_schema_and_the_old_home(r: Reject, where: dict[str, object]) -> None:
+def test_round_trip_and_schema(r: Reject, where: dict[str, object]) -> None:
     value = encode_dead_letter(r, **where)
     doc = orjson.loads(value)
     validator("dead-letter").validate(doc)
     # the fields in one order whatever the call's (every caller passes topic, partition, offset)
     where = {k: where[k] for k in ("topic", "partition", "offset") if k in where}
-    assert value == orjson.dumps(old_dead_letter_message(r, **where))
+    assert value == orjson.dumps(dead_letter_message(r, **where))
     assert doc == dead_letter_message(r, **where)
     assert decode_dead_letter(value) == DeadLetter(r, **where)
 

@@ -8,9 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import streams.wire as wire
 from models.records.nodestatus import Codebook, NodeStatus, NodeStatusBatch
-from streams.codecs import CodecError
 from streams.codecs import nodestatus as ns
 from tests.streams.codecs.helpers import refused, validator
 
@@ -74,9 +72,3 @@ def test_refusals_name_their_reason() -> None:
     refused(dec, b"{not json", "bad_json")
     refused(dec, b"[]", "bad_message")
     refused(dec, orjson.dumps({**GOOD, "node": [0, 5]}), "bad_message", "node")
-
-
-def test_the_old_home_re_exports_the_codec() -> None:
-    assert wire.encode is ns.encode and wire.Decoder is ns.Decoder
-    assert wire.partition_of is ns.partition_of and wire.MAX_ROWS == ns.MAX_ROWS
-    assert wire.MessageError is ns.MessageError is CodecError

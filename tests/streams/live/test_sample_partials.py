@@ -16,19 +16,53 @@ from streams.codecs.partials import decode_sample_partial, encode_sample_partial
 
 
 def _key(s: NodeSample) -> tuple:  # type: ignore[type-arg]
-    return (s.ts, s.job, s.pid, s.node, s.start, s.write_bytes, s.read_bytes, s.core,
-            s.vm_rss_kb, s.vm_swap_kb, s.cores, s.fs_rates)  # fmt: skip
+    return (
+        s.ts,
+        s.job,
+        s.pid,
+        s.node,
+        s.start,
+        s.write_bytes,
+        s.read_bytes,
+        s.core,
+        s.vm_rss_kb,
+        s.vm_swap_kb,
+        s.cores,
+        s.fs_rates,
+    )
 
 
-S1 = NodeSample(1_700_000_000.0, "J1", 10, "n1", "a", 1, 1, 30, 4, 0, 0, 7, 900, 50.0, 0, 0,
-                1_699_999_000.0, 4)  # fmt: skip
-S2 = NodeSample(1_700_000_060.0, "J2", 11, "n2", "b", 1, 1, 31, 0, 0, 0, 8, 901, 25.0, 0, 0,
-                1_699_999_000.0, 8, "", (("home", 1.5, 0.25),))  # fmt: skip
+S1 = NodeSample(
+    1_700_000_000.0, "J1", 10, "n1", "a", 1, 1, 30, 4, 0, 0, 7, 900, 50.0, 0, 0, 1_699_999_000.0, 4
+)
+S2 = NodeSample(
+    1_700_000_060.0,
+    "J2",
+    11,
+    "n2",
+    "b",
+    1,
+    1,
+    31,
+    0,
+    0,
+    0,
+    8,
+    901,
+    25.0,
+    0,
+    0,
+    1_699_999_000.0,
+    8,
+    "",
+    (("home", 1.5, 0.25),),
+)
 
 
 def test_a_batch_is_forwarded_as_columns_and_read_back() -> None:
-    value = encode_sample_partial(3, [[7, SampleBatch.from_samples([S1])],
-                                      [9, SampleBatch.from_samples([S2])]])  # fmt: skip
+    value = encode_sample_partial(
+        3, [[7, SampleBatch.from_samples([S1])], [9, SampleBatch.from_samples([S2])]]
+    )
     assert value[:4] == b"DWS1" and len(value) < len(dumps(S1)) + len(dumps(S2)) + 300
     d = decode_sample_partial(value)
     assert d.partition == 3 and [off for off, _b in d.events] == [7, 9]
@@ -42,8 +76,9 @@ def test_a_batch_is_forwarded_as_columns_and_read_back() -> None:
 
 
 def test_partials_of_the_release_that_forwarded_rows_are_refused_by_name() -> None:
-    old = orjson.dumps({"partition": 1, "events": [[5, [sample_row(dumps(S1)),
-                                                         sample_row(dumps(S2))]]]})  # fmt: skip
+    old = orjson.dumps(
+        {"partition": 1, "events": [[5, [sample_row(dumps(S1)), sample_row(dumps(S2))]]]}
+    )
     with pytest.raises(CodecError) as e:
         decode_sample_partial(old)
     assert e.value.reason == "old_generation"

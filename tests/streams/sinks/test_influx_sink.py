@@ -230,12 +230,15 @@ def test_write_of_lines_is_write_lines_at_once() -> None:
     stand_in = StandInInflux()
     sink = sink_with(stand_in)
     points = [job_point("c", j) for j in jobs()]
-    sink.write(points)  # the live worker's call, until it calls write_lines
+    sink.write_lines(points)
     assert stand_in.lines == points
     sink.write_lines(["", points[0]])
     assert stand_in.lines == [*points, points[0]]
-    sink.write_windows(windows())
-    sink.write_jobs(jobs())
+    rows, states = live_window_rows(windows())
+    sink.write(LIVE_WINDOWS, rows)
+    sink.write(LIVE_WINDOW_STATES, states)
+    sink.write(LIVE_JOBS, live_job_rows(jobs()))
+    sink.commit()
     assert sorted(stand_in.lines[3:]) == sorted(old_points())
 
 
