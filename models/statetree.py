@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from itertools import repeat
 from operator import is_not
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from models.state import LazyModule, StateFormatError
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,6 +143,14 @@ def strs_in(tree: Any, n: int | None = None, none: bool = False) -> list[str | N
         raise StateFormatError("string column: a code outside its strings")
     vocab.append(None)  # code -1
     return list(map(vocab.__getitem__, code.tolist()))
+
+
+def by_key(keys: Sequence[K], values: Iterable[V], what: str) -> dict[K, V]:
+    """keys -> values, each key once (else the state is malformed: ``what`` names it)."""
+    out = dict(zip(keys, values, strict=True))
+    if len(out) != len(keys):
+        raise StateFormatError(f"{what}: a key twice")
+    return out
 
 
 def keys_in(tree: Any, n: int | None = None) -> list[str]:

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from models.state import StateFormatError
 from models.statetree import (
     array_in,
     bools_out,
+    by_key,
     dict_in,
     floats_in,
     floats_out,
@@ -237,10 +237,7 @@ def held_restore(tree: Any) -> dict[str, Held]:
         strs_in(t["name"], n, none=True),
         strict=True,
     )
-    out = dict(zip(jobs, vals, strict=True))
-    if len(out) != n:
-        raise StateFormatError("release state: a running job twice")
-    return out
+    return by_key(jobs, vals, "release state (running jobs)")
 
 
 def pending_snapshot(pending: Mapping[str, Pending]) -> dict[str, Any]:
@@ -266,7 +263,4 @@ def pending_restore(tree: Any) -> dict[str, Pending]:
         opt_floats_in(t["reserved_start"], n),
         strict=True,
     )
-    out = dict(zip(jobs, vals, strict=True))
-    if len(out) != n:
-        raise StateFormatError("release state: a pending job twice")
-    return out
+    return by_key(jobs, vals, "release state (pending jobs)")

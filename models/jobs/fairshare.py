@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 from models.statetree import (
+    by_key,
     dict_in,
     floats_in,
     floats_out,
@@ -235,29 +235,22 @@ class FairShareUsage:
         t = dict_in(tree["start"])
         jobs = keys_in(t["job"])
         n = len(jobs)
-        self._start = _by_key(jobs, zip(floats_in(t["ts"], n), ints_in(t["nodes"], n), strict=True))
+        self._start = by_key(
+            jobs,
+            zip(floats_in(t["ts"], n), ints_in(t["nodes"], n), strict=True),
+            "fair-share state",
+        )
         usage, period = dict_in(tree["usage"]), dict_in(tree["period"])
         for kind in HOLDER_KINDS:
             t = dict_in(usage[kind])
             holders = keys_in(t["holder"])
             n = len(holders)
             cols = zip(floats_in(t["usage"], n), floats_in(t["ts"], n), strict=True)
-            self._usage[kind] = _by_key(holders, map(list, cols))
+            self._usage[kind] = by_key(holders, map(list, cols), "fair-share state")
             t = dict_in(period[kind])
             holders = keys_in(t["holder"])
             n = len(holders)
             cols = zip(floats_in(t["charged"], n), floats_in(t["refunded"], n), strict=True)
-            self._period[kind] = _by_key(holders, map(list, cols))
+            self._period[kind] = by_key(holders, map(list, cols), "fair-share state")
         self.unmatched_ends = int_in(tree["unmatched_ends"])
         self.refunded_jobs = int_in(tree["refunded_jobs"])
-
-
-_V = TypeVar("_V")
-
-
-def _by_key(keys: list[str], values: Iterable[_V]) -> dict[str, _V]:
-    """keys -> values, each key once (else the state is malformed)."""
-    out = dict(zip(keys, values, strict=True))
-    if len(out) != len(keys):
-        raise StateFormatError("fair-share state: a key twice")
-    return out

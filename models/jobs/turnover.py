@@ -29,12 +29,12 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from models.jobs.merge import events_in, events_out
 from models.records.jobevent import JobEvent
-from models.state import StateFormatError
 from models.statetree import (
+    by_key,
     dict_in,
     float_in,
     floats_in,
@@ -402,18 +402,18 @@ class SlotTurnover:
         n = len(jobs)
         pools = ragged_in(t["pools"], tuple(keys_in(t["pool"])), n)
         held = zip(pools, ints_in(t["per"], n), strict=True)
-        self._alloc = _unique(jobs, held)
+        self._alloc = by_key(jobs, held, "turnover state")
         t = dict_in(tree["free"])
         names = keys_in(t["pool"])
         n = len(names)
         release = floats_in(t["release"])
         runs = list(map(list, zip(release, ints_in(t["slots"], len(release)), strict=True)))
-        self._free = _unique(names, ragged_in(t["runs"], runs, n))
+        self._free = by_key(names, ragged_in(t["runs"], runs, n), "turnover state")
         t = dict_in(tree["windows"])
         k = ints_in(t["window"])
         n = len(k)
         cols = (ints_in(t["n_gaps"], n), floats_in(t["turnover_s"], n), floats_in(t["idle_s"], n))
-        self._win = _unique(k, map(list, zip(*cols, strict=True)))
+        self._win = by_key(k, map(list, zip(*cols, strict=True)), "turnover state")
         self._next_win = opt_int_in(tree["next_window"])
         self.n = int_in(tree["n"])
         self.sum_w = float_in(tree["sum_w"])
@@ -425,9 +425,9 @@ class SlotTurnover:
         self.unmatched_ends = int_in(tree["unmatched_ends"])
         t = dict_in(tree["submit"])
         jobs = keys_in(t["job"])
-        self._submit = _unique(jobs, floats_in(t["ts"], len(jobs)))
+        self._submit = by_key(jobs, floats_in(t["ts"], len(jobs)), "turnover state")
         deferred = events_in(tree["deferred"])
-        self._defer = _unique([e.job for e in deferred], deferred)
+        self._defer = by_key([e.job for e in deferred], deferred, "turnover state")
         self._cur = opt_float_in(tree["cur"])
 
     def histogram(self) -> list[tuple[float, float, int]]:
@@ -440,15 +440,3 @@ class SlotTurnover:
             hi = e[i + 1] if i + 1 < len(e) else math.inf
             out.append((lo, min(hi, self.max_gap) if self.max_gap > lo else hi, self.counts[i]))
         return out
-
-
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-
-def _unique(keys: list[_K], values: Iterable[_V]) -> dict[_K, _V]:
-    """keys -> values, each key once (else the state is malformed)."""
-    out = dict(zip(keys, values, strict=True))
-    if len(out) != len(keys):
-        raise StateFormatError("turnover state: a key twice")
-    return out
