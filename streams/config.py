@@ -417,6 +417,36 @@ SPECS: tuple[Spec, ...] = (
         maximum=1e6,
     ),
     Spec(
+        "message_max_bytes",
+        "kafka",
+        "message_max_bytes",
+        "int",
+        900_000,
+        "largest message drainwatch sends (bytes); kept below the producer's and topics' limits",
+        minimum=65_536,
+        maximum=1_000_000,
+    ),
+    Spec(
+        "marker_interval",
+        "worker",
+        "marker_interval",
+        "float",
+        10.0,
+        "seconds between a shipper's watermark markers on every partition of its topic",
+        minimum=0.1,
+        maximum=86_400.0,
+    ),
+    Spec(
+        "shipper_timeout",
+        "worker",
+        "shipper_timeout",
+        "float",
+        300.0,
+        "seconds (of the shippers' clocks) after which a silent shipper's watermark stops counting",
+        minimum=1.0,
+        maximum=1e7,
+    ),
+    Spec(
         "checkpoint_interval",
         "worker",
         "checkpoint_interval",
@@ -737,6 +767,9 @@ class Settings:
     web_bind: str = "127.0.0.1"
     web_port: int = 6066
     lateness: float = 600.0
+    message_max_bytes: int = 900_000
+    marker_interval: float = 10.0
+    shipper_timeout: float = 300.0
     checkpoint_interval: float = 5.0
     flush_interval: float = 2.0
     mmap_threshold: int = 256
