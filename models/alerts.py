@@ -533,6 +533,35 @@ class DrainAlerts:
         return out
 
 
+def shipper_alerts(
+    book: AlertBook, topic: str, changes: Iterable[tuple[str, str, float, float]], timeout_s: float
+) -> list[Alert]:
+    """``data_quality`` of a shipper (subject ``shipper:<topic>:<shipper id>``) from the
+    merger's shipper changes (``models.jobs.merge.ShipperChange``): fires when its markers
+    stopped for ``timeout_s`` of the shippers' clocks (its watermark no longer counts), resolves
+    when it speaks again. Times are the shippers' send times, as the markers carry them."""
+    out: list[Alert] = []
+    for change, source, at, last in changes:
+        subject = f"shipper:{topic}:{source}"
+        if change == "silent":
+            details = {"topic": topic, "shipper": source}
+            a = book.fire(
+                "data_quality",
+                subject,
+                at,
+                at - last,
+                timeout_s,
+                "shipper clock",
+                since=last,
+                details=details,
+            )
+        else:
+            a = book.resolve("data_quality", subject, at, 0.0)
+        if a is not None:
+            out.append(a)
+    return out
+
+
 class StallWatch:
     """``stalled``: no input on a topic for ``after_s`` — the one alert driven by the worker's
     clock, not the data's (a topic that stops cannot move event time). Times are what the

@@ -27,6 +27,7 @@ from typing import Any
 import faust
 
 from streams.config import Settings
+from streams.kafka import LIMIT_BYTES
 from streams.topics import topic_names
 
 APP_ID = "drainwatch"
@@ -128,6 +129,9 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
         # backlog waited for a fetch every three messages (bench/bench_live_jobs.py)
         consumer_max_fetch_size=PARTITION_FETCH_BYTES,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        # every message is at most kafka.message_max_bytes (<= MAX_MESSAGE_BYTES): with the
+        # request's own overhead it stays below this and below the topics' max.message.bytes
+        producer_max_request_size=LIMIT_BYTES,
         # held acks must not make shutdown and rebalances wait forever (docs/state.md)
         stream_wait_empty=False,
         TableManager=table_manager(),

@@ -196,3 +196,20 @@ class ConfigError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one line: its type and the first line of its message, at most
+    ``limit`` characters (a dead letter's and a log line's reason)."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return (text.splitlines() or [""])[0][:limit]
+
+
+class Poison(Exception):
+    """A stage raised while it stepped ``suspects`` (records of the message being applied; one
+    of them, at least, makes it raise). ``stage`` names it, ``cause`` is its error. The live
+    runner rolls the family back and isolates the record (streams/live/runner.py)."""
+
+    def __init__(self, stage: str, suspects: Sequence[Any], cause: BaseException) -> None:
+        super().__init__(f"{stage}: {error_line(cause)}")
+        self.stage, self.suspects, self.cause = stage, list(suspects), cause

@@ -17,7 +17,13 @@ from streams import logs
 from streams.config import Settings
 from streams.topics import TOPICS
 
-MAX_MESSAGE_BYTES = 1_000_000  # aiokafka's default max_request_size; we stay under it
+# The largest message a drainwatch program sends (kafka.message_max_bytes is at most this; the
+# worker's messages are at most that setting by construction, a shipper's at most this).
+MAX_MESSAGE_BYTES = 1_000_000
+# What the producers may send and the topics accept: above MAX_MESSAGE_BYTES by room for a
+# record's key, headers and batch overhead, so a message of MAX_MESSAGE_BYTES always goes.
+HEADROOM_BYTES = 100_000
+LIMIT_BYTES = MAX_MESSAGE_BYTES + HEADROOM_BYTES  # producer max_request_size, max.message.bytes
 
 
 class Unreachable(RuntimeError):
@@ -101,7 +107,7 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
             name = settings.topic_prefix + t.name
             if name in existing:
                 continue
-            config = {"max.message.bytes": str(MAX_MESSAGE_BYTES + 100_000)}
+            config = {"max.message.bytes": str(LIMIT_BYTES)}
             if t.compacted:
                 config.update({"cleanup.policy": "compact", "segment.ms": "600000",
                                "min.cleanable.dirty.ratio": "0.1"})  # fmt: skip

@@ -153,6 +153,7 @@ DEAD_LETTER_SCHEMA: dict[str, Any] = {
         "topic": {**_STR, "description": "topic of a rejected message"},
         "partition": _INT,
         "offset": _INT,
+        "error": {**_STR, "description": "the exception a stage raised on the record, one line"},
     },
 }
 

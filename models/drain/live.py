@@ -43,6 +43,11 @@ class Partial:
     ``windows``: (unit, start_ms, nodes, accounted, drain, idle_unallocated, down, unaccounted);
     ``jobs``: (job, drain_ms, nodes_charged, first_charged_ms, last_charged_ms, nodes_running,
     last_active_ms).
+
+    A partial may travel in parts (``streams.codecs.partials.encode_drain_partials``), which
+    :meth:`DrainCombiner.add` applied in order turns into the state of the whole: each row is
+    an absolute total in one part; windows come before the states of their window, then jobs;
+    only the last part carries the watermark; nodes and counts are on every part.
     """
 
     partition: int
@@ -519,6 +524,9 @@ class DrainCombiner:
         return min(self.marks.values())
 
     def add(self, p: Partial) -> None:
+        """Take a partition's partial, or the next of its parts (see :class:`Partial`): every
+        row replaces the partition's total of its window or job; a part without a watermark
+        closes nothing."""
         if p.watermark_ms is not None:
             self.marks[p.partition] = max(
                 self.marks.get(p.partition, p.watermark_ms), p.watermark_ms

@@ -53,6 +53,7 @@ class SampleMerger(JobEventMerger):
         self.offsets[partition] = offset
         if not len(b):
             return np.zeros(0, np.int64)
+        self.input_ended = False
         top = float(b.ts.max())
         if top > self.latest.get(partition, float("-inf")):
             self.latest[partition] = top
@@ -90,6 +91,11 @@ class SampleMerger(JobEventMerger):
         self.released_to = wm
         return _ordered(out)
 
+    def end(self) -> SampleBatch:  # type: ignore[override]
+        out = self.flush()
+        self.input_ended = True
+        return out
+
     def flush(self) -> SampleBatch:  # type: ignore[override]
         out = _ordered(self.held)
         self.held = []
@@ -110,6 +116,7 @@ class SampleMerger(JobEventMerger):
             "duplicates": self.duplicates,
             "late": self.late,
             "held": SampleBatch.concat(self.held).to_tree(),
+            **self.marks_snapshot(),
         }
 
     def restore(self, tree: dict[str, Any]) -> None:
@@ -127,6 +134,7 @@ class SampleMerger(JobEventMerger):
         duplicates = tree_int(tree_get(tree, "duplicates"), "merger duplicates")
         late = tree_int(tree_get(tree, "late"), "merger late")
         held = SampleBatch.from_tree(tree_get(tree, "held"))
+        self.marks_restore(tree)
         self.latest, self.offsets, self.released_to = latest, offsets, released_to
         self.duplicates, self.late = duplicates, late
         self.held = [held] if len(held) else []

@@ -11,7 +11,13 @@ from typing import Any
 
 from models.alerts import Alert
 from models.jsonbytes import json_bytes
-from streams.codecs.base import check_fields, check_version, load_object
+from streams.codecs.base import (
+    MIN_MESSAGE_BYTES,
+    check_fields,
+    check_version,
+    fit_object,
+    load_object,
+)
 from streams.format import instant
 from streams.topics import ALERTS_SCHEMA
 
@@ -35,8 +41,9 @@ def alert_message(cluster: str, a: Alert) -> dict[str, Any]:
 
 
 def encode_alert(cluster: str, a: Alert) -> bytes:
-    """:func:`alert_message` as JSON (in a block of its own size: kept until sent)."""
-    return json_bytes(alert_message(cluster, a))
+    """:func:`alert_message` as JSON (in a block of its own size: kept until sent), at most
+    MIN_MESSAGE_BYTES: a text too long for it (a subject, a detail) is cut, marked so."""
+    return fit_object(alert_message(cluster, a), MIN_MESSAGE_BYTES, json_bytes)
 
 
 _ALERT_FIELDS = tuple(f.name for f in fields(Alert))

@@ -1,7 +1,9 @@
 """Metric-topic messages: ``metrics.drain`` (a window), ``metrics.jobs`` (a job's drain) and the
 table-row topics (``metrics.shortjobs``, ``metrics.capability``, ``metrics.dfs``: one output
 row each). Every message is ``{"v": 1, "cluster", ...}``; the fields are a public contract,
-one JSON Schema per topic (``streams/schemas/metrics.*.v1.json``).
+one JSON Schema per topic (``streams/schemas/metrics.*.v1.json``). A message is one row: at
+most MIN_MESSAGE_BYTES, so within any ``kafka.message_max_bytes``; a text too long for that
+(a name from the input) is cut, marked so (:func:`streams.codecs.base.fit_object`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from typing import Any
 
 from models.drain.live import LiveJob, LiveWindow
 from models.jsonbytes import json_bytes
-from streams.codecs.base import check_fields, check_version, load_object
+from streams.codecs.base import (
+    MIN_MESSAGE_BYTES,
+    check_fields,
+    check_version,
+    fit_object,
+    load_object,
+)
 from streams.contracts import Row, Table
 from streams.format import instant, instant_ms
 from streams.topics import TOPICS
@@ -64,12 +72,12 @@ def job_message(cluster: str, j: LiveJob) -> dict[str, Any]:
 
 def encode_window(cluster: str, w: LiveWindow) -> bytes:
     """:func:`window_message` as JSON (in a block of its own size: kept until sent)."""
-    return json_bytes(window_message(cluster, w))
+    return fit_object(window_message(cluster, w), MIN_MESSAGE_BYTES, json_bytes)
 
 
 def encode_job(cluster: str, j: LiveJob) -> bytes:
     """:func:`job_message` as JSON (in a block of its own size: kept until sent)."""
-    return json_bytes(job_message(cluster, j))
+    return fit_object(job_message(cluster, j), MIN_MESSAGE_BYTES, json_bytes)
 
 
 # ---- table rows -----------------------------------------------------------------------------
@@ -137,7 +145,8 @@ def row_messages(cluster: str, table: Table, rows: Sequence[Row]) -> list[bytes]
     for r in rows:
         if len(r) != width:
             raise ValueError(f"{table.file}: a row of {len(r)} columns, not {width}")
-        out.append(json_bytes(build(cluster, r, iso)))  # kept until the flush sends them
+        # kept until the flush sends them: in a block of its own size
+        out.append(fit_object(build(cluster, r, iso), MIN_MESSAGE_BYTES, json_bytes))
     return out
 
 

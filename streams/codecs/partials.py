@@ -5,8 +5,11 @@
   "windows", "jobs", "counts", "states"}``.
 * ``jobs-partials``: a job-events partition's checked events by source offset, JSON
   ``{"v": 1, "partition", "events": [[offset, [row, ...]], ...]}`` with rows of
-  :func:`models.records.jobevent.jobevent_row`; and, on partition -1, the drain combiner's
-  totals of the jobs that changed, for the job path's join: ``{"v": 1, "partition": -1,
+  :func:`models.records.jobevent.jobevent_row`, or a shipper's marker as an entry of one
+  object, ``[offset, [{"control", "source", "ts", "sent"}]]`` (``streams.codecs.control``,
+  in its place among the events: what it covers came before it); and, on partition -1, the
+  drain combiner's totals of the jobs that changed, for the job path's join: ``{"v": 1,
+  "partition": -1,
   "drain": [[job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running, time_ms], ...],
   "watermark_ms"}``.
 * ``samples-partials``: a node-samples partition's samples as one binary batch of columns
@@ -17,13 +20,17 @@ otherwise: a message without ``"v"`` reads as version 1, so partials in flight a
 still read. Formats only an earlier generation wrote are refused by name (``old_generation``):
 drain partials without node states, join totals without the job's point time, job partials of
 event objects, JSON sample partials. Schemas: ``streams/schemas/*-partials.v1.json``.
+
+Every message is at most ``kafka.message_max_bytes`` (``max_bytes``) by construction: a drain
+partial is sent in parts (:func:`encode_drain_partials`), the join totals, job and sample
+partials in runs that fit (between source offsets: a message's records share its offset).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import orjson
 
@@ -31,7 +38,10 @@ from models.drain.live import UNITS, LiveJob, Partial
 from models.records.jobevent import JobEvent, jobevent_from_row
 from models.samples.batch import MAGIC as SAMPLES_MAGIC
 from models.samples.batch import SampleBatch
-from streams.codecs.base import CodecError, check_version, load_object
+from streams.codecs.base import MESSAGE_MAX_BYTES, CodecError, check_version, load_object
+from streams.codecs.control import Marker, marker_from, marker_obj
+
+T = TypeVar("T")
 
 VERSION = 1  # of the JSON partials; the sample partials' is SAMPLES_MAGIC
 JOIN_PARTITION = -1  # the join totals' partition on jobs-partials
@@ -59,8 +69,8 @@ def _ints(x: Any, n: int) -> bool:
 
 # ---- drain-partials -------------------------------------------------------------------------
 def encode_drain_partial(p: Partial) -> bytes:
-    """A partition's partial (:meth:`models.drain.live.PartitionDrain.partial`); key: the
-    partition number."""
+    """A partition's partial (:meth:`models.drain.live.PartitionDrain.partial`) as one message
+    (whatever its size; the worker sends :func:`encode_drain_partials`); key: the partition."""
     return orjson.dumps(
         {
             "v": VERSION,
@@ -73,6 +83,73 @@ def encode_drain_partial(p: Partial) -> bytes:
             "states": [[u, st, d] for u, st, d in p.states],
         }
     )
+
+
+def _drain_message(
+    p: Partial,
+    wm: int | None,
+    windows: list[bytes],
+    jobs: list[bytes],
+    states: list[bytes],
+    counts: bytes,
+) -> bytes:
+    """:func:`encode_drain_partial`'s bytes (the same layout) of rows already in JSON."""
+    head = b'{"v":%d,"partition":%d,"watermark_ms":%b,"nodes":%d,' % (
+        VERSION,
+        p.partition,
+        b"null" if wm is None else b"%d" % wm,
+        p.nodes,
+    )
+    rows = b'"windows":[%b],"jobs":[%b],"counts":%b,"states":[%b]}' % (
+        b",".join(windows),
+        b",".join(jobs),
+        counts,
+        b",".join(states),
+    )
+    return head + rows
+
+
+def encode_drain_partials(p: Partial, max_bytes: int = MESSAGE_MAX_BYTES) -> list[bytes]:
+    """``p`` as messages of at most ``max_bytes`` each, for the combiner to apply in order
+    (:meth:`models.drain.live.DrainCombiner.add`, one by one: the same state as ``p`` whole).
+
+    The rules that keep it exact: rows are absolute totals, each in one part; windows first,
+    then the hour and day node states (the combiner ignores the states of a window it does not
+    have, so a window's states come in the same part as its row or a later one), then jobs;
+    only the last part carries the watermark (no window closes before all its totals came);
+    nodes and counts ride on every part (absolute too). One message, equal to
+    :func:`encode_drain_partial`, when ``p`` fits."""
+    counts = orjson.dumps(p.counts)
+    sections: list[list[bytes]] = [
+        [orjson.dumps(w) for w in p.windows],
+        [orjson.dumps(j) for j in p.jobs],
+        [orjson.dumps([u, st, d]) for u, st, d in p.states],
+    ]
+    base = max(len(_drain_message(p, wm, [], [], [], counts)) for wm in (None, p.watermark_ms))
+    parts: list[list[list[bytes]]] = []
+    cur: list[list[bytes]] = [[], [], []]
+    size = base
+    for sec in (0, 2, 1):  # windows, states, jobs
+        for row in sections[sec]:
+            add = len(row) + (1 if cur[sec] else 0)  # a comma after the section's first row
+            if size + add > max_bytes and any(cur):
+                parts.append(cur)
+                cur, size, add = [[], [], []], base, len(row)
+            if size + add > max_bytes:
+                raise ValueError(
+                    f"drain partial of partition {p.partition}: a row of {len(row)} bytes does "
+                    f"not fit a message of {max_bytes} bytes (kafka.message_max_bytes)"
+                )
+            cur[sec].append(row)
+            size += add
+    parts.append(cur)
+    last = len(parts) - 1
+    out = [
+        _drain_message(p, p.watermark_ms if i == last else None, w, j, s, counts)
+        for i, (w, j, s) in enumerate(parts)
+    ]
+    assert all(len(v) <= max_bytes for v in out), "encode_drain_partials: sizes miscounted"
+    return out
 
 
 def decode_drain_partial(value: bytes) -> Partial:
@@ -125,6 +202,14 @@ class JobPartial:
 
     partition: int
     events: list[tuple[int, list[JobEvent]]]
+    # the shippers' markers among them (streams.codecs.control), by source offset
+    markers: list[tuple[int, Marker]] = field(default_factory=list)
+
+
+def job_marker_entry(m: Marker) -> list[bytes]:
+    """The rows of a marker's entry: ``[offset, [{"control", "source", "ts", "sent"}]]`` (an
+    entry of one object; event rows are lists), so it goes through the encoders unchanged."""
+    return [orjson.dumps(marker_obj(m))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,30 +230,67 @@ def encode_job_partial(p: int, entries: Sequence[Sequence[Any]]) -> bytes:
     return b'{"v":%d,"partition":%d,"events":[%b]}' % (VERSION, p, events)
 
 
-def encode_drain_totals(jobs: Sequence[LiveJob], watermark_ms: int | None) -> list[bytes]:
-    """The join messages of ``jobs`` (at most JOIN_ROWS each; key JOIN_KEY)."""
-    return [
+def split_job_partial(
+    p: int, entries: Sequence[Sequence[Any]], max_bytes: int = MESSAGE_MAX_BYTES
+) -> list[bytes]:
+    """:func:`encode_job_partial` of ``entries`` in messages of at most ``max_bytes``, cut
+    between entries (an entry's rows share its source offset, which the merger keeps once:
+    they stay in one message). ValueError if one entry alone does not fit."""
+    if not entries:
+        return []
+    items = [b"[%d,[%b]]" % (off, b",".join(rows)) for off, rows in entries]
+    head = b'{"v":%d,"partition":%d,"events":[' % (VERSION, p)
+    return _runs(items, head, b"]}", max_bytes, 0, f"job partial of partition {p}")
+
+
+def _runs(
+    items: list[bytes], head: bytes, tail: bytes, max_bytes: int, most: int, what: str
+) -> list[bytes]:
+    """``head + b",".join(run) + tail`` of runs of ``items`` in order, each at most
+    ``max_bytes`` (and ``most`` items, 0: any number)."""
+    base = len(head) + len(tail)
+    out: list[bytes] = []
+    run: list[bytes] = []
+    size = base
+    for item in items:
+        add = len(item) + (1 if run else 0)
+        if run and (size + add > max_bytes or len(run) == most):
+            out.append(head + b",".join(run) + tail)
+            run, size, add = [], base, len(item)
+        if size + add > max_bytes:
+            raise ValueError(
+                f"{what}: an entry of {len(item)} bytes does not fit a message of {max_bytes} "
+                "bytes (kafka.message_max_bytes)"
+            )
+        run.append(item)
+        size += add
+    if run:
+        out.append(head + b",".join(run) + tail)
+    return out
+
+
+def encode_drain_totals(
+    jobs: Sequence[LiveJob], watermark_ms: int | None, max_bytes: int = MESSAGE_MAX_BYTES
+) -> list[bytes]:
+    """The join messages of ``jobs`` (at most JOIN_ROWS each and ``max_bytes``; key
+    JOIN_KEY), each with the watermark. The rows are absolute totals: any cut reads the same."""
+    rows = [
         orjson.dumps(
-            {
-                "v": VERSION,
-                "partition": JOIN_PARTITION,
-                "drain": [
-                    [
-                        j.job,
-                        j.drain_ms,
-                        j.nodes_charged,
-                        j.first_charged_ms,
-                        j.last_charged_ms,
-                        j.nodes_running,
-                        j.time_ms,
-                    ]
-                    for j in jobs[i : i + JOIN_ROWS]
-                ],
-                "watermark_ms": watermark_ms,
-            }
+            [
+                j.job,
+                j.drain_ms,
+                j.nodes_charged,
+                j.first_charged_ms,
+                j.last_charged_ms,
+                j.nodes_running,
+                j.time_ms,
+            ]
         )
-        for i in range(0, len(jobs), JOIN_ROWS)
+        for j in jobs
     ]
+    head = b'{"v":%d,"partition":%d,"drain":[' % (VERSION, JOIN_PARTITION)
+    tail = b'],"watermark_ms":%b}' % (b"null" if watermark_ms is None else b"%d" % watermark_ms)
+    return _runs(rows, head, tail, max_bytes, JOIN_ROWS, "drain totals")
 
 
 def decode_job_partial(value: bytes) -> JobPartial | DrainTotals:
@@ -187,11 +309,15 @@ def decode_job_partial(value: bytes) -> JobPartial | DrainTotals:
     if type(entries) is not list or len(d) > 2 + ("v" in d):
         raise _bad(what, "fields are v, partition and events (or drain, watermark_ms)")
     out: list[tuple[int, list[JobEvent]]] = []
+    markers: list[tuple[int, Marker]] = []
     for e in entries:
         if type(e) is not list or len(e) != 2 or type(e[0]) is not int or type(e[1]) is not list:
             raise _bad(what, "'events' must be [offset, [row, ...]] entries")
         off, rows = e
         if rows and type(rows[0]) is not list:
+            if type(rows[0]) is dict and "control" in rows[0] and len(rows) == 1:
+                markers.append((off, marker_from(rows[0], what)))  # a shipper's marker
+                continue
             if type(rows[0]) is dict:
                 raise _old(what, "job partials carried rows (event objects)")
             raise _bad(what, f"a record is {type(rows[0]).__name__}, not a row")
@@ -199,7 +325,7 @@ def decode_job_partial(value: bytes) -> JobPartial | DrainTotals:
             out.append((off, [jobevent_from_row(r) for r in rows]))
         except (TypeError, IndexError, KeyError, AttributeError):
             raise _bad(what, f"a record at offset {off} is not a job-event row") from None
-    return JobPartial(p, out)
+    return JobPartial(p, out, markers)
 
 
 def _drain_totals(d: dict[str, Any], p: int) -> DrainTotals:
@@ -234,6 +360,56 @@ def encode_sample_partial(p: int, entries: Sequence[Sequence[Any]]) -> bytes:
     and read back without parsing; each entry's offset and number of samples in the header."""
     batch = SampleBatch.concat([b for _off, b in entries])
     return batch.to_bytes({"partition": p, "events": [[off, len(b)] for off, b in entries]})
+
+
+def split_sample_partial(
+    p: int, entries: Sequence[Sequence[Any]], max_bytes: int = MESSAGE_MAX_BYTES
+) -> list[bytes]:
+    """:func:`encode_sample_partial` of ``entries`` in messages of at most ``max_bytes``, cut
+    between entries (an entry's samples share its source offset, which the merger keeps once).
+    One message when they fit (one encoding); else cut in proportion to the samples and each
+    run checked again. ValueError if one entry alone does not fit."""
+    what = f"sample partial of partition {p}"
+    return _fitted(
+        list(entries),
+        lambda run: encode_sample_partial(p, run),
+        lambda e: len(e[1]),
+        max_bytes,
+        what,
+    )
+
+
+def _fitted(
+    entries: list[T],
+    encode: Callable[[list[T]], bytes],
+    weight: Callable[[T], int],
+    max_bytes: int,
+    what: str,
+) -> list[bytes]:
+    """``encode(run)`` of runs of ``entries`` in order, each at most ``max_bytes``: the whole
+    if it fits, else runs of about equal weight, as many as the size asks, each fitted again."""
+    if not entries:
+        return []
+    value = encode(entries)
+    if len(value) <= max_bytes:
+        return [value]
+    if len(entries) == 1:
+        raise ValueError(
+            f"{what}: one source message takes {len(value)} bytes, more than a message of "
+            f"{max_bytes} bytes (kafka.message_max_bytes)"
+        )
+    pieces = min(len(entries), -(-len(value) // max_bytes) + 1)
+    total = sum(max(1, weight(e)) for e in entries)
+    runs: list[list[T]] = [[]]
+    acc = 0
+    for e in entries:
+        if runs[-1] and acc * pieces >= total * len(runs):
+            runs.append([])
+        runs[-1].append(e)
+        acc += max(1, weight(e))
+    if len(runs) == 1:  # all the weight in the first entry: cut after it
+        runs = [entries[:1], entries[1:]]
+    return [v for run in runs for v in _fitted(run, encode, weight, max_bytes, what)]
 
 
 def decode_sample_partial(value: bytes) -> SamplePartial:

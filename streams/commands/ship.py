@@ -303,7 +303,13 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
 
     from models.records.plausible import TimeBounds
     from streams.config import load_settings
-    from streams.sources.jobship import JobShipStats, dead_letter_rejects, send_events
+    from streams.sources.jobship import (
+        JobShipStats,
+        Markers,
+        dead_letter_rejects,
+        send_events,
+        shipper_id,
+    )
     from streams.sources.sacctpoll import SacctPoller, parse_since
     from streams.sources.slurmship import SnapshotFailed
 
@@ -331,8 +337,19 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
             producer, _ = await _producer(settings, "jobs")
         topic = settings.topic_prefix + "job-events"
         failed = 0
+        markers = None
         try:
             parts = len(await producer.partitions_for(topic)) if producer is not None else 1
+            if producer is not None:  # named by its checkpoint: the same shipper on a restart
+                sid = shipper_id("sacct", str(cp.resolve()))
+                markers = Markers(producer, topic, parts, sid, settings.marker_interval)
+
+            async def mark() -> None:
+                """A round of markers at the poller's guarantee: every job that ended before
+                the high-water mark minus the overlap was sent (with its submit and start)."""
+                if markers is not None:
+                    await asyncio.gather(*await markers.round(ts=poller.cp.hwm - args.overlap))
+
             k = 0
             while not stop.is_set():
                 try:
@@ -353,17 +370,27 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
                         st.dead_letters += len(futs)
                         await send_events(producer, topic, p.events, parts, st, futs)
                     poller.commit(p, save=producer is not None)  # after the broker's ack
+                    await mark()
                 k += 1
                 if args.count is not None and k >= args.count:
                     break
-                if p is None or not p.behind:
-                    try:
-                        await asyncio.wait_for(stop.wait(), timeout=args.period)
-                    except TimeoutError:
-                        pass
+                if p is None or not p.behind:  # a marker round every marker_interval meanwhile
+                    until = time.monotonic() + args.period
+                    while not stop.is_set() and (left := until - time.monotonic()) > 0:
+                        try:
+                            await asyncio.wait_for(stop.wait(), min(left, settings.marker_interval))
+                        except TimeoutError:
+                            pass
+                        if markers is not None and markers.due():
+                            await mark()
         finally:
             if producer is not None:
-                await producer.stop()
+                try:  # a last round when it stops (best effort: Kafka may be why it stops)
+                    await asyncio.wait_for(mark(), 10)
+                except Exception as e:  # noqa: BLE001
+                    logs.get("ship.jobs").warning("last markers not sent: %r", e)
+                finally:
+                    await producer.stop()
         summary(
             "jobs",
             f"{poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} events in "
@@ -439,9 +466,10 @@ def _ship_jobs(args: argparse.Namespace) -> int:
         s = await ship_job_files(producer, topic, settings.topic_prefix + "dead-letter",
                                  args.format, args.paths, bounds, settings.max_line_bytes,
                                  settings.max_hosts, progress=not args.no_progress,
-                                 partitions=parts.get(topic) or 1)  # fmt: skip
+                                 partitions=parts.get(topic) or 1,
+                                 marker_interval=settings.marker_interval)  # fmt: skip
         return (f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
-                f"{s.dead_letters:,} dead letters")  # fmt: skip
+                f"{s.dead_letters:,} dead letters, {s.markers:,} markers")  # fmt: skip
 
     return _ship_files(args, "jobs", publish)
 

@@ -3,8 +3,20 @@
 Settings come from ``--config`` (or ``$DRAINWATCH_CONFIG``) and ``DRAINWATCH_*`` variables;
 see streams/config.py. The effective settings are logged at start with secrets masked. Before
 the worker starts, Kafka and InfluxDB must answer: each is retried with backoff, one line per
-attempt, and after ``connect_timeout`` the command fails with one line (exit 1). Missing topics
+attempt, and after ``connect_timeout`` the command fails with one line (exit 75). Missing topics
 are created (streams/kafka.py). ``--no-influx`` runs without InfluxDB (metric topics only).
+
+Exit codes, for a supervisor (deploy/systemd: ``RestartPreventExitStatus=2``):
+
+====  ========================================================================================
+0     stopped by SIGINT/SIGTERM
+1     unexpected error (a bug, or InfluxDB refusing points): a restart resumes from the last
+      saved state and committed offsets
+2     configuration error (a bad setting, InfluxDB refusing the token or naming no such
+      bucket): one line on stderr; a restart cannot cure it, so it is not restarted
+75    a dependency is away (EX_TEMPFAIL): Kafka or InfluxDB unreachable for ``connect_timeout``
+      at start, or a Kafka error that stopped the running worker; a restart cures it
+====  ========================================================================================
 """
 
 from __future__ import annotations
@@ -16,6 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streams.config import ConfigError, Settings, load_settings, setup_logging
+from streams.errors import EXIT_FAILED, EXIT_USAGE
+
+EXIT_STOPPED = 0  # SIGINT/SIGTERM
+EXIT_CRASHED = EXIT_FAILED  # unexpected: restarted from the saved state
+EXIT_CONFIG = EXIT_USAGE  # bad configuration: never restarted
+EXIT_TEMPFAIL = 75  # Kafka or InfluxDB away (sysexits EX_TEMPFAIL): restarted
 
 if TYPE_CHECKING:
     from streams.sinks.influx import InfluxSink
@@ -54,9 +72,54 @@ def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> InfluxSin
             if c.ping():
                 break
         time.sleep(backoff.failed("no answer to ping"))
+    check_influx_access(settings, token)
     return InfluxSink(
         settings.influx_url, token, settings.influx_org, settings.influx_bucket, settings.cluster
     )
+
+
+def check_influx_access(settings: Settings, token: str) -> None:
+    """An empty write: InfluxDB refusing the token (401, 403) or knowing no such bucket (404)
+    is a configuration error (a ping does not check either); any other answer passes."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    q = urllib.parse.urlencode({"org": settings.influx_org, "bucket": settings.influx_bucket})
+    url = f"{settings.influx_url.rstrip('/')}/api/v2/write?{q}"
+    req = urllib.request.Request(url, b"", {"Authorization": f"Token {token}"}, method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=10).close()
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise ConfigError("influx_token", f"InfluxDB refused it (HTTP {e.code})") from None
+        if e.code == 404:
+            raise ConfigError(
+                "influx_bucket", f"InfluxDB has no bucket {settings.influx_bucket!r} (HTTP 404)"
+            ) from None
+    except OSError:  # gone again since its ping: the writes retry until it is back
+        pass
+
+
+def exit_code_of(reason: BaseException | None) -> int:
+    """The exit status of a worker Faust stopped with ``reason`` (its crash reason, None for a
+    clean stop): a dependency's error is EX_TEMPFAIL, anything else unexpected."""
+    if reason is None:
+        return EXIT_STOPPED
+    from aiokafka import errors as kafka
+
+    from streams.kafka import Unreachable
+
+    away = (
+        Unreachable,
+        kafka.KafkaConnectionError,
+        kafka.KafkaTimeoutError,
+        kafka.NodeNotReadyError,
+        kafka.RequestTimedOutError,
+        ConnectionError,
+        TimeoutError,
+    )
+    return EXIT_TEMPFAIL if isinstance(reason, away) else EXIT_CRASHED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(getattr(args, "config", None))
     except ConfigError as e:
         print(f"drainwatch worker: configuration error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.print_settings:
         for k, v in settings.describe().items():
             print(f"{k} = {v}")
@@ -94,7 +157,10 @@ def run(args: argparse.Namespace) -> int:
         sink = None if args.no_influx else influx_sink(settings, "drainwatch worker")
     except Unreachable as e:
         print(f"drainwatch worker: {e}", file=sys.stderr)
-        return 1
+        return EXIT_TEMPFAIL
+    except ConfigError as e:
+        print(f"drainwatch worker: configuration error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     if settings.mmap_threshold:  # large arrays go back to the system when freed
         pin_mmap_threshold(settings.mmap_threshold * 1024)
     from streams.live import attach
@@ -107,5 +173,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         worker.execute_from_commandline()
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if code == 0:
+            return EXIT_STOPPED
+        # Faust exits 1 whatever the crash (mode.worker.exiting): the reason tells which
+        reason = worker.crash_reason or app.crash_reason
+        return exit_code_of(reason) if reason is not None else code
+    return EXIT_STOPPED

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from models.alerts import Alert
+from models.state import pack, unpack
 from streams.codecs.alerts import encode_alert
+from streams.errors import error_line
 from streams.live.context import Message, WorkerContext
 from streams.sinks.influx import LineSink
 from streams.sinks.jobpoints import alert_line
@@ -106,6 +108,19 @@ class Outbox:
     def waiting(self) -> bool:
         return bool(self.points or self.messages or self.dead)
 
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where the outbox is now, for :meth:`undo` (its sinks hold nothing: settled)."""
+        return len(self.points), len(self.messages), len(self.alerts), len(self.dead)
+
+    def undo(self, mark: tuple[int, int, int, int]) -> None:
+        """Drop what was made since ``mark`` (a message whose processing failed)."""
+        points, messages, alerts, dead = mark
+        del self.points[points:], self.messages[messages:], self.alerts[alerts:]
+        del self.dead[dead:]
+        if self.influx is not None:
+            self.influx.abort()
+            self.metrics.abort()
+
     def add_alerts(self, cluster: str, alerts: list[Alert]) -> int:
         """Alert changes: their records (sent as soon as the combiner's message is done) and
         their points (with the next write)."""
@@ -113,6 +128,47 @@ class Outbox:
             self.points.append(alert_line(cluster, a))
             self.alerts.append((a.id.encode(), encode_alert(cluster, a)))
         return len(alerts)
+
+
+CRASH_KIND = "poison"  # a crash record's state-document kind (models/state.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """The input message a step was applying when the worker stopped on an error."""
+
+    step: str
+    topic: str
+    partition: int
+    offset: int
+    reason: str
+
+
+async def save_crash(ctx: WorkerContext, owner: str, crash: Crash) -> None:
+    """Keep ``crash`` under ``<owner>/poison`` in the state store (versioned data)."""
+    assert ctx.store is not None
+    tree = {k: getattr(crash, k) for k in Crash.__slots__}
+    await ctx.store.save(f"{owner}/poison", pack(CRASH_KIND, 1, tree))
+
+
+async def load_crash(ctx: WorkerContext, owner: str, log: logging.Logger) -> Crash | None:
+    """The crash record under ``<owner>/poison``; None when there is none or none reads (one
+    log line: a record is a hint, never a reason to stop)."""
+    store = ctx.store
+    assert store is not None
+    try:
+        found = await store.candidates(f"{owner}/poison")
+    except Exception as e:  # noqa: BLE001 (see above)
+        log.error("crash record %s unreadable: %s", owner, error_line(e))
+        return None
+    for _gen, data in found:
+        try:
+            _v, t = unpack(data, CRASH_KIND, (1,))
+            ints = int(t["partition"]), int(t["offset"])
+            return Crash(str(t["step"]), str(t["topic"]), *ints, str(t["reason"]))
+        except Exception as e:  # noqa: BLE001 (a record is data: anything wrong refuses it)
+            log.error("crash record %s refused: %s", owner, error_line(e))
+    return None
 
 
 async def load_state(

@@ -28,7 +28,7 @@ from streams.codecs.nodestatus import Decoder
 from streams.codecs.partials import (
     JOIN_KEY,
     decode_drain_partial,
-    encode_drain_partial,
+    encode_drain_partials,
     encode_drain_totals,
 )
 from streams.format import instant_ms
@@ -139,7 +139,11 @@ class DrainForward:
         if st is None or p not in self.fresh:
             return []
         self.fresh.discard(p)
-        return [encode_drain_partial(st.partial())]
+        # in parts of at most message_max_bytes, applied in order (only the last one carries
+        # the watermark): a backlog's partial holds every minute window since the last one
+        parts = encode_drain_partials(st.partial(), self.ctx.settings.message_max_bytes)
+        self.ctx.counts["drain_partial_parts"] += len(parts)
+        return parts
 
     def forget(self, p: int) -> None:
         self.decoders.pop(p, None)
@@ -208,7 +212,8 @@ class DrainCombine:
         changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
         changes += da.quiet(comb.watermark_ms)
         if jobs and ctx.settings.live_jobs == "on":  # the job-events side joins them
-            for v in encode_drain_totals(jobs, comb.watermark_ms):
+            cap = ctx.settings.message_max_bytes
+            for v in encode_drain_totals(jobs, comb.watermark_ms, cap):
                 out.messages.append((t.jobs_partials.get_topic_name(), JOIN_KEY, v))
         ctx.counts["alert_changes"] += out.add_alerts(cluster, changes)
         ctx.counts["windows_written"] += len(rows)

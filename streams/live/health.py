@@ -102,6 +102,8 @@ class Health:
             # mean seconds per InfluxDB write since the last point, retries included
             "sink_latency_s": seconds / writes if writes > 0 else None,
         }
+        for family, wl in self.watermark_lags().items():  # event-time seconds
+            fields[f"watermark_lag_{family}_s"] = wl
         tags = {"cluster": ctx.settings.cluster, "worker": ctx.worker}
         p = line("pipeline", tags, fields, round(now * 1000) * 1_000_000)
         self._last_sink = (st.writes, st.seconds)
@@ -122,6 +124,7 @@ class Health:
         put("job_events_total", c["job_events"], "job events forwarded")
         put("samples_total", c["samples"], "node samples forwarded")
         put("dead_letters_total", c["dead_letters"], "records and messages rejected")
+        put("poison_total", c["poison"], "messages and records a step failed on, dead-lettered")
         put("state_refused_total", c["state_refused"], "saved states refused as unreadable")
         put("snapshots_saved_total", c["snapshots_saved"], "states saved")
         put(
@@ -130,6 +133,10 @@ class Health:
             "age of the last checkpoint",
         )
         put("windows_written_total", c["windows_written"], "window rows written")
+        put("markers_total", c["markers"], "shipper markers forwarded")
+        for family, wl in self.watermark_lags().items():
+            label = f'{{family="{family}"}}'
+            put("watermark_lag_seconds", wl, "newest event time - the merger's watermark", label)
         if ctx.sink is not None:
             st = ctx.sink.stats
             put("sink_retries_total", st.retries, "InfluxDB write retries")
@@ -145,6 +152,18 @@ class Health:
         except Exception:  # noqa: BLE001 (lag is best effort while rebalancing)
             pass
         return "\n".join(lines) + "\n"
+
+    def watermark_lags(self) -> dict[str, float]:
+        """Per family with a merger (jobs, samples): how far its watermark trails the newest
+        event or marker time it saw (event-time seconds, the lateness included; 0 once every
+        shipper's input ended and all was released). A family without one yet is left out."""
+        out: dict[str, float] = {}
+        for c in self.combiners:
+            lag = getattr(c.fam, "watermark_lag", None)
+            value = lag() if lag is not None else None
+            if value is not None:
+                out[c.fam.name] = value
+        return out
 
     def _lag(self) -> dict[int, int]:
         if self.drain is None:

@@ -19,19 +19,27 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
-from models.alerts import Alert, JobAlerts
+from models.alerts import Alert, JobAlerts, shipper_alerts
 from models.drain.jobjoin import DrainJobJoin
 from models.drain.jobs import size_groups
 from models.jobs.capability import DayCalendar
 from models.jobs.merge import JobEventMerger
 from models.records.jobevent import JobEvent, JobEventError, jobevent_row
 from models.records.reject import Reject
+from streams.codecs.base import CodecError
+from streams.codecs.control import Marker, decode_marker, is_marker
 from streams.codecs.deadletter import encode_dead_letter, message_text
-from streams.codecs.partials import DrainTotals, decode_job_partial, encode_job_partial
+from streams.codecs.partials import (
+    DrainTotals,
+    decode_job_partial,
+    job_marker_entry,
+    split_job_partial,
+)
 from streams.config import Settings
+from streams.errors import Poison
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
-from streams.live.runner import lines_in
+from streams.live.runner import PoisonGuard, lines_in
 from streams.sinks.adjust import AdjustTableFile
 from streams.sources.jobevents import day_batches
 from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
@@ -116,6 +124,17 @@ class JobsForward:
 
     def add(self, p: int, off: int, value: bytes, state: Any, out: Outbox) -> None:
         where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
+        if is_marker(value):  # a shipper's marker: passed on in its place among the events
+            try:
+                m = decode_marker(value)
+            except CodecError as e:
+                bad = Reject(e.reason, self.name, 0, message_text(value))
+                dead_letter(self.ctx, out, bad, **where)
+                return
+            if m is not None:
+                self.ctx.counts["markers"] += 1
+                self.pending.setdefault(p, []).append([off, job_marker_entry(m)])
+            return
         rows = self.rows(value, where, out)
         if rows:
             self.pending.setdefault(p, []).append([off, rows])
@@ -170,7 +189,10 @@ class JobsForward:
         return row
 
     def partials(self, p: int, state: Any) -> list[bytes]:
-        return [encode_job_partial(p, run) for run in chunks(self.pending.pop(p, []))]
+        """Runs of about PARTIAL_EVENTS records, each cut further to message_max_bytes."""
+        cap = self.ctx.settings.message_max_bytes
+        runs = chunks(self.pending.pop(p, []))
+        return [v for run in runs for v in split_job_partial(p, run, cap)]
 
 
 class JobsCombine:
@@ -188,7 +210,7 @@ class JobsCombine:
         self.cal = DayCalendar(s.tz)
         self.zone = ZoneInfo(s.tz)
         self.adjust = AdjustTableFile(s.adjust_out) if s.adjust_out else None
-        self.merger = JobEventMerger(s.lateness, partitions)
+        self.merger = JobEventMerger(s.lateness, partitions, s.shipper_timeout)
         self.stages: dict[str, Any] = {}
         self.alerts = JobAlerts()
         self.join: DrainJobJoin | None = None
@@ -198,7 +220,7 @@ class JobsCombine:
 
     def fresh(self) -> None:
         s = self.ctx.settings
-        self.merger = JobEventMerger(s.lateness, self.partitions)
+        self.merger = JobEventMerger(s.lateness, self.partitions, s.shipper_timeout)
         self.stages = live_stages(s)
         self.alerts = JobAlerts(
             None, s.alert_shortjob_flood, s.alert_cup40_target, s.alert_overrun_margin, s.tz
@@ -248,7 +270,12 @@ class JobsCombine:
             return
         merger, ctx, p = self.merger, self.ctx, m.partition
         source = ctx.topics.job_events.get_topic_name()
+        marks = iter(m.markers)
+        mark = next(marks, None)
         for src_off, events in m.events:
+            while mark is not None and mark[0] < src_off:  # in offset order
+                self._marker(p, *mark, out)
+                mark = next(marks, None)
             for r in merger.add_many(p, src_off, events):  # late: not taken
                 text = orjson.dumps(merger.encode(r)).decode()
                 dead_letter(
@@ -259,37 +286,34 @@ class JobsCombine:
                     partition=p,
                     offset=int(src_off),
                 )
+        while mark is not None:
+            self._marker(p, *mark, out)
+            mark = next(marks, None)
         self._released(merger.release(), out)
+        if merger.end_due():  # every shipper's input ended: the replay's end of input
+            self._released(merger.end(), out)
+            self._finish(out)
 
-    def _released(self, released: list[JobEvent], out: Outbox) -> None:
-        for batch in day_batches(self.cal, released):
-            self._step(batch, out)
-        if self.join is not None:
-            self.join.events(released)
-        if released:  # the new event time: jobs past their estimate, floods decayed
-            now = released[-1].ts
-            running = self.stages["runtime"].m.running(now)
-            self._alerts(self.alerts.overrun_started(running, now), out)
-            self._alerts(self.alerts.advance(self.stages["shortjobs"].m.last_tick_ts), out)
+    def _marker(self, p: int, off: int, mk: Marker, out: Outbox) -> None:
+        """A shipper's marker to the merger; a shipper silent past the timeout (or back) is a
+        ``data_quality`` alert."""
+        s = self.ctx.settings
+        changes = self.merger.add_marker(p, off, mk.source, mk.ts, mk.sent, mk.end)
+        if changes:
+            topic = self.ctx.topics.job_events.get_topic_name()
+            self._alerts(shipper_alerts(self.alerts.book, topic, changes, s.shipper_timeout), out)
 
-    def _alerts(self, alerts: list[Alert], out: Outbox) -> None:
-        self.ctx.counts["alert_changes"] += out.add_alerts(self.ctx.settings.cluster, alerts)
-
-    def _step(self, batch: list[JobEvent], out: Outbox) -> None:
-        """One day-bounded batch through every stage: rows to points and messages, alerts."""
+    def _finish(self, out: Outbox) -> None:
+        """The end of every shipper's input: each stage's ``finish()`` rows, as the replay
+        writes them at its end (the last short-job tick, the last days and turnover windows,
+        every usage day, the jobs still pending), with their alerts."""
         ctx, ja = self.ctx, self.alerts
         alerts: list[Alert] = []
-        ends: dict[str, float] | None = None
         for stage in self.stages.values():
-            for table, rows in stage.step(batch):
-                ctx.counts["rows"] += len(rows)
-                if table is RUNTIME_PREDICTIONS:  # at the job's end
-                    if ends is None:
-                        ends = {e.job: e.ts for e in batch if e.type == "end"}
-                    times = [ends[r[0]] for r in rows]
-                    out.influx.write_timed(RUNTIME_PREDICTIONS, rows, times)
-                    alerts += ja.overrun_ended(rows, ends)
+            for table, rows in stage.finish():
+                if not isinstance(rows, list):  # a document (the adjust tables): no point
                     continue
+                ctx.counts["rows"] += len(rows)
                 out.influx.write(table, rows)
                 if table is SHORTJOBS:
                     alerts += ja.shortjobs(rows)
@@ -297,6 +321,74 @@ class JobsCombine:
                 elif table is CAPABILITY_DAILY:
                     alerts += ja.capability(rows)
                     out.metrics.write(table, rows)
+        self._alerts(alerts, out)
+
+    def watermark_lag(self) -> float | None:
+        """How far the merger's watermark trails the newest event or marker time (s)."""
+        return self.merger.lag()
+
+    def _released(self, released: list[JobEvent], out: Outbox) -> None:
+        """Released events through the stages, the join and the alerts. An error is a
+        :class:`Poison` naming the stage and the events it stepped; while the runner cures
+        one, its guard leaves out the poison and releases each suspect on its own (a release
+        may end anywhere: the stages give the same state however it is cut)."""
+        guard = self.poison_guard()
+        for part in guard.pieces(released) if guard.active() else (released,):
+            stage = "release"
+            try:
+                for batch in day_batches(self.cal, part):
+                    self._step(batch, out)
+                stage = "join"
+                if self.join is not None:
+                    self.join.events(part)
+                stage = "alerts"
+                if part:  # the new event time: jobs past their estimate, floods decayed
+                    now = part[-1].ts
+                    running = self.stages["runtime"].m.running(now)
+                    self._alerts(self.alerts.overrun_started(running, now), out)
+                    self._alerts(self.alerts.advance(self.stages["shortjobs"].m.last_tick_ts), out)
+            except Poison:
+                raise
+            except Exception as e:
+                raise Poison(stage, part, e) from e
+
+    def poison_guard(self) -> PoisonGuard:
+        """What the runner steers :meth:`_released` with while it cures a poison message
+        (streams/live/runner.py): job events named by (job, type, time)."""
+        guard: PoisonGuard | None = self.__dict__.get("_guard")
+        if guard is None:
+            guard = self._guard = PoisonGuard(lambda e: (e.job, e.type, e.ts))
+        return guard
+
+    def _alerts(self, alerts: list[Alert], out: Outbox) -> None:
+        self.ctx.counts["alert_changes"] += out.add_alerts(self.ctx.settings.cluster, alerts)
+
+    def _step(self, batch: list[JobEvent], out: Outbox) -> None:
+        """One day-bounded batch through every stage: rows to points and messages, alerts. A
+        stage's error is a :class:`Poison` naming the stage and the batch."""
+        ctx, ja = self.ctx, self.alerts
+        alerts: list[Alert] = []
+        ends: dict[str, float] | None = None
+        for name, stage in self.stages.items():
+            try:
+                for table, rows in stage.step(batch):
+                    ctx.counts["rows"] += len(rows)
+                    if table is RUNTIME_PREDICTIONS:  # at the job's end
+                        if ends is None:
+                            ends = {e.job: e.ts for e in batch if e.type == "end"}
+                        times = [ends[r[0]] for r in rows]
+                        out.influx.write_timed(RUNTIME_PREDICTIONS, rows, times)
+                        alerts += ja.overrun_ended(rows, ends)
+                        continue
+                    out.influx.write(table, rows)
+                    if table is SHORTJOBS:
+                        alerts += ja.shortjobs(rows)
+                        out.metrics.write(table, rows)
+                    elif table is CAPABILITY_DAILY:
+                        alerts += ja.capability(rows)
+                        out.metrics.write(table, rows)
+            except Exception as e:
+                raise Poison(name, batch, e) from e
         self._alerts(alerts, out)
 
     def flush_rows(self, out: Outbox) -> None:

@@ -11,6 +11,15 @@ A family is an adapter (streams/live/drain.py, jobs.py, samples.py) declaring it
 a message is decoded and fed, what its partials are and what its state is. Takes, held events,
 acks, snapshots, revocation, write-outs and backpressure are here and in
 streams/live/checkpoint.py only. docs/state.md has the design and its invariant.
+
+Poison input (docs/state.md, "Poison input"): a message whose application raises is
+dead-lettered with the error's one-line reason and the worker goes on. A step applies a message
+all or nothing: on an error it rolls back (the state document of its last checkpoint, kept in
+memory, restored and the messages applied since applied again), isolates the poison (a family
+that raises :class:`~streams.errors.Poison` names the records it stepped; they are released
+one at a time to find the one, which is then left out) and applies the message again without
+it. An error the rollback cannot cure stops the worker as before, but first records the message
+it was applying (``<owner>/poison``): the restarted worker dead-letters that message.
 """
 
 from __future__ import annotations
@@ -18,11 +27,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Iterator
 from typing import Any, Protocol, cast
 
+import orjson
+
+from models.records.reject import Reject
 from models.state import pack, unpack
-from streams.live.checkpoint import Held, Outbox, load_state
+from streams.codecs.deadletter import encode_dead_letter, message_text
+from streams.errors import Poison, error_line
+from streams.live.checkpoint import Crash, Held, Outbox, load_crash, load_state, save_crash
 from streams.live.context import WorkerContext
 
 AGENT_CONCURRENCY = 1  # faust-streaming #606: with more, an offset can be committed too early
@@ -37,6 +51,8 @@ WRITE_BACKLOG_POINTS = 200_000
 # WRITE_OUT_EVERY s), so a burst's last rows do not wait for the next flush
 WRITE_OUT_EVERY, WRITE_OUT_IDLE = 0.1, 0.05
 IN_FLIGHT = 4  # forwarder publishes whose acks may wait while the next part is read
+MAX_CURES = 8  # poison records isolated in one message before the whole message is dead-lettered
+CRASH_SAVE_S = 10.0  # a stopping worker waits at most this long to record its crash
 
 
 class ForwardFamily(Protocol):
@@ -115,6 +131,93 @@ def _value(ev: Any) -> bytes:
     return v if isinstance(v, bytes) else bytes(v or b"")
 
 
+class PoisonGuard:
+    """How the runner steers a family's releases while it cures a poison message: records left
+    out (``skip``, until the next checkpoint) and records released one at a time
+    (``suspects``), each named by ``key``. A family that has one offers it as
+    ``poison_guard()`` and raises :class:`~streams.errors.Poison` naming its records."""
+
+    __slots__ = ("key", "skip", "suspects")
+
+    def __init__(self, key: Callable[[Any], Hashable]) -> None:
+        self.key = key
+        self.skip: set[Hashable] = set()
+        self.suspects: set[Hashable] = set()
+
+    def active(self) -> bool:
+        return bool(self.skip or self.suspects)
+
+    def pieces(self, records: list[Any]) -> list[list[Any]]:
+        """``records`` without the skipped ones, each suspect a piece of its own."""
+        key, skip, suspects = self.key, self.skip, self.suspects
+        out: list[list[Any]] = []
+        run: list[Any] = []
+        for r in records:
+            k = key(r)
+            if k in skip:
+                continue
+            if k in suspects:
+                if run:
+                    out.append(run)
+                    run = []
+                out.append([r])
+            else:
+                run.append(r)
+        if run:
+            out.append(run)
+        return out
+
+
+def _record_text(record: Any) -> str:
+    """A poison record as its dead letter's text: its fields as JSON where it has them."""
+    to_dict = getattr(record, "to_dict", None)
+    if to_dict is None:
+        return repr(record)
+    return orjson.dumps(to_dict(), default=repr).decode()
+
+
+STAGE_ERROR = "stage_error"  # the dead letters' reason: a record made a stage raise
+CRASHED_WORKER = "crashed_worker"  # a message that stopped a worker before
+
+
+def _dead_letter(
+    ctx: WorkerContext,
+    out: Outbox,
+    source: str,
+    error: str,
+    text: str,
+    where: tuple[str, int, int],
+    reason: str = STAGE_ERROR,
+) -> None:
+    """A poison message or record: dead-lettered with the error's one line, counted, logged."""
+    topic, p, off = where
+    ctx.counts["dead_letters"] += 1
+    ctx.counts["poison"] += 1
+    ctx.log.error("poison in %s at %s[%d]@%d: %s", source, topic, p, off, error)
+    r = Reject(reason, source, 0, text)
+    dl = encode_dead_letter(r, topic=topic, partition=p, offset=off, error=error)
+    out.dead.append((source.encode(), dl))
+
+
+def _stage(step: str, exc: BaseException) -> str:
+    """The dead letter's source: the step, and the stage a :class:`Poison` names."""
+    return f"{step}/{exc.stage}" if isinstance(exc, Poison) else step
+
+
+async def _record_crash(
+    ctx: WorkerContext, owner: str, step: str, applying: tuple[str, int, int] | None, exc: Exception
+) -> None:
+    """Before the worker stops: the message it was applying (if any), so the restarted worker
+    dead-letters it instead of stopping on it again. Best effort (one log line if it fails)."""
+    if applying is None:
+        return
+    crash = Crash(step, *applying, error_line(exc))
+    try:
+        await asyncio.wait_for(save_crash(ctx, owner, crash), CRASH_SAVE_S)
+    except Exception as e:  # noqa: BLE001 (the worker stops anyway)
+        ctx.log.error("crash record %s not saved: %s", owner, error_line(e))
+
+
 class Forwarder:
     def __init__(self, ctx: WorkerContext, fam: ForwardFamily) -> None:
         self.ctx, self.fam = ctx, fam
@@ -126,6 +229,14 @@ class Forwarder:
         self.flights: list[asyncio.Future[None]] = []  # publishes waiting for the broker
         self.last_snapshot = time.time()
         self.kind = f"{fam.name}-partition"
+        # stateful: per partition, the state document of the last checkpoint (None: a new
+        # state), the messages applied since (a rollback applies them again) and a token
+        # that a revocation drops (a save under way then acks nothing)
+        self.bases: dict[int, bytes | None] = {}
+        self.since: dict[int, list[tuple[int, bytes]]] = {}
+        self.tokens: dict[int, object] = {}
+        self.crashed: dict[tuple[int, int], str] | None = None  # (partition, offset): reason
+        self.applying: tuple[str, int, int] | None = None  # (topic, partition, offset)
 
     def parts(self, events: list[Any]) -> Iterator[list[Any]]:
         """A take in parts of about ``part_records`` records, each forwarded before the next
@@ -152,13 +263,60 @@ class Forwarder:
 
             def restore(data: bytes) -> Any:
                 _v, tree = unpack(data, self.kind, (1,))
-                return fam.restore(p, tree)
+                st = fam.restore(p, tree)
+                self.bases[p] = data
+                return st
 
+            self.bases[p] = None
             st = await load_state(self.ctx, f"{fam.name}/{p}", restore, self.log)
             if st is None:
                 st = fam.new_state(p)
             self.states[p] = st
+            self.since[p] = []
+            self.tokens[p] = object()
         return st
+
+    async def _crashes(self) -> dict[tuple[int, int], str]:
+        """The message a stopped worker was applying (its crash record), by (partition,
+        offset)."""
+        crash = await load_crash(self.ctx, self.fam.name, self.log)
+        name = self.fam.topic().get_topic_name()
+        if crash is None or crash.topic != name:
+            return {}
+        return {(crash.partition, crash.offset): crash.reason}
+
+    def _apply(self, p: int, off: int, value: bytes, st: Any, out: Outbox) -> None:
+        """Feed one message, all or nothing: on an error its dead letters are dropped, a
+        stateful partition rolled back to before it (:meth:`_roll_back`), and the message
+        dead-lettered with the error's reason. A stateless family changes nothing before it
+        has read a whole message."""
+        fam = self.fam
+        self.applying = (fam.topic().get_topic_name(), p, off)
+        mark = out.mark()
+        try:
+            fam.add(p, off, value, st, out)
+        except Exception as exc:  # noqa: BLE001 (poison: dead-lettered, the worker goes on)
+            out.undo(mark)
+            if fam.stateful:
+                self._roll_back(p)
+            source, text = _stage(fam.name, exc), message_text(value)
+            _dead_letter(self.ctx, out, source, error_line(exc), text, self.applying)
+        else:
+            if fam.stateful:
+                self.since[p].append((off, value))
+        self.applying = None
+
+    def _roll_back(self, p: int) -> None:
+        """Partition ``p`` back to its last checkpoint's state and the messages since (their
+        dead letters, made again, dropped: the outbox has them)."""
+        fam = cast(StatefulForward, self.fam)
+        base = self.bases.get(p)
+        st = fam.new_state(p) if base is None else fam.restore(p, unpack(base, self.kind, (1,))[1])
+        scratch = Outbox.of(self.ctx)
+        for off, value in self.since[p]:
+            fam.add(p, off, value, st, scratch)
+        self.states[p] = st
+        self.ctx.counts["rollbacks"] += 1
 
     async def on_events(self, events: Iterable[Any]) -> None:
         fam, held, out = self.fam, self.held, self.out
@@ -166,6 +324,8 @@ class Forwarder:
         if health is not None:  # the stalled-pipeline alert's clock
             health.input_seen(fam.topic().get_topic_name())
         async with self.lock:
+            if self.crashed is None:
+                self.crashed = await self._crashes()
             for ev in events:
                 msg = ev.message
                 p, off = msg.tp.partition, msg.offset
@@ -174,7 +334,16 @@ class Forwarder:
                     # already in the loaded snapshot
                     held.add(p, ev)
                     continue
-                fam.add(p, off, _value(ev), st, out)
+                value = _value(ev)
+                crashed = self.crashed.pop((p, off), None)
+                if crashed is not None:  # it stopped a worker: never applied again
+                    where = (fam.topic().get_topic_name(), p, off)
+                    why = f"crashed the worker before: {crashed}"
+                    _dead_letter(
+                        self.ctx, out, fam.name, why, message_text(value), where, CRASHED_WORKER
+                    )
+                else:
+                    self._apply(p, off, value, st, out)
                 held.add(p, ev)
 
     async def publish(self, save: bool = False, wait: bool = True) -> None:
@@ -219,12 +388,14 @@ class Forwarder:
         fam = cast(StatefulForward, self.fam)
         parts = self.held.partitions()
         docs = [pack(self.kind, 1, fam.snapshot(p, self.states[p])) for p in parts]
-        return parts, docs, [self.held.take(p) for p in parts], [self.states[p] for p in parts]
+        for p, doc in zip(parts, docs, strict=True):  # a rollback's state from now on
+            self.bases[p], self.since[p] = doc, []
+        return parts, docs, [self.held.take(p) for p in parts], [self.tokens[p] for p in parts]
 
     async def _save(
         self, parts: list[int], docs: list[bytes], held: list[list[Any]], states: list[Any]
     ) -> None:
-        """Save the snapshots at once; then, per partition still owned by the same state, ack
+        """Save the snapshots at once; then, per partition still owned (the same token), ack
         what its snapshot before covered (a failed save keeps its events held; a partition
         revoked meanwhile has no acks to give)."""
         ctx, name = self.ctx, self.fam.name
@@ -234,7 +405,7 @@ class Forwarder:
         failed = None
         async with self.lock:
             for p, events, st, r in zip(parts, held, states, results, strict=True):
-                if self.states.get(p) is not st:
+                if self.tokens.get(p) is not st:
                     continue  # revoked since
                 if isinstance(r, BaseException):
                     self.held.now[p] = events + self.held.now.get(p, [])
@@ -245,6 +416,9 @@ class Forwarder:
             self.last_snapshot = time.time()
         if failed is not None:
             raise failed
+
+    async def record_crash(self, exc: Exception) -> None:
+        await _record_crash(self.ctx, self.fam.name, self.fam.name, self.applying, exc)
 
     async def revoked(self, tps: Iterable[Any]) -> None:
         """Partitions this worker no longer owns: their acks are void (Faust forgets them), a
@@ -260,6 +434,8 @@ class Forwarder:
                     self.held.drop(tp.partition)
                     if self.fam.stateful:
                         self.states.pop(tp.partition, None)
+                        for d in (self.bases, self.since, self.tokens):
+                            d.pop(tp.partition, None)
                         cast(StatefulForward, self.fam).forget(tp.partition)
 
 
@@ -292,6 +468,14 @@ class Combiner:
         self.io_idle.set()
         self.suspect = False  # the partials topic was revoked since the state was checked
         self.last_snapshot = time.time()
+        # a rollback's state: the document of the last checkpoint (None: a fresh state) and
+        # the messages applied since, (offset, value)
+        self.base: bytes | None = None
+        self.since: list[tuple[int, bytes]] = []
+        make_guard = getattr(fam, "poison_guard", None)
+        self.guard: PoisonGuard | None = make_guard() if make_guard is not None else None
+        self.crashed: dict[int, str] = {}  # offsets that stopped a worker: reason
+        self.applying: tuple[str, int, int] | None = None  # (topic, partition, offset)
 
     async def _ensure(self) -> None:
         if self.loaded:
@@ -301,12 +485,24 @@ class Combiner:
         def restore(data: bytes) -> int:
             version, tree = unpack(data, fam.kind, range(1, fam.version + 1))
             fam.restore(version, tree["state"])
+            self.base = data
             return int(tree["offset"])
 
-        offset = await load_state(self.ctx, fam.owner, restore, self.log)
+        self.base = None
+        offset, crash = await asyncio.gather(
+            load_state(self.ctx, fam.owner, restore, self.log),
+            load_crash(self.ctx, fam.owner, self.log),
+        )
         if offset is None:
             fam.fresh()
             offset = -1
+        self.since = []
+        if self.guard is not None:
+            self.guard.skip.clear()
+        name = fam.topic().get_topic_name()
+        self.crashed = {}
+        if crash is not None and crash.topic == name and crash.offset > offset:
+            self.crashed[crash.offset] = crash.reason
         self.offset, self.loaded = offset, True
 
     async def on_partials(self, events: Iterable[Any]) -> None:
@@ -329,7 +525,16 @@ class Combiner:
                 if off <= self.offset:  # already in the loaded state
                     held.add(0, ev)
                     continue
-                fam.add(off, _value(ev), out)
+                value = _value(ev)
+                crashed = self.crashed.pop(off, None)
+                if crashed is not None:  # it stopped a worker: never applied again
+                    where = (fam.topic().get_topic_name(), 0, off)
+                    why = f"crashed the worker before: {crashed}"
+                    _dead_letter(
+                        self.ctx, out, fam.name, why, message_text(value), where, CRASHED_WORKER
+                    )
+                else:
+                    self._apply(off, value, out)
                 out.settle()
                 if len(out.points) >= HAND_OVER_POINTS:  # InfluxDB writes them meanwhile
                     self._hand_over()
@@ -337,6 +542,80 @@ class Combiner:
                 held.add(0, ev)
             await self._send_alerts()
         self.last_partials = time.monotonic()
+
+    def _apply(self, off: int, value: bytes, out: Outbox) -> None:
+        """Apply one message, all or nothing (:meth:`_cure` on an error)."""
+        self.applying = (self.fam.topic().get_topic_name(), 0, off)
+        mark = out.mark()
+        try:
+            self.fam.add(off, value, out)
+        except Exception as exc:  # noqa: BLE001 (poison: dead-lettered, the worker goes on)
+            out.undo(mark)
+            self._cure(off, value, exc, out)
+        else:
+            self.since.append((off, value))
+        self.applying = None
+
+    def _cure(self, off: int, value: bytes, exc: Exception, out: Outbox) -> None:
+        """``exc`` was raised applying message ``off`` (its rows already dropped): roll back
+        to the state before it, and apply it again without its poison. With a
+        :class:`Poison` naming several records, they are released one at a time (its rows
+        discarded) to find the one that raises; after another rollback the message is
+        applied without that one, which is dead-lettered. Otherwise (or after
+        ``MAX_CURES`` poisons in the message) the whole message is dead-lettered. Raises
+        when the rollback itself fails: nothing then can be trusted, the worker stops."""
+        fam, guard, ctx = self.fam, self.guard, self.ctx
+        where = (fam.topic().get_topic_name(), 0, off)
+        for _ in range(MAX_CURES):
+            self._roll_back()
+            if not isinstance(exc, Poison) or guard is None or not exc.suspects:
+                break
+            if len(exc.suspects) > 1:  # which one: each suspect released on its own
+                guard.suspects = {guard.key(r) for r in exc.suspects}
+                try:
+                    fam.add(off, value, Outbox.of(ctx))
+                except Exception as e:  # noqa: BLE001 (the one, or another error)
+                    exc = e
+                else:  # raised in a batch, not alone: nothing to isolate
+                    exc = RuntimeError(f"{error_line(exc)} (not one record alone)")
+                finally:
+                    guard.suspects = set()
+                continue
+            poison = exc.suspects[0]
+            guard.skip.add(guard.key(poison))
+            reason = error_line(exc.cause)
+            _dead_letter(ctx, out, _stage(fam.name, exc), reason, _record_text(poison), where)
+            mark = out.mark()
+            try:
+                fam.add(off, value, out)
+            except Exception as e:  # noqa: BLE001 (another poison in the same message)
+                out.undo(mark)
+                exc = e
+                continue
+            self.since.append((off, value))
+            return
+        else:
+            self._roll_back()
+        cause = exc.cause if isinstance(exc, Poison) else exc
+        text = message_text(value)
+        _dead_letter(ctx, out, _stage(fam.name, exc), error_line(cause), text, where)
+
+    def _roll_back(self) -> None:
+        """The family back to its last checkpoint's state and the messages since (their rows,
+        made again, dropped: the outbox has them)."""
+        fam = self.fam
+        if self.base is None:
+            fam.fresh()
+        else:
+            version, tree = unpack(self.base, fam.kind, range(1, fam.version + 1))
+            fam.restore(version, tree["state"])
+        scratch = Outbox.of(self.ctx)
+        for off, value in self.since:
+            fam.add(off, value, scratch)
+        self.ctx.counts["rollbacks"] += 1
+
+    async def record_crash(self, exc: Exception) -> None:
+        await _record_crash(self.ctx, self.fam.owner, self.fam.name, self.applying, exc)
 
     async def _send_alerts(self) -> None:
         """Alert records go out as soon as the message that made them is processed (their
@@ -400,6 +679,9 @@ class Combiner:
                 if save:
                     tree = {"offset": self.offset, "state": fam.snapshot()}
                     state = pack(fam.kind, fam.version, tree)
+                    self.base, self.since = state, []  # a rollback's state from now on
+                    if self.guard is not None:
+                        self.guard.skip.clear()  # what it skipped is behind this state
                 self.io_idle.clear()
             try:
                 dl = ctx.topics.dead_letter.get_topic_name()
@@ -444,14 +726,18 @@ async def _all(aws: list[Any]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def fatal_errors(ctx: WorkerContext, name: str) -> AsyncIterator[None]:
+async def fatal_errors(ctx: WorkerContext, name: str, step: Any = None) -> AsyncIterator[None]:
     """An agent's unexpected error stops the worker (exit 1), so a supervisor restarts it from
     its last saved state and committed offsets; left alone, Faust would restart the agent
-    without the events it had taken, and the worker would look healthy while losing them."""
+    without the events it had taken, and the worker would look healthy while losing them.
+    ``step`` (a :class:`Forwarder` or :class:`Combiner`) first records the message it was
+    applying, which the restarted worker dead-letters instead of stopping on it again."""
     try:
         yield
     except Exception as exc:
         ctx.log.critical("agent %s failed: %r; stopping", name, exc)
+        if step is not None:
+            await step.record_crash(exc)
         await ctx.app.crash(exc)
         raise
 
@@ -465,7 +751,7 @@ def attach(
 
     @app.agent(fwd.topic(), concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{fwd.name}")
     async def forward(stream: Any) -> None:
-        async with fatal_errors(ctx, fwd.name):
+        async with fatal_errors(ctx, fwd.name, forwarder):
             async for events in stream.noack_take(fwd.take, within=fwd.within):
                 for part in forwarder.parts(events):
                     await forwarder.on_events(part)
@@ -474,7 +760,7 @@ def attach(
 
     @app.agent(comb.topic(), concurrency=AGENT_CONCURRENCY, name=f"drainwatch.{comb.name}")
     async def combine(stream: Any) -> None:
-        async with fatal_errors(ctx, comb.name):
+        async with fatal_errors(ctx, comb.name, combiner):
             flushing: asyncio.Future[None] | None = None
             async for events in stream.noack_take(comb.take, within=comb.within):
                 # one message at a time, the event loop's turn after each: a write-out's

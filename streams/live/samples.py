@@ -27,7 +27,7 @@ from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
 from streams.codecs.deadletter import message_text
-from streams.codecs.partials import decode_sample_partial, encode_sample_partial
+from streams.codecs.partials import decode_sample_partial, split_sample_partial
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
@@ -93,7 +93,10 @@ class SamplesForward:
             self.pending.setdefault(p, []).append([off, batch])
 
     def partials(self, p: int, state: Any) -> list[bytes]:
-        return [encode_sample_partial(p, run) for run in chunks(self.pending.pop(p, []), len)]
+        """Runs of about PARTIAL_EVENTS samples, each cut further to message_max_bytes."""
+        cap = self.ctx.settings.message_max_bytes
+        runs = chunks(self.pending.pop(p, []), len)
+        return [v for run in runs for v in split_sample_partial(p, run, cap)]
 
 
 class SamplesCombine:

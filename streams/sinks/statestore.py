@@ -1,14 +1,14 @@
 """Worker state snapshots on a compacted Kafka topic (docs/state.md).
 
-A snapshot is split into chunks under the message size limit and sent under ``<key>/<g><n>``,
-each value prefixed with the snapshot's 32-byte id, every send awaited until the broker
-acknowledged it; then the manifest ``<key>`` -> ``{"v", "id", "chunks", "bytes", "gen"}``
-(:mod:`streams.codecs.state`) is sent and awaited, under ``<key>/<g>`` (the generation's) and
-then ``<key>`` (the current one). A snapshot exists once its manifest does. Chunk keys
-alternate between two generations ``g`` (a, b), so writing a new snapshot never overwrites the
-chunks of the one the current manifest points to: a crash at any moment leaves a whole snapshot
-to load, and a current snapshot that cannot be read leaves the other generation's
-(:meth:`StateStore.candidates`).
+A snapshot is split into chunks sent under ``<key>/<g><n>``, each value the snapshot's 32-byte
+id and the next ``kafka.message_max_bytes`` - 32 bytes of the snapshot (a chunk is at most the
+setting), every send awaited until the broker acknowledged it; then the manifest ``<key>`` ->
+``{"v", "id", "chunks", "bytes", "gen"}`` (:mod:`streams.codecs.state`) is sent and awaited,
+under ``<key>/<g>`` (the generation's) and then ``<key>`` (the current one). A snapshot exists
+once its manifest does. Chunk keys alternate between two generations ``g`` (a, b), so writing a
+new snapshot never overwrites the chunks of the one the current manifest points to: a crash at
+any moment leaves a whole snapshot to load, and a current snapshot that cannot be read leaves
+the other generation's (:meth:`StateStore.candidates`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from streams.codecs import CodecError
-from streams.codecs.state import Manifest, decode_manifest, encode_manifest
+from streams.codecs.state import ID_BYTES, Manifest, decode_manifest, encode_manifest
 from streams.config import Settings
 from streams.kafka import read_latest
-
-CHUNK = 900_000
 
 Send = Callable[[bytes, bytes], Awaitable[Any]]  # (key, value) -> awaited broker ack
 
@@ -46,9 +44,10 @@ class StateStore:
 
     async def save(self, owner: str, data: bytes) -> None:
         gen = "b" if self._generation.get(owner) == "a" else "a"
-        sid = uuid.uuid4().hex.encode()  # 32 bytes
+        sid = uuid.uuid4().hex.encode()  # ID_BYTES
         base = self._key(owner)
-        chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)] or [b""]
+        size = self.settings.message_max_bytes - ID_BYTES  # a chunk's value: the id, then this
+        chunks = [data[i : i + size] for i in range(0, len(data), size)] or [b""]
         # the chunks at once (each send waits for its own acknowledgement), the manifests (the
         # generation's own and the current one) once all of them are acknowledged
         await asyncio.gather(

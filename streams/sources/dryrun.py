@@ -4,7 +4,8 @@ sent, as JSON lines, and sends nothing.
 Job events and node samples are JSON lines already (one message = several lines); node-status
 messages (columnar, ``streams.codecs.nodestatus``) are printed one record a line, ``{"ts",
 "node", "state", "rsv", "joblist"}`` (``rsv``: the first reservation, the one a drain is charged
-to, or null); their flush controls are not printed. Dead letters go to standard error, one a line.
+to, or null); shippers' markers (``streams.codecs.control``) are not printed. Dead letters go
+to standard error, one a line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import IO
 import orjson
 
 from models.records.nodestatus import NO_JOB, Codebook
+from streams.codecs.control import is_marker
 from streams.codecs.nodestatus import Decoder
 from streams.format import instant_ms
 
@@ -35,10 +37,13 @@ class DryRunProducer:
     async def partitions_for(self, topic: str) -> set[int]:
         return set(range(self.partitions))
 
-    async def send(self, topic: str, value: bytes, key: bytes | None = None,
-                   partition: int | None = None) -> asyncio.Future[None]:  # fmt: skip
+    async def send(
+        self, topic: str, value: bytes, key: bytes | None = None, partition: int | None = None
+    ) -> asyncio.Future[None]:
         self.messages += 1
-        if topic.endswith("dead-letter"):
+        if is_marker(value):
+            pass
+        elif topic.endswith("dead-letter"):
             self.err.write(value + b"\n")
         elif topic.endswith("node-status"):
             self.out.write(self._records(value))

@@ -13,8 +13,12 @@ the shipper. A run ends only when the broker has acknowledged every message.
 from __future__ import annotations
 
 import asyncio
+import math
+import os
+import socket
+import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +28,84 @@ from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams import logs
+from streams.codecs.control import END, WATERMARK, encode_marker
 from streams.codecs.deadletter import dead_letter_message
 from streams.contracts import RejectLog
 from streams.sources.jobevents import read_job_events
 
 IN_FLIGHT = 10_000  # messages sent before awaiting their acknowledgements
 BATCH_EVENTS = 500  # events per message: one partition's, in time order (JSON lines)
+
+
+def shipper_id(kind: str, stable: str | None = None) -> str:
+    """A shipper's id in its markers: ``<kind>:<host>:<stable>``, ``stable`` being what names
+    it across restarts (its checkpoint file), else its process id."""
+    return f"{kind}:{socket.gethostname()}:{stable if stable is not None else os.getpid()}"
+
+
+def just_before(ts: float) -> float:
+    """The latest time before ``ts``: how far a finite input in time order has got when its
+    next event is at ``ts`` (every event to come is later: none is late at any lateness)."""
+    return math.nextafter(ts, -math.inf)
+
+
+class Markers:
+    """A shipper's watermark markers (streams.codecs.control) on every partition of its topic.
+
+    The rule: a marker on a partition is sent after every event of this shipper on that
+    partition it covers (one producer, one partition: Kafka keeps the order), so a shipper
+    sends what it holds for every partition before a round of markers. ``ts`` is the latest
+    event time sent (:meth:`seen`) unless the caller knows more (``round(ts=...)``). A round
+    is due every ``interval`` seconds of the wall clock (``clock``) and, for a finite input
+    read at full speed, every ``interval`` seconds of event time (:meth:`due_at`)."""
+
+    def __init__(
+        self,
+        producer: Any,
+        topic: str,
+        partitions: int,
+        source: str,
+        interval: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.producer, self.topic, self.partitions = producer, topic, partitions
+        self.source, self.interval, self.clock = source, interval, clock
+        self.latest: float | None = None  # the latest event time sent
+        self.last_round = clock()  # wall clock of the last round
+        self.last_ts: float | None = None  # its event time
+        self.sent = 0  # markers sent
+
+    def seen(self, ts: float) -> None:
+        if self.latest is None or ts > self.latest:
+            self.latest = ts
+
+    def due(self) -> bool:
+        """A round is due by the wall clock."""
+        return self.clock() - self.last_round >= self.interval
+
+    def due_at(self, next_ts: float) -> bool:
+        """Before an event at ``next_ts`` of a finite input (events in time order): a round is
+        due by event time (``next_ts`` an interval past the last round's) or by the wall
+        clock. Its time is then :func:`just_before` ``next_ts``: every event still to come is
+        later."""
+        latest = self.latest
+        if latest is None or next_ts <= latest:
+            return False
+        last = self.last_ts
+        return last is None or next_ts - last >= self.interval or self.due()
+
+    async def round(self, end: bool = False, ts: float | None = None) -> list[Any]:
+        """One marker on every partition (``end``: the input ended); the send futures. The
+        caller has sent every event the round covers."""
+        t = self.latest if ts is None else ts
+        value = encode_marker(self.source, END if end else WATERMARK, t, self.clock())
+        futs = [
+            await self.producer.send(self.topic, value, key=b"marker", partition=p)
+            for p in range(self.partitions)
+        ]
+        self.last_round, self.last_ts = self.clock(), t
+        self.sent += len(futs)
+        return futs
 
 
 def job_partition(job: str, partitions: int) -> int:
@@ -63,6 +139,7 @@ class JobShipStats:
     messages: int = 0
     dead_letters: int = 0
     files: int = 0
+    markers: int = 0
 
 
 async def ship_job_files(
@@ -76,14 +153,23 @@ async def ship_job_files(
     max_hosts: int,
     progress: bool = True,
     partitions: int = 1,
+    marker_interval: float | None = None,
 ) -> JobShipStats:
-    """Publish every event of ``paths`` (format ``fmt``) and dead-letter what was rejected."""
+    """Publish every event of ``paths`` (format ``fmt``) and dead-letter what was rejected;
+    with ``marker_interval``, watermark markers as the events go (every that many seconds of
+    event time or of the wall clock) and an end-of-input marker on every partition last."""
     rejects = RejectCollector()
     events, _ = read_job_events(fmt, list(paths), rejects, bounds, max_line_bytes, max_hosts)
     st = JobShipStats(files=len(paths))
     futs = await dead_letter_rejects(producer, dead_topic, rejects.items)
     st.dead_letters = len(futs)
-    await send_events(producer, topic, events, partitions, st, futs, progress)
+    markers = None
+    if marker_interval is not None:
+        markers = Markers(producer, topic, partitions, shipper_id("jobs"), marker_interval)
+    await send_events(producer, topic, events, partitions, st, futs, progress, markers)
+    if markers is not None:
+        await asyncio.gather(*await markers.round(end=True))
+        st.markers = markers.sent
     if progress:
         logs.progress_end()
     return st
@@ -97,9 +183,12 @@ async def send_events(
     st: JobShipStats,
     futs: list[Any] | None = None,
     progress: bool = False,
+    markers: Markers | None = None,
 ) -> None:
     """Publish ``events`` (in time order) in per-partition batches of JSON lines and wait until
-    the broker acknowledged them (and the sends already in ``futs``)."""
+    the broker acknowledged them (and the sends already in ``futs``). With ``markers``: a
+    round of them whenever one is due (every partition's batch sent first); the round after
+    the last event is the caller's (a watermark, or the end of input)."""
     futs = [] if futs is None else futs
     batches: dict[int, list[bytes]] = {}
 
@@ -110,6 +199,12 @@ async def send_events(
         st.messages += 1
 
     for e in events:
+        if markers is not None:
+            if markers.due_at(e.ts):  # what the round covers goes first
+                for q in sorted(batches):
+                    await send(q)
+                futs += await markers.round(ts=just_before(e.ts))
+            markers.seen(e.ts)
         p = job_partition(e.job, partitions)
         batch = batches.setdefault(p, [])
         batch.append(e.to_json())

@@ -470,6 +470,7 @@ def test_the_top_level_keys() -> None:
         live.take(p, off, b, out)
     tree = live.snapshot()
     merger = {"latest", "offsets", "released_to", "duplicates", "late", "held"}
+    merger |= {"shippers", "newest_sent", "input_ended"}  # the shippers' markers
     assert set(tree["merger"]) == merger
     dfs = {"alerts", "procs", "minutes", "closed", "episode", "forget_at", "job_io"}
     assert set(tree["dfs"]) == dfs
