@@ -10,6 +10,8 @@ Exit codes of every command:
       an output that cannot be written; nothing was written
 3     the input was read but is not usable: no record, or more than ``--max-reject-share`` of the
       records rejected; the outputs (summary, ``--rejects``) are written so the cause can be seen
+75    a service it needs is away (sysexits EX_TEMPFAIL): Kafka or InfluxDB unreachable for
+      ``connect_timeout``; a supervisor restarts it (``worker``, ``ship``)
 130   interrupted (SIGINT); the previous outputs are left as they were
 141   the reader of standard output went away (closed pipe); ends quietly
 ====  ==========================================================================================
@@ -36,6 +38,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 EXIT_FAILED = 1  # I/O error outside the user's control
 EXIT_USAGE = 2  # user error: bad option, missing input, unwritable output
 EXIT_UNUSABLE = 3  # input read, but nothing usable or too much of it rejected
+EXIT_TEMPFAIL = 75  # Kafka or InfluxDB away: a restart cures it
 EXIT_INTERRUPTED = 130  # SIGINT: outputs of the interrupted run are not written
 EXIT_PIPE = 141  # stdout closed by its reader
 

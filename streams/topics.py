@@ -23,21 +23,72 @@ _NUM = {"type": "number"}
 _INTS = {"type": "array", "items": _INT}
 _STRS = {"type": "array", "items": _STR}
 
+# A shipper's marker (streams/codecs/control.py, issue 30), on every partition of node-status,
+# job-events and node-samples: a message of its own
+MARKER_SCHEMA: dict[str, Any] = {
+    "title": "A shipper's marker: how far its input has got on this partition",
+    "description": "Sent on every partition of the shipper's topic every worker.marker_interval "
+    "seconds and when it stops (watermark), and when a finite input ended (end); its bytes "
+    "start with '{\"control\":'. Every record of the shipper it covers came before it on the "
+    "partition.",
+    "type": "object",
+    "required": ["control", "v", "source", "ts", "sent"],
+    "additionalProperties": False,
+    "properties": {
+        "control": {
+            "enum": ["watermark", "end"],
+            "description": "watermark: the shipper's input is at ts; end: its finite input "
+            "ended (it sends nothing more on this partition)",
+        },
+        "v": {"const": 2, "description": "the marker's version"},
+        "source": {
+            **_STR,
+            "minLength": 1,
+            "description": "the shipper's id, '<kind>:<host>:<pid or what names it across "
+            "restarts>'",
+        },
+        "ts": {
+            "type": ["number", "null"],
+            "description": "POSIX s: the latest record time it sent (null: none yet)",
+        },
+        "sent": {
+            **_NUM,
+            "description": "POSIX s on the shipper's clock: compared only with other markers' "
+            "(a shipper silent for worker.shipper_timeout stops counting)",
+        },
+    },
+}
+
 NODE_STATUS_SCHEMA: dict[str, Any] = {
     "$schema": SCHEMA,
     "$id": "node-status.v1.json",
     "title": "NodeStatus slice v1: node records of one partition from one read of a log",
     "description": "Columns of equal length indexing the message's own name tables "
-    "(streams/codecs/nodestatus.py). A control message {v, source, control: 'flush'} marks "
-    "the end of a finite input (streams/codecs/control.py): the worker accounts what it holds "
-    "for reordering and closes the windows.",
+    "(streams/codecs/nodestatus.py); or a shipper's marker (v 2, $defs/marker). An end marker, "
+    "or version 1's end-of-input message {v: 1, source, control: 'flush'} (still read), ends "
+    "the partition's input: the worker accounts what it holds for reordering and closes the "
+    "windows. A watermark marker is recorded; it does "
+    "not move the partition's watermark (a node's time is accounted when its next record "
+    "comes).",
     "type": "object",
     "required": ["v", "source"],
     "additionalProperties": False,
+    "if": {"properties": {"v": {"const": 2}}},
+    "then": {"$ref": "#/$defs/marker"},
+    "else": {
+        "properties": {"control": {"const": "flush"}},
+        "not": {"anyOf": [{"required": ["ts"]}, {"required": ["sent"]}]},
+    },
+    "$defs": {"marker": MARKER_SCHEMA},
     "properties": {
-        "v": {"const": 1},
+        "v": {"enum": [1, 2], "description": "1: a slice or the flush; 2: a marker"},
         "source": {**_STR, "description": "shipper and log the records come from"},
-        "control": {"enum": ["flush"]},
+        "control": {
+            "enum": ["flush", "watermark", "end"],
+            "description": "flush (v 1): end of input; watermark, end (v 2): a marker",
+        },
+        "ts": {"type": ["number", "null"], "description": "a marker's: its latest record time"},
+        "sent": {**_NUM, "description": "a marker's: its send time"},
         "ts_ms": {**_INTS, "description": "POSIX ms, UTC, one per record"},
         "nodes": {**_STRS, "description": "node names of this message"},
         "node": {**_INTS, "description": "index into nodes, one per record"},
@@ -306,6 +357,34 @@ WORKER_STATE_SCHEMA: dict[str, Any] = {
 }
 
 
+JOB_EVENTS_TOPIC_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "title": "One JobEvent per line ($defs/event), or a shipper's marker ($defs/marker)",
+    "oneOf": [{"$ref": "#/$defs/event"}, {"$ref": "#/$defs/marker"}],
+    "$defs": {
+        "event": {k: v for k, v in JOB_EVENT_SCHEMA.items() if k != "$schema"},
+        "marker": MARKER_SCHEMA,
+    },
+}
+
+NODE_SAMPLES_TOPIC_SCHEMA: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "title": "One NodeSample per line ($defs/sample), or a shipper's marker ($defs/marker)",
+    "oneOf": [{"$ref": "#/$defs/sample"}, {"$ref": "#/$defs/marker"}],
+    "$defs": {
+        "sample": {k: v for k, v in NODE_SAMPLE_SCHEMA.items() if k != "$schema"},
+        "marker": MARKER_SCHEMA,
+    },
+}
+
+# a shipper's marker in a partials message: its fields without the version (the partials' own
+# version covers it)
+_MARKER_ENTRY: dict[str, Any] = {
+    **{k: v for k, v in MARKER_SCHEMA.items() if k not in ("title", "description")},
+    "required": ["control", "source", "ts", "sent"],
+    "properties": {k: v for k, v in MARKER_SCHEMA["properties"].items() if k != "v"},
+}
+
 # a JobEvent as the worker forwards it: its fields in order (models.records.jobevent_row)
 _JOB_EVENT_ROW: dict[str, Any] = {
     "type": "array",
@@ -349,12 +428,26 @@ JOBS_PARTIALS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "array",
-                "prefixItems": [_INT, {"type": "array", "items": _JOB_EVENT_ROW}],
+                "prefixItems": [
+                    _INT,
+                    {
+                        "anyOf": [
+                            {"type": "array", "items": _JOB_EVENT_ROW},
+                            {
+                                "type": "array",
+                                "prefixItems": [_MARKER_ENTRY],
+                                "minItems": 1,
+                                "maxItems": 1,
+                            },
+                        ]
+                    },
+                ],
                 "minItems": 2,
                 "maxItems": 2,
             },
             "description": "[source offset, [row...]] in offset order (the events of one "
-            "job-events message, each a row: its JobEvent fields in order)",
+            "job-events message, each a row: its JobEvent fields in order), or a shipper's "
+            "marker in its place, [source offset, [{control, source, ts, sent}]]",
         },
     },
 }
@@ -451,6 +544,17 @@ SAMPLES_PARTIALS_SCHEMA: dict[str, Any] = {
             "items": {"type": "array", "prefixItems": [_INT, _INT], "minItems": 2, "maxItems": 2},
             "description": "[source offset, samples] in offset order: the rows in turn",
         },
+        "markers": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "prefixItems": [_INT, _MARKER_ENTRY],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            "description": "[source offset, {control, source, ts, sent}]: the shippers' "
+            "markers, in offset order with the events (absent: none)",
+        },
         "rows": {**_INT, "description": "samples in the batch"},
         "jobs": {"type": "array", "items": _STR, "description": "job names by code"},
         "nodes": {"type": "array", "items": _STR, "description": "node names by code"},
@@ -541,7 +645,7 @@ TOPICS: tuple[TopicSpec, ...] = (
         "'p<partition>': the shipper picks the partition of a node by blocks of 32 nodes "
         "numbered alike (streams.codecs.nodestatus.partition_of)",
         "node records of one partition from one read of a log (one iteration, at most "
-        "8,192 records)",
+        "8,192 records); or a shipper's marker (key 'marker')",
         NODE_STATUS_SCHEMA,
     ),
     TopicSpec(
@@ -549,15 +653,15 @@ TOPICS: tuple[TopicSpec, ...] = (
         "job id, or 'p<partition>' for a batch",
         "one JobEvent, or several as JSON lines (each line follows the schema): `drainwatch "
         "ship jobs` sends each partition's events in batches of up to 500, a job's events on "
-        "the partition of crc32(job id)",
-        JOB_EVENT_SCHEMA,
+        "the partition of crc32(job id); or a shipper's marker (key 'marker')",
+        JOB_EVENTS_TOPIC_SCHEMA,
     ),
     TopicSpec(
         "node-samples",
         "node name",
         "one node's sweep: one NodeSample JSON line per process, newline-separated (each "
-        "line follows the schema)",
-        NODE_SAMPLE_SCHEMA,
+        "line follows the schema); or a shipper's marker (key 'marker')",
+        NODE_SAMPLES_TOPIC_SCHEMA,
     ),
     TopicSpec(
         "metrics.drain",
@@ -698,24 +802,32 @@ def topics_markdown() -> str:
             f"- value: {t.record}",
             f"- partitions: {parts}; cleanup: {policy}; schema: `streams/schemas/{t.schema_file}`",
             "",
-            "| field | type | meaning |",
-            "|---|---|---|",
         ]
-        required = set(t.schema.get("required", []))
-        for name, prop in t.schema.get("properties", {}).items():
-            typ = prop.get("type", "enum" if "enum" in prop else "const" if "const" in prop else "")
-            if isinstance(typ, list):
-                typ = " or ".join(typ)
-            if "enum" in prop:
-                typ = " / ".join(f"`{v}`" for v in prop["enum"])
-            if "const" in prop:
-                typ = f"`{prop['const']}`"
-            if typ == "array" and "items" in prop and "type" in prop["items"]:
-                typ = f"array of {prop['items']['type']}"
-            req = "" if name in required else " (optional)"
-            out.append(f"| `{name}` | {typ}{req} | {prop.get('description', '')} |")
-        out.append("")
+        if "properties" in t.schema:
+            out += _fields_table(t.schema)
+        for name, sub in t.schema.get("$defs", {}).items():  # the kinds of message it carries
+            out += [f"### `{t.name}`: {name}", "", sub.get("title", ""), "", *_fields_table(sub)]
     return "\n".join(out)
+
+
+def _fields_table(schema: dict[str, Any]) -> list[str]:
+    """A schema's fields as a markdown table (name, type, meaning), and a blank line."""
+    out = ["| field | type | meaning |", "|---|---|---|"]
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        typ = prop.get("type", "enum" if "enum" in prop else "const" if "const" in prop else "")
+        if isinstance(typ, list):
+            typ = " or ".join(typ)
+        if "enum" in prop:
+            typ = " / ".join(f"`{v}`" for v in prop["enum"])
+        if "const" in prop:
+            typ = f"`{prop['const']}`"
+        if typ == "array" and "items" in prop and "type" in prop["items"]:
+            typ = f"array of {prop['items']['type']}"
+        req = "" if name in required else " (optional)"
+        out.append(f"| `{name}` | {typ}{req} | {prop.get('description', '')} |")
+    out.append("")
+    return out
 
 
 if __name__ == "__main__":  # regenerate docs/topics.md and streams/schemas/

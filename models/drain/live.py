@@ -87,7 +87,21 @@ class Partial:
 
 
 class PartitionDrain:
-    """One partition's drain state; every method is pure computation on its own data."""
+    """One partition's drain state; every method is pure computation on its own data.
+
+    Shipper markers (``streams.codecs.control``, issue 30): an ``end``, or version 1's flush,
+    ends this partition's input (:meth:`end_of_input`) whoever else ships to it (an empty file
+    shipped beside ``ship moab --follow`` is how an operator closes what the live shipper
+    sent); windows it closes early are written again, corrected, when other records come.
+
+    A ``watermark`` marker never moves the watermark (a documented limit): the accountant
+    accrues a node's interval [t_i, t_i+1) only when its next record arrives, so a watermark
+    past a node's last record would close windows whose node time is still to come (they
+    would be written final short, raise ``data_quality`` alerts, then be corrected). A
+    partition that holds nodes gets a record per node every scheduler iteration while its
+    shipper runs, so its watermark moves with its records; a partition without nodes never
+    reports a watermark and holds nobody (the combiner's watermark is over the partitions that
+    reported)."""
 
     def __init__(
         self,
@@ -189,6 +203,8 @@ class PartitionDrain:
             "too_old": self.too_old,
             "jobs_forgotten": self.jobs_forgotten,
         }
+        if self.latest is not None:  # the newest record time (the combiner's watermark lag)
+            p.counts["latest_ms"] = self.latest
         wm = self.watermark_ms
         if wm is not None:  # windows a day behind the watermark can no longer be asked for
             day = acc.days
@@ -662,9 +678,15 @@ class DrainCombiner:
         return extra
 
     def totals(self) -> dict[str, int]:
-        """Record counts summed over the partitions."""
+        """Record counts summed over the partitions (``latest_ms``, a time, is not a count)."""
         out: dict[str, int] = {}
         for c in self.counts.values():
             for k, v in c.items():
-                out[k] = out.get(k, 0) + v
+                if k != "latest_ms":
+                    out[k] = out.get(k, 0) + v
         return out
+
+    def newest_ms(self) -> int | None:
+        """The newest record time any partition reported (``counts["latest_ms"]``)."""
+        times = [c["latest_ms"] for c in self.counts.values() if "latest_ms" in c]
+        return max(times, default=None)

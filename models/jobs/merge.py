@@ -142,8 +142,9 @@ class JobEventMerger:
 
     def bounds(self) -> dict[int, tuple[float, bool]]:
         """Per partition: how far it is (the larger of its latest event time and the lowest
-        marker time of the live shippers not ended on it), and whether every live shipper that
-        spoke on it ended there (done)."""
+        marker time of the live shippers not ended on it; a live shipper not done that has not
+        marked it yet holds it at its events: its first round may reach the other partitions
+        first), and whether every live shipper that spoke on it ended there (done)."""
         live = [sh for sh in self.shippers.values() if not sh.out]
         out: dict[int, tuple[float, bool]] = {p: (t, False) for p, t in self.latest.items()}
         for p in {p for sh in live for p in sh.ts}:
@@ -151,6 +152,8 @@ class JobEventMerger:
             top = -_INF  # the highest marker time of one ended on p
             for sh in live:
                 if p not in sh.ts:
+                    if not sh.done():  # it may still send here: p is at its events only
+                        lo = -_INF
                     continue
                 t = sh.ts[p]
                 if p in sh.ended:

@@ -13,7 +13,11 @@
   "drain": [[job, drain_ms, nodes_charged, first_ms, last_ms, nodes_running, time_ms], ...],
   "watermark_ms"}``.
 * ``samples-partials``: a node-samples partition's samples as one binary batch of columns
-  (:meth:`models.samples.batch.SampleBatch.to_bytes`); the magic ``DWS1`` is its version.
+  (:meth:`models.samples.batch.SampleBatch.to_bytes`); the magic ``DWS1`` is its version. The
+  header's ``events`` are ``[offset, samples]`` entries; its optional ``markers``, the shippers'
+  markers among them, ``[offset, {"control", "source", "ts", "sent"}]`` (``streams.codecs.
+  control``; in offset order with the events: what a marker covers came before it). A
+  release before markers ignores ``markers`` and reads the samples.
 
 The JSON partials were written without ``"v"`` by the release before versions, the same layout
 otherwise: a message without ``"v"`` reads as version 1, so partials in flight across an upgrade
@@ -353,13 +357,27 @@ class SamplePartial:
 
     partition: int
     events: list[tuple[int, SampleBatch]]
+    # the shippers' markers among them (streams.codecs.control), by source offset
+    markers: list[tuple[int, Marker]] = field(default_factory=list)
 
 
 def encode_sample_partial(p: int, entries: Sequence[Sequence[Any]]) -> bytes:
-    """The (offset, SampleBatch) entries as one batch of columns, a third of the lines' size
-    and read back without parsing; each entry's offset and number of samples in the header."""
-    batch = SampleBatch.concat([b for _off, b in entries])
-    return batch.to_bytes({"partition": p, "events": [[off, len(b)] for off, b in entries]})
+    """The (offset, SampleBatch or Marker) entries as one batch of columns, a third of the
+    lines' size and read back without parsing; each batch entry's offset and number of
+    samples in the header's ``events``, each marker's offset and fields in its ``markers``
+    (present only when there is one)."""
+    batches = [(off, b) for off, b in entries if not isinstance(b, Marker)]
+    marks = [[off, marker_obj(m)] for off, m in entries if isinstance(m, Marker)]
+    batch = SampleBatch.concat([b for _off, b in batches])
+    head: dict[str, Any] = {"partition": p, "events": [[off, len(b)] for off, b in batches]}
+    if marks:
+        head["markers"] = marks
+    return batch.to_bytes(head)
+
+
+def sample_entry_weight(x: Any) -> int:
+    """The samples of a samples-partials entry (a marker: 1)."""
+    return 1 if isinstance(x, Marker) else len(x)
 
 
 def split_sample_partial(
@@ -373,7 +391,7 @@ def split_sample_partial(
     return _fitted(
         list(entries),
         lambda run: encode_sample_partial(p, run),
-        lambda e: len(e[1]),
+        lambda e: sample_entry_weight(e[1]),
         max_bytes,
         what,
     )
@@ -441,4 +459,12 @@ def decode_sample_partial(value: bytes) -> SamplePartial:
         lo += e[1]
     if lo != len(batch):
         raise _bad(what, f"'events' hold {lo} samples, the batch {len(batch)}")
-    return SamplePartial(p, out)
+    marks = head.get("markers", [])
+    if type(marks) is not list:
+        raise _bad(what, "'markers' must be [offset, marker] entries")
+    markers: list[tuple[int, Marker]] = []
+    for e in marks:
+        if type(e) is not list or len(e) != 2 or type(e[0]) is not int or type(e[1]) is not dict:
+            raise _bad(what, "'markers' must be [offset, marker] entries")
+        markers.append((e[0], marker_from(e[1], what)))
+    return SamplePartial(p, out, markers)

@@ -66,6 +66,17 @@ async def _producer(settings: Settings, what: str, **kw: Any) -> tuple[Any, dict
     return producer, parts
 
 
+async def _last_markers(mark: Coroutine[Any, Any, None], what: str) -> None:
+    """A shipper's last marker round when it stops: best effort (Kafka may be why it stops),
+    10 s at most."""
+    import asyncio
+
+    try:
+        await asyncio.wait_for(mark, 10)
+    except Exception as e:  # noqa: BLE001
+        logs.get(f"ship.{what}").warning("last markers not sent: %r", e)
+
+
 def _run_main(main: Callable[[], Coroutine[Any, Any, int]], what: str) -> int:
     """A shipper's ``main`` to its end; Kafka that stayed unreachable is one line, exit 1."""
     import asyncio
@@ -84,6 +95,7 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
 
     from streams.config import load_settings
     from streams.kafka import ensure_topics
+    from streams.sources.jobship import shipper_id
     from streams.sources.samplekafka import SampleKafkaShipper, run_sampler
     from streams.sources.sampler import Sampler, resolver_by_name
 
@@ -104,14 +116,23 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
             raise
         return producer
 
-    shipper = SampleKafkaShipper(connect, settings.topic_prefix + "node-samples",
-                                 args.buffer_max)  # fmt: skip
+    shipper = SampleKafkaShipper(
+        connect,
+        settings.topic_prefix + "node-samples",
+        args.buffer_max,
+        marker_interval=settings.marker_interval,
+        source=shipper_id("sampler", sampler.node),
+    )
 
     async def main() -> None:
         stop = _stop_on_signals()
         try:
             await run_sampler(sampler, shipper, args.period, args.count, stop)
         finally:
+            try:  # a last round when it stops (best effort)
+                await asyncio.wait_for(shipper.mark(force=True), 10)
+            except Exception as e:  # noqa: BLE001
+                logs.get("ship.samples").warning("last markers not sent: %r", e)
             await shipper.close()
 
     asyncio.run(main())
@@ -164,6 +185,7 @@ def _ship_moab(args: argparse.Namespace) -> int:
     from streams.config import load_settings
     from streams.errors import UserError, check_inputs
     from streams.kafka import MAX_MESSAGE_BYTES
+    from streams.sources.jobship import shipper_id
     from streams.sources.moab import in_time_order
     from streams.sources.moabship import MoabShipper, follow, ship_files
 
@@ -191,11 +213,25 @@ def _ship_moab(args: argparse.Namespace) -> int:
         try:
             topic = settings.topic_prefix + "node-status"
             parts = len(await producer.partitions_for(topic))
-            shipper = MoabShipper(producer, topic, settings.topic_prefix + "dead-letter", parts,
-                                  bounds, settings.max_line_bytes)  # fmt: skip
+            # --follow: named by its checkpoint, so a restarted shipper is the same one
+            sid = shipper_id("moab", os.path.abspath(checkpoint)) if args.follow else None
+            shipper = MoabShipper(
+                producer,
+                topic,
+                settings.topic_prefix + "dead-letter",
+                parts,
+                bounds,
+                settings.max_line_bytes,
+                max_bytes=settings.message_max_bytes,
+                source=sid,
+                marker_interval=settings.marker_interval,
+            )
             if args.follow:
                 os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
-                await follow(shipper, args.paths[0], checkpoint, poll_s=args.poll, stop=stop)
+                try:
+                    await follow(shipper, args.paths[0], checkpoint, poll_s=args.poll, stop=stop)
+                finally:  # a last round when it stops
+                    await _last_markers(shipper.mark(force=True), "moab")
             else:
                 await ship_files(shipper, in_time_order(args.paths), not args.no_progress)
             s = shipper.stats
@@ -216,6 +252,7 @@ def _ship_slurm(args: argparse.Namespace) -> int:
 
     from streams.config import load_settings
     from streams.kafka import MAX_MESSAGE_BYTES
+    from streams.sources.jobship import shipper_id
     from streams.sources.moabship import MoabShipper
     from streams.sources.slurmship import SlurmCommands, SlurmShipper
 
@@ -238,12 +275,21 @@ def _ship_slurm(args: argparse.Namespace) -> int:
             if producer is not None:
                 topic = settings.topic_prefix + "node-status"
                 parts = len(await producer.partitions_for(topic))
-                publisher = MoabShipper(producer, topic, settings.topic_prefix + "dead-letter",
-                                        parts)  # fmt: skip
+                publisher = MoabShipper(
+                    producer,
+                    topic,
+                    settings.topic_prefix + "dead-letter",
+                    parts,
+                    max_bytes=settings.message_max_bytes,
+                    source=shipper_id("slurm"),
+                    marker_interval=settings.marker_interval,
+                )
             shipper = SlurmShipper(cmds, publisher, sys.stdout.buffer, retries=args.retries,
                                    retry_wait=min(args.period / 4, 5.0))  # fmt: skip
             await shipper.run(args.period, args.count, stop)
         finally:
+            if publisher is not None:  # a last round when it stops
+                await _last_markers(publisher.mark(force=True), "slurm")
             if producer is not None:
                 await producer.stop()
         s = shipper.stats
@@ -408,6 +454,7 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
     from streams.config import load_settings
     from streams.kafka import wait_for_kafka
     from streams.sources.jobcompship import relay_jobcomp
+    from streams.sources.jobship import Markers, shipper_id
 
     settings = load_settings(getattr(args, "config", None))
     if args.paths or args.format:
@@ -434,10 +481,23 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         try:
             topic = settings.topic_prefix + "job-events"
             parts = len(await producer.partitions_for(topic))
-            js, st = await relay_jobcomp(consumer, producer, topic,
-                                         settings.topic_prefix + "dead-letter", parts, bounds,
-                                         args.start_records, stop, args.count,
-                                         commit=not dry)  # fmt: skip
+            markers = None
+            if not dry:  # named by its consumer group: the same shipper on a restart
+                sid = shipper_id("jobcomp", args.group)
+                markers = Markers(producer, topic, parts, sid, settings.marker_interval)
+            js, st = await relay_jobcomp(
+                consumer,
+                producer,
+                topic,
+                settings.topic_prefix + "dead-letter",
+                parts,
+                bounds,
+                args.start_records,
+                stop,
+                args.count,
+                commit=not dry,
+                markers=markers,
+            )
         finally:
             await consumer.stop()
             await producer.stop()
@@ -463,11 +523,12 @@ def _ship_jobs(args: argparse.Namespace) -> int:
 
     async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
         topic = settings.topic_prefix + "job-events"
+        interval = None if args.no_markers else settings.marker_interval
         s = await ship_job_files(producer, topic, settings.topic_prefix + "dead-letter",
                                  args.format, args.paths, bounds, settings.max_line_bytes,
                                  settings.max_hosts, progress=not args.no_progress,
                                  partitions=parts.get(topic) or 1,
-                                 marker_interval=settings.marker_interval)  # fmt: skip
+                                 marker_interval=interval, speed=args.speed)  # fmt: skip
         return (f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
                 f"{s.dead_letters:,} dead letters, {s.markers:,} markers")  # fmt: skip
 
@@ -479,11 +540,21 @@ def _ship_sample_files(args: argparse.Namespace) -> int:
 
     async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
         topic = settings.topic_prefix + "node-samples"
-        s = await ship_sample_files(producer, topic, settings.topic_prefix + "dead-letter",
-                                    args.paths, bounds, settings.max_line_bytes,
-                                    partitions=parts.get(topic) or 1)  # fmt: skip
-        return (f"{s.samples:,} samples ({s.sweeps:,} sweeps) in {s.messages:,} messages from "
-                f"{s.files} file(s), {s.dead_letters:,} dead letters")  # fmt: skip
+        s = await ship_sample_files(
+            producer,
+            topic,
+            settings.topic_prefix + "dead-letter",
+            args.paths,
+            bounds,
+            settings.max_line_bytes,
+            partitions=parts.get(topic) or 1,
+            marker_interval=settings.marker_interval,
+        )
+        return (
+            f"{s.samples:,} samples ({s.sweeps:,} sweeps) in {s.messages:,} messages from "
+            f"{s.files} file(s), {s.dead_letters:,} dead letters, "
+            f"{s.markers:,} markers"
+        )
 
     return _ship_files(args, "sample-files", publish)
 
@@ -597,6 +668,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--start-records",
         action="store_true",
         help="--jobcomp-topic: the topic also carries start records (Slurm 25.05+)",
+    )
+    j.add_argument(
+        "--speed",
+        type=option_type(float, 0.0, False),
+        default=None,
+        metavar="X",
+        help="FILEs: send the events at X times real time from the first one (a live source's "
+        "pace; watermark markers every worker.marker_interval seconds of the wall clock, at "
+        "the replay clock); default: as fast as possible",
+    )
+    j.add_argument(
+        "--no-markers",
+        action="store_true",
+        help="FILEs: send no watermark or end-of-input markers (the worker then releases by "
+        "the partitions' events alone, and never the last ones)",
     )
     j.set_defaults(func=_ship_jobs)
     f = ssub.add_parser(

@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streams.config import ConfigError, Settings, load_settings, setup_logging
-from streams.errors import EXIT_FAILED, EXIT_USAGE
+from streams.errors import EXIT_FAILED, EXIT_TEMPFAIL, EXIT_USAGE
 
 EXIT_STOPPED = 0  # SIGINT/SIGTERM
 EXIT_CRASHED = EXIT_FAILED  # unexpected: restarted from the saved state
 EXIT_CONFIG = EXIT_USAGE  # bad configuration: never restarted
-EXIT_TEMPFAIL = 75  # Kafka or InfluxDB away (sysexits EX_TEMPFAIL): restarted
 
 if TYPE_CHECKING:
     from streams.sinks.influx import InfluxSink

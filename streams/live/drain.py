@@ -67,6 +67,12 @@ def _late_rejects(source: str, b: NodeStatusBatch, st: PartitionDrain) -> list[R
 
 
 class DrainForward:
+    """Node-status partitions through their :class:`PartitionDrain`. A shipper's marker is
+    recorded per partition and shipper; an ``end`` (or version 1's flush) ends the
+    partition's input; a ``watermark`` never moves the partition's watermark (the accountant
+    accrues a node's time only when its next record comes: see
+    :class:`~models.drain.live.PartitionDrain`)."""
+
     name = "node-status"
     take = TAKE
     within = TAKE_WITHIN
@@ -120,8 +126,15 @@ class DrainForward:
         where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
         st.offset = off
         self.fresh.add(p)
-        if decode_control(value) is not None:  # the shipper's end of input
-            st.end_of_input()
+        try:
+            mk = decode_control(value)
+        except CodecError as e:  # a marker of another version or action
+            _dead(out, ctx, Reject(e.reason, "node-status", 0, message_text(value)), **where)
+            return
+        if mk is not None:  # a shipper's marker: only an end ends the input (PartitionDrain)
+            ctx.counts["markers"] += 1
+            if mk.end:
+                st.end_of_input()
             return
         try:
             source, batch, bad = self.decoders[p].decode(value, self.bounds)
@@ -155,6 +168,7 @@ class DrainForward:
 
 class DrainCombine:
     name = "combiner"
+    family = "drain"  # its name on /metrics and in the pipeline point
     owner = "combiner"
     kind = "drain-combiner"
     version = 1
@@ -194,6 +208,15 @@ class DrainCombine:
 
     def has_news(self) -> bool:
         return self.comb is not None and bool(self.comb.dirty_windows)
+
+    def watermark_lag(self) -> float | None:
+        """How far the combiner's watermark trails the newest record time of the partitions
+        (s, the lateness included); None before both are known."""
+        comb = self.comb
+        if comb is None or comb.watermark_ms is None:
+            return None
+        top = comb.newest_ms()
+        return None if top is None else max(0, top - comb.watermark_ms) / 1000
 
     def flush_rows(self, out: Outbox) -> None:
         """Changed windows and jobs: points, metric messages, the join's drain totals, and

@@ -154,7 +154,7 @@ class Health:
         return "\n".join(lines) + "\n"
 
     def watermark_lags(self) -> dict[str, float]:
-        """Per family with a merger (jobs, samples): how far its watermark trails the newest
+        """Per family (drain, jobs, samples): how far its watermark trails the newest
         event or marker time it saw (event-time seconds, the lateness included; 0 once every
         shipper's input ended and all was released). A family without one yet is left out."""
         out: dict[str, float] = {}
@@ -162,7 +162,7 @@ class Health:
             lag = getattr(c.fam, "watermark_lag", None)
             value = lag() if lag is not None else None
             if value is not None:
-                out[c.fam.name] = value
+                out[getattr(c.fam, "family", c.fam.name)] = value
         return out
 
     def _lag(self) -> dict[int, int]:

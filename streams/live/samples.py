@@ -9,6 +9,11 @@ DFS write load per minute, hot-zone episodes and job utilisation, the same numbe
   once every partition is past them, into :class:`~models.samples.dfslive.DfsStream` (and one
   per file system) and :class:`~models.samples.utillive.JobUtilStream`; the minutes before the
   released time are final.
+* Shippers' markers (``streams.codecs.control``) go through in their place among the samples
+  (samples-partials ``markers``) to the merger: a partition's bound is the lowest marker of
+  the live shippers on it, a silent shipper is a ``data_quality`` alert, and once every
+  shipper's input ended the merger releases all and the streams finish as the replay does at
+  the end of its input (every minute, episode and job final).
 """
 
 from __future__ import annotations
@@ -20,14 +25,20 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import orjson
 
-from models.alerts import Alert
+from models.alerts import Alert, AlertBook, shipper_alerts
 from models.formats.samplelines import parse_lines
 from models.records.reject import Reject
 from models.samples.dfslive import DfsStream, FsStreams
 from models.samples.merge import SampleMerger
 from models.samples.utillive import JobUtilStream
+from streams.codecs.base import CodecError
+from streams.codecs.control import Marker, decode_marker, is_marker
 from streams.codecs.deadletter import message_text
-from streams.codecs.partials import decode_sample_partial, split_sample_partial
+from streams.codecs.partials import (
+    decode_sample_partial,
+    sample_entry_weight,
+    split_sample_partial,
+)
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
@@ -75,6 +86,16 @@ class SamplesForward:
         line is dead-lettered on its own."""
         ctx, s = self.ctx, self.ctx.settings
         where = {"topic": self.topic().get_topic_name(), "partition": p, "offset": off}
+        if is_marker(value):  # a shipper's marker: passed on in its place among the samples
+            try:
+                m = decode_marker(value)
+            except CodecError as e:
+                dead_letter(ctx, out, Reject(e.reason, self.name, 0, message_text(value)), **where)
+                return
+            if m is not None:
+                ctx.counts["markers"] += 1
+                self.pending.setdefault(p, []).append([off, m])
+            return
         parsed = parse_lines(value)
         for a, b, reason, _detail in parsed.rejects:
             text = message_text(value[a:b])
@@ -95,7 +116,7 @@ class SamplesForward:
     def partials(self, p: int, state: Any) -> list[bytes]:
         """Runs of about PARTIAL_EVENTS samples, each cut further to message_max_bytes."""
         cap = self.ctx.settings.message_max_bytes
-        runs = chunks(self.pending.pop(p, []), len)
+        runs = chunks(self.pending.pop(p, []), sample_entry_weight)
         return [v for run in runs for v in split_sample_partial(p, run, cap)]
 
 
@@ -118,7 +139,8 @@ class SamplesCombine:
 
     def fresh(self) -> None:
         s = self.ctx.settings
-        self.merger = SampleMerger(s.lateness, self.partitions)
+        self.merger = SampleMerger(s.lateness, self.partitions, s.shipper_timeout)
+        self.shipper_book = AlertBook()  # the shippers' data_quality alerts
         self.dfs = DfsStream(s.sample_period, 1e6, s.alert_hot_zone, 3, 0, s.alert_hot_zone_minutes)
         mpc = None if s.mem_per_core is None else s.mem_per_core * GIB_KB
         self.util = JobUtilStream(s.sample_period, mpc, s.cores_per_node, s.lateness)
@@ -136,6 +158,8 @@ class SamplesCombine:
         self.dfs.restore(tree["dfs"])
         self.util.restore(tree["util"])
         self.fs.restore(tree["fs"])
+        if "shippers" in tree:  # none in a state saved before markers
+            self.shipper_book = AlertBook.from_dict(tree["shippers"])
 
     def snapshot(self) -> Any:
         return {
@@ -143,7 +167,12 @@ class SamplesCombine:
             "dfs": self.dfs.snapshot(),
             "util": self.util.snapshot(),
             "fs": self.fs.snapshot(),
+            "shippers": self.shipper_book.to_dict(),
         }
+
+    def watermark_lag(self) -> float | None:
+        """How far the merger's watermark trails the newest sample or marker time (s)."""
+        return self.merger.lag()
 
     def has_news(self) -> bool:
         return False
@@ -156,7 +185,12 @@ class SamplesCombine:
         p, events = m.partition, m.events
         ctx, merger = self.ctx, self.merger
         source = ctx.topics.node_samples.get_topic_name()
+        marks = iter(m.markers)
+        mark = next(marks, None)
         for src_off, batch in events:
+            while mark is not None and mark[0] < src_off:  # in offset order
+                self._marker(p, *mark, out)
+                mark = next(marks, None)
             late = batch.take(merger.add_many(p, src_off, batch)).to_samples()
             for r in late:
                 text = orjson.dumps(merger.encode(r)).decode()
@@ -168,7 +202,31 @@ class SamplesCombine:
                     partition=p,
                     offset=src_off,
                 )
+        while mark is not None:
+            self._marker(p, *mark, out)
+            mark = next(marks, None)
         self._released(merger.release(), out)
+        if merger.end_due():  # every shipper's input ended: the replay's end of input
+            self._released(merger.end(), out)
+            self._finish(out)
+
+    def _marker(self, p: int, off: int, mk: Marker, out: Outbox) -> None:
+        """A shipper's marker to the merger; a shipper silent past the timeout (or back) is a
+        ``data_quality`` alert."""
+        s = self.ctx.settings
+        changes = self.merger.add_marker(p, off, mk.source, mk.ts, mk.sent, mk.end)
+        if changes:
+            topic = self.ctx.topics.node_samples.get_topic_name()
+            alerts = shipper_alerts(self.shipper_book, topic, changes, s.shipper_timeout)
+            self.ctx.counts["alert_changes"] += out.add_alerts(s.cluster, alerts)
+
+    def _finish(self, out: Outbox) -> None:
+        """The end of every shipper's input, as the replay ends: every minute and episode
+        final (the whole machine's and each file system's), every job's last row final."""
+        self._dfs_out(None, *self.dfs.finish(), out=out)
+        for fs, fminutes, fzones, falerts in self.fs.finish():
+            self._dfs_out(fs, fminutes, fzones, falerts, out=out)
+        self._util_out(math.inf, out)
 
     def _released(self, released: Any, out: Outbox) -> None:
         if not len(released):
@@ -182,11 +240,15 @@ class SamplesCombine:
         self.fs.update(released)
         for fs, fminutes, fzones, falerts in self.fs.close(until):
             self._dfs_out(fs, fminutes, fzones, falerts, out=out)
-        cluster, zone = self.ctx.settings.cluster, self.zone
-        # per-job utilisation: the jobs with new measures, provisional until quiet
+        self.util.update(released)
+        self._util_out(self.merger.released_to, out)
+
+    def _util_out(self, until: float, out: Outbox) -> None:
+        """Per-job utilisation rows of the buckets ending by ``until``: the jobs with new
+        measures, provisional until quiet (``until`` infinite: every job final)."""
+        cluster, zone, dfs = self.ctx.settings.cluster, self.zone, self.dfs
         util = self.util
-        util.update(released)
-        changed, final = util.close(self.merger.released_to)
+        changed, final = util.close(until)
         done = set(final)
         for job in sorted(set(changed) | done):
             row = util.row(job, dfs.io_of(job))

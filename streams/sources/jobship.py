@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,10 +154,12 @@ async def ship_job_files(
     progress: bool = True,
     partitions: int = 1,
     marker_interval: float | None = None,
+    speed: float | None = None,
 ) -> JobShipStats:
     """Publish every event of ``paths`` (format ``fmt``) and dead-letter what was rejected;
     with ``marker_interval``, watermark markers as the events go (every that many seconds of
-    event time or of the wall clock) and an end-of-input marker on every partition last."""
+    event time or of the wall clock) and an end-of-input marker on every partition last. With
+    ``speed``, the events go out paced (:func:`send_paced`), not as fast as possible."""
     rejects = RejectCollector()
     events, _ = read_job_events(fmt, list(paths), rejects, bounds, max_line_bytes, max_hosts)
     st = JobShipStats(files=len(paths))
@@ -166,7 +168,10 @@ async def ship_job_files(
     markers = None
     if marker_interval is not None:
         markers = Markers(producer, topic, partitions, shipper_id("jobs"), marker_interval)
-    await send_events(producer, topic, events, partitions, st, futs, progress, markers)
+    if speed is not None:
+        await send_paced(producer, topic, events, partitions, st, speed, futs, markers)
+    else:
+        await send_events(producer, topic, events, partitions, st, futs, progress, markers)
     if markers is not None:
         await asyncio.gather(*await markers.round(end=True))
         st.markers = markers.sent
@@ -218,4 +223,63 @@ async def send_events(
                 logs.progress(f"ship jobs: {st.events:,} of {len(events):,} events")
     for p in sorted(batches):
         await send(p)
+    await asyncio.gather(*futs)
+
+
+async def send_paced(
+    producer: Any,
+    topic: str,
+    events: Sequence[JobEvent],
+    partitions: int,
+    st: JobShipStats,
+    speed: float,
+    futs: list[Any] | None = None,
+    markers: Markers | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> None:
+    """Publish ``events`` (in time order) at ``speed`` times real time, as a live source would:
+    the replay clock starts at the first event's time and runs ``speed`` event seconds per
+    second of ``clock``; every event at or before it goes out at once (per-partition batches
+    of at most BATCH_EVENTS). With ``markers``: a round every ``markers.interval`` seconds of
+    the wall clock, its ``ts`` the replay clock (every event up to it was sent; before an
+    event still due, just before it), so a round covers ``speed × interval`` event seconds.
+    Waits until the broker acknowledged every message; the last round is the caller's."""
+    if speed <= 0:
+        raise ValueError("speed must be > 0")
+    futs = [] if futs is None else futs
+    if not events:
+        await asyncio.gather(*futs)
+        return
+    first, t0, i, n = events[0].ts, clock(), 0, len(events)
+    due = first  # the time of the event last slept for: due, however the clock rounds
+    while True:
+        upto = max(first + (clock() - t0) * speed, due)  # the replay clock
+        batches: dict[int, list[bytes]] = {}
+        while i < n and events[i].ts <= upto:
+            e = events[i]
+            batches.setdefault(job_partition(e.job, partitions), []).append(e.to_json())
+            if markers is not None:
+                markers.seen(e.ts)
+            i += 1
+        for p, lines in sorted(batches.items()):
+            for k in range(0, len(lines), BATCH_EVENTS):
+                value = b"\n".join(lines[k : k + BATCH_EVENTS])
+                futs.append(await producer.send(topic, value, key=f"p{p}".encode(), partition=p))
+                st.messages += 1
+            st.events += len(lines)
+        if i == n:
+            break
+        if markers is not None and markers.due():  # after what it covers
+            futs += await markers.round(ts=min(upto, just_before(events[i].ts)))
+        if len(futs) >= IN_FLIGHT:
+            await asyncio.gather(*futs)
+            futs.clear()
+        wait = (events[i].ts - first) / speed - (clock() - t0)  # to the next event
+        mark = math.inf
+        if markers is not None:  # to the next round
+            mark = markers.interval - (markers.clock() - markers.last_round)
+        if wait <= mark:
+            due = events[i].ts
+        await sleep(max(0.0, min(wait, mark)))
     await asyncio.gather(*futs)

@@ -7,6 +7,11 @@ Partitioning: a node's partition follows blocks of nodes numbered alike
 one read of the log, at most :data:`streams.codecs.nodestatus.MAX_ROWS` records. Bad lines become
 dead letters (source, line, reason, text) and are counted; they never stop the shipper.
 
+Markers (``streams.codecs.control``, issue 30): a round of ``watermark`` markers on every
+partition every ``marker_interval`` wall seconds (ts: the latest record time sent; every round
+after the records it covers were acknowledged), and, whole files, an ``end`` round after each
+file. A message over ``max_bytes`` is cut in halves until each part fits.
+
 Checkpoint (``--follow``): ``{"path", "dev", "ino", "offset", "line"}`` written atomically
 (temporary file, fsync, rename) only after every message of the lines before ``offset`` was
 acknowledged. Restarted after ``kill -9`` it resumes there: lines after the checkpoint may be
@@ -30,9 +35,9 @@ from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams import logs
 from streams.atomic import atomic_file
+from streams.codecs.base import MESSAGE_MAX_BYTES
 from streams.codecs.deadletter import dead_letter_message
 from streams.codecs.nodestatus import MAX_ROWS, encode, partition_of
-from streams.kafka import MAX_MESSAGE_BYTES
 from streams.sources.files import (
     KEEP_BYTES,
     LINE_TOO_LONG,
@@ -42,6 +47,7 @@ from streams.sources.files import (
     open_binary,
     reading,
 )
+from streams.sources.jobship import Markers, shipper_id
 from streams.sources.moab import parse_plausible
 
 READ_BYTES = 4 << 20
@@ -55,13 +61,30 @@ class ShipStats:
     messages: int = 0
     dead_letters: int = 0
     ignored: int = 0
+    split: int = 0  # messages cut in halves to fit max_bytes
 
 
 class MoabShipper:
-    def __init__(self, producer: Any, topic: str, dead_topic: str, partitions: int,
-                 bounds: TimeBounds | None = None,
-                 max_line_bytes: int = MAX_LINE_BYTES) -> None:  # fmt: skip
+    """Node-status slices to Kafka, and this shipper's markers (``source``: its id, default
+    ``moab:<host>:<pid>``; ``marker_interval``: wall seconds between rounds)."""
+
+    def __init__(
+        self,
+        producer: Any,
+        topic: str,
+        dead_topic: str,
+        partitions: int,
+        bounds: TimeBounds | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_bytes: int = MESSAGE_MAX_BYTES,
+        source: str | None = None,
+        marker_interval: float = 10.0,
+    ) -> None:
         self.producer = producer
+        self.max_bytes = max_bytes
+        self.markers = Markers(
+            producer, topic, partitions, source or shipper_id("moab"), marker_interval
+        )
         self.topic = topic
         self.dead_topic = dead_topic
         self.partitions = partitions
@@ -94,7 +117,15 @@ class MoabShipper:
             futures.append(await self.dead_letter(r))
         if futures:
             await asyncio.gather(*futures)
+        await self.mark()
         return parsed.lines
+
+    async def mark(self, force: bool = False) -> None:
+        """A round of watermark markers when one is due by the wall clock (``force``: now),
+        at the latest record time sent; every record was acknowledged before (callers
+        gather their sends first)."""
+        if force or self.markers.due():
+            await asyncio.gather(*await self.markers.round())
 
     def reset_if_large(self) -> None:
         """Start the codebook afresh past RESET_JOBS ids (names travel in every message)."""
@@ -105,38 +136,49 @@ class MoabShipper:
     async def send_batch(self, b: NodeStatusBatch, source: str) -> list[Any]:
         """Send ``b`` (codes of ``self.book``) as one message per partition and MAX_ROWS rows;
         the send futures, not awaited. ``source`` names the input in every message."""
-        futures = []
+        futures: list[Any] = []
         if len(b):
             owners = self._owners(b)
             for p in range(self.partitions):
                 rows = np.flatnonzero(owners == p)
                 for lo in range(0, rows.size, self.max_rows):
-                    part = b.take(rows[lo : lo + self.max_rows])
-                    value = encode(part, self.book, source)
-                    if len(value) > MAX_MESSAGE_BYTES:  # long names: split further
-                        raise RuntimeError("node-status message over the size limit")
-                    futures.append(
-                        await self.producer.send(
-                            self.topic, value, key=f"p{p}".encode(), partition=p
-                        )  # fmt: skip
-                    )
-                    self.stats.messages += 1
+                    await self._send_rows(b, rows[lo : lo + self.max_rows], p, source, futures)
             self.stats.records += len(b)
+            self.markers.seen(int(b.ts_ms.max()) / 1000)
         return futures
+
+    async def _send_rows(
+        self, b: NodeStatusBatch, rows: np.ndarray, p: int, source: str, futures: list[Any]
+    ) -> None:
+        """Rows ``rows`` of ``b`` as one message on partition ``p``, or, over ``max_bytes``
+        (long names), as halves in order, cut again until each fits; a single record that
+        does not fit is dead-lettered (``too_large``)."""
+        value = encode(b.take(rows), self.book, source)
+        if len(value) > self.max_bytes:
+            if rows.size > 1:
+                self.stats.split += 1
+                half = rows.size // 2
+                await self._send_rows(b, rows[:half], p, source, futures)
+                await self._send_rows(b, rows[half:], p, source, futures)
+                return
+            text = value[:4096].decode("utf-8", "replace")
+            futures.append(await self.dead_letter(Reject("too_large", source, 0, text)))
+            return
+        key = f"p{p}".encode()
+        futures.append(await self.producer.send(self.topic, value, key=key, partition=p))
+        self.stats.messages += 1
 
     async def dead_letter(self, r: Reject) -> Any:
         self.stats.dead_letters += 1
         value = orjson.dumps(dead_letter_message(r))
         return await self.producer.send(self.dead_topic, value, key=r.source.encode())
 
-    async def end_of_input(self, source: str) -> None:
-        """Tell every partition a finite input ended (windows up to its last record close)."""
-        msg = orjson.dumps({"v": 1, "source": f"moab:{source}", "control": "flush"})
-        futures = [
-            await self.producer.send(self.topic, msg, key=f"p{p}".encode(), partition=p)
-            for p in range(self.partitions)
-        ]
-        await asyncio.gather(*futures)
+    async def end_of_input(self, source: str = "") -> None:
+        """Tell every partition this shipper's finite input ended (``source``: the file, for
+        the caller's logs): an ``end`` marker round, after every record (all acknowledged).
+        The worker then accounts what it holds for reordering and closes the windows up to
+        the last record, once every live shipper on the partition has ended."""
+        await asyncio.gather(*await self.markers.round(end=True))
 
 
 def _whole_lines(data: bytes, final: bool) -> bytes:
@@ -231,6 +273,7 @@ async def follow(
         try:
             f = open(cur_path, "rb")  # noqa: SIM115 - closed below, reopened on rotation
         except FileNotFoundError:
+            await shipper.mark()
             await _sleep(stop, poll_s)
             continue
         try:
@@ -255,6 +298,7 @@ async def follow(
                     elif os.fstat(f.fileno()).st_size < offset:
                         break  # truncated in place: reopen from the start
                     if not final:
+                        await shipper.mark()  # a round every marker_interval while quiet
                         if time.monotonic() - last_status >= status_every_s:
                             st_ = shipper.stats
                             logs.get("ship.moab").info(

@@ -6,6 +6,10 @@ sample-files``, so the worker reads both alike). A sweep waits in a bounded loca
 the broker acknowledged it; while Kafka cannot be reached the buffer grows, and past
 ``buffer_max`` sweeps the OLDEST are dropped, counted (sweeps and samples) and reported. Nothing
 is dropped below the cap; the connection is tried again at every sweep.
+
+Markers (``streams.codecs.control``): with ``marker_interval``, a ``watermark`` marker on every
+partition every that many seconds, while nothing waits in the buffer (ts: the latest sweep
+time sent, or of a sweep that found no job process), and a last round when it stops.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
 from streams import logs
+from streams.codecs.control import WATERMARK, encode_marker
 
 log = logs.get("ship.samples")
 
@@ -30,6 +35,7 @@ class BufferedSweep:
     node: str
     value: bytes
     samples: int
+    ts: float  # the sweep's time
 
 
 @dataclass
@@ -41,15 +47,28 @@ class SampleKafkaStats:
     dropped_samples: int = 0
     send_failures: int = 0  # connection or send attempts that failed
     last_error: str = ""
+    markers: int = 0
 
 
 class SampleKafkaShipper:
     """Sweeps -> a bounded buffer -> Kafka. ``connect`` returns a started producer (raises when
     the broker cannot be reached); tests give their own."""
 
-    def __init__(self, connect: Callable[[], Any], topic: str, buffer_max: int = 1440,
-                 send_timeout: float = 30.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        topic: str,
+        buffer_max: int = 1440,
+        send_timeout: float = 30.0,
+        marker_interval: float | None = None,
+        source: str = "sampler",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.connect = connect
+        self.marker_interval, self.source, self.clock = marker_interval, source, clock
+        self.latest: float | None = None  # the latest sweep time sent (or swept empty)
+        self.empty_at: float | None = None  # the latest empty sweep's time, while some wait
+        self.last_round: float | None = None  # wall clock of the last marker round
         self.topic = topic
         self.buffer: deque[BufferedSweep] = deque()
         self.buffer_max = buffer_max
@@ -58,13 +77,19 @@ class SampleKafkaShipper:
         self.partitions = 1
         self.stats = SampleKafkaStats()
 
-    def push(self, samples: list[NodeSample]) -> None:
-        """Queue one sweep (nothing when it has no sample); drop the oldest past the cap."""
+    def push(self, samples: list[NodeSample], at: float | None = None) -> None:
+        """Queue one sweep (nothing when it has no sample: ``at``, the time it started, is
+        then how far this node has got); drop the oldest past the cap."""
         self.stats.sweeps += 1
         if not samples:
+            if at is not None:
+                self.empty_at = at if self.empty_at is None else max(self.empty_at, at)
+                if not self.buffer:
+                    self._covered(at)
             return
         value = b"\n".join(dumps(s) for s in samples)
-        self.buffer.append(BufferedSweep(samples[0].node, value, len(samples)))
+        ts = max(s.ts for s in samples)
+        self.buffer.append(BufferedSweep(samples[0].node, value, len(samples), ts))
         while len(self.buffer) > self.buffer_max:
             old = self.buffer.popleft()
             self.stats.dropped_sweeps += 1
@@ -83,11 +108,13 @@ class SampleKafkaShipper:
         self.stats.last_error = f"{type(e).__name__}: {e}"[:300]
         log.warning("Kafka: %s; %d sweeps buffered", self.stats.last_error, len(self.buffer))
 
-    async def flush(self) -> None:
-        """Send the buffer, oldest first, each sweep removed only once acknowledged; stop at
-        the first failure (the rest waits for the next sweep)."""
-        if not self.buffer:
-            return
+    def _covered(self, ts: float) -> None:
+        if self.latest is None or ts > self.latest:
+            self.latest = ts
+
+    async def _connected(self) -> bool:
+        """A producer (connected now if need be); False, counted, when Kafka cannot be
+        reached."""
         if self.producer is None:
             try:
                 self.producer = await asyncio.wait_for(self.connect(), self.send_timeout)
@@ -95,7 +122,41 @@ class SampleKafkaShipper:
             except Exception as e:  # noqa: BLE001 - any failure to connect: keep buffering
                 await self._close()
                 self._failed(e)
-                return
+                return False
+        return True
+
+    async def mark(self, force: bool = False) -> None:
+        """A ``watermark`` marker on every partition when one is due (``force``: now), only
+        while nothing waits in the buffer (a marker covers every sweep before it)."""
+        if self.marker_interval is None or self.buffer:
+            return
+        now = self.clock()
+        last = self.last_round
+        if not force and last is not None and now - last < self.marker_interval:
+            return
+        if not await self._connected():
+            return
+        value = encode_marker(self.source, WATERMARK, self.latest, now)
+        try:
+            futs = [
+                await self.producer.send(self.topic, value, key=b"marker", partition=p)
+                for p in range(self.partitions)
+            ]
+            await asyncio.wait_for(asyncio.gather(*futs), self.send_timeout)
+        except Exception as e:  # noqa: BLE001 - tried again at the next round
+            await self._close()
+            self._failed(e)
+            return
+        self.last_round = now
+        self.stats.markers += len(futs)
+
+    async def flush(self) -> None:
+        """Send the buffer, oldest first, each sweep removed only once acknowledged; stop at
+        the first failure (the rest waits for the next sweep)."""
+        if not self.buffer:
+            return
+        if not await self._connected():
+            return
         while self.buffer:
             sw = self.buffer[0]
             p = zlib.crc32(sw.node.encode()) % self.partitions
@@ -110,6 +171,9 @@ class SampleKafkaShipper:
             self.buffer.popleft()
             self.stats.sent_sweeps += 1
             self.stats.sent_samples += sw.samples
+            self._covered(sw.ts)
+        if self.empty_at is not None:  # every sweep before it is sent: it is covered too
+            self._covered(self.empty_at)
 
     async def close(self) -> None:
         await self._close()
@@ -122,21 +186,28 @@ async def run_sampler(
     count: int | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Sweep every ``period`` s on a fixed grid (as ``Sampler.run``), queue and send each sweep;
-    at the end, one last try to send what is buffered."""
+    """Sweep every ``period`` s on a fixed grid (as ``Sampler.run``), queue and send each sweep,
+    and the shipper's markers when due (also while it waits); at the end, one last try to send
+    what is buffered."""
     stop = stop or asyncio.Event()
+    clock = getattr(sampler, "clock", time.time)
+    step = shipper.marker_interval or period
     t0 = time.monotonic()
     k = 0
     while not stop.is_set():
-        shipper.push(await asyncio.to_thread(sampler.sweep))
+        at = clock()  # the sweep's samples are at or after it
+        shipper.push(await asyncio.to_thread(sampler.sweep), at)
         await shipper.flush()
+        await shipper.mark()
         k += 1
         if count is not None and k >= count:
             break
         now = time.monotonic()
         nxt = t0 + period * (int((now - t0) / period) + 1)
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=max(0.0, nxt - now))
-        except TimeoutError:
-            pass
+        while not stop.is_set() and (left := nxt - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=min(left, step))
+            except TimeoutError:
+                pass
+            await shipper.mark()
     await shipper.flush()

@@ -10,6 +10,11 @@ replay reads them (plausibility bounds, line cap). Rejected lines go to
 ``<prefix>dead-letter`` with source, line, reason and text, and are counted. A run ends only
 when the broker has acknowledged every message. (The /proc collector on compute nodes is
 ``drainwatch ship samples``.)
+
+Markers (``streams.codecs.control``): with ``marker_interval``, a round of ``watermark``
+markers on every partition every that many wall seconds, before the first sweep of a later
+time (what every partition holds sent first; ts just before that sweep's time), and an
+``end`` round once every sample was acknowledged.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from typing import Any
 from models.formats.sampletrace import dumps
 from models.records.plausible import TimeBounds
 from models.samples.merge import sample_sort_key
-from streams.sources.jobship import IN_FLIGHT, RejectCollector, dead_letter_rejects
+from streams.sources.jobship import (
+    IN_FLIGHT,
+    Markers,
+    RejectCollector,
+    dead_letter_rejects,
+    just_before,
+    shipper_id,
+)
 from streams.sources.samples import SampleTraceFiles
 
 BATCH_SAMPLES = 2000  # samples per message at most (whole sweeps; one larger sweep: alone)
@@ -36,6 +48,7 @@ class SampleShipStats:
     messages: int = 0
     dead_letters: int = 0
     files: int = 0
+    markers: int = 0
 
 
 async def ship_sample_files(
@@ -46,7 +59,10 @@ async def ship_sample_files(
     bounds: TimeBounds,
     max_line_bytes: int,
     partitions: int = 1,
+    marker_interval: float | None = None,
 ) -> SampleShipStats:
+    """Publish every sample of ``paths`` in sweeps and dead-letter what was rejected; with
+    ``marker_interval``, watermark markers as they go and an end-of-input round last."""
     rejects = RejectCollector()
     src = SampleTraceFiles(list(paths), bounds, max_line_bytes)
     samples = [s for b in src.batches(rejects) for s in b]
@@ -66,11 +82,22 @@ async def ship_sample_files(
             await asyncio.gather(*futs)
             futs.clear()
 
+    markers = None
+    if marker_interval is not None:
+        markers = Markers(producer, topic, partitions, shipper_id("samples"), marker_interval)
     i, n = 0, len(samples)
     while i < n:
         j = i + 1
         while j < n and samples[j].ts == samples[i].ts and samples[j].node == samples[i].node:
             j += 1
+        ts = samples[i].ts
+        if markers is not None:  # by the wall clock only: a round cuts every batch short
+            latest = markers.latest
+            if latest is not None and ts > latest and markers.due():
+                for q in sorted(batches):  # what the round covers goes first
+                    await send(q)
+                futs += await markers.round(ts=just_before(ts))
+            markers.seen(ts)
         node = samples[i].node
         p = part.get(node)
         if p is None:
@@ -88,4 +115,7 @@ async def ship_sample_files(
     for p in sorted(batches):
         await send(p)
     await asyncio.gather(*futs)
+    if markers is not None:  # after every sample was acknowledged: the end, everywhere
+        await asyncio.gather(*await markers.round(end=True))
+        st.markers = markers.sent
     return st

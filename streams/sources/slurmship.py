@@ -1,7 +1,9 @@
 """The Slurm shipper: every period, a snapshot of ``scontrol show node``, ``squeue`` and the
 advance reservations becomes one iteration of NodeStatus records (the mapping of
 ``models.formats.slurmnodes``), published as the Moab shipper publishes its lines (node-status
-slices per partition, ``streams.sources.moabship.MoabShipper.send_batch``).
+slices per partition, ``streams.sources.moabship.MoabShipper.send_batch``), with the
+publisher's watermark markers every ``worker.marker_interval`` (ts: the latest iteration's
+time) and one round when it stops.
 
 Commands run without a shell, with a timeout. A snapshot is whole or nothing: when a command
 fails, times out or prints what cannot be read, the whole snapshot is taken again (up to
@@ -205,12 +207,28 @@ class SlurmShipper:
         k = 0
         while not stop.is_set():
             await self.step()
+            await self.mark()
             k += 1
             if count is not None and k >= count:
                 return
             now = time.monotonic()
-            k_next = max(k, int((now - t0) // period) + 1)
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=t0 + k_next * period - now)
-            except TimeoutError:
-                pass
+            until = t0 + max(k, int((now - t0) // period) + 1) * period
+            # a marker round every marker_interval while it waits (ts: the last iteration's)
+            step = self.publisher.markers.interval if self.publisher is not None else period
+            while not stop.is_set() and (left := until - time.monotonic()) > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=min(left, step))
+                except TimeoutError:
+                    pass
+                await self.mark()
+
+    async def mark(self) -> None:
+        """The publisher's watermark markers when a round is due (none for --dry-run); a
+        failed round is counted and tried again at the next."""
+        if self.publisher is None:
+            return
+        try:
+            await self.publisher.mark()
+        except KafkaError as e:
+            self.stats.last_error = f"Kafka: {e}"
+            log.warning("markers: Kafka: %s", e)

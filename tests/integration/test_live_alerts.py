@@ -2,7 +2,8 @@
 resolve exactly once per episode (overrun while the job still runs, a short-job flood of a user
 and its group, a day below the CUP40 target), nothing else fires, and a worker killed with -9
 between the firing and the resolution leaves a consumer that reads alerts by id the same
-state changes."""
+state changes. The second file's end-of-input markers close its last days as the replay's end
+does (a second CUP40 episode)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,11 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
     first = _write(live.tmp / "phase1.jsonl", [e for e in events if e.ts <= cut])
     rest = _write(live.tmp / "phase2.jsonl", [e for e in events if e.ts > cut])
     w = live.worker()
-    assert _ship_jobs(live, "--format", "jobevents", first, "--no-progress").wait(60) == 0
+    # phase 1 without markers: its end of input would release every event and finish the
+    # stages, and phase 2's first marker round would release what that shipper has not yet
+    # sent on the other partitions (tests/models/jobs/test_merge_new_shipper.py)
+    argv = ("--format", "jobevents", first, "--no-progress", "--no-markers")
+    assert _ship_jobs(live, *argv).wait(60) == 0
 
     # the overrun fires while the job runs: its end has not even been shipped
     got = _wait(live, w, lambda a: "overrun:ov-big" in a)
@@ -106,11 +111,20 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
     assert _ship_jobs(live, "--format", "jobevents", rest, "--no-progress").wait(60) == 0
     want = {"overrun:ov-big", "shortjob_flood:user:flood", "shortjob_flood:group:fg",
             "capability:cup40"}  # fmt: skip
-    got = _wait(live, w, lambda a: set(a) == want and all(len(v) == 2 for v in a.values()))
+    # phase 2's end of input finishes the stages as the replay's end does: day 5 (only the
+    # fillers; day 4 has no job) closes, and capability fires again, a second episode
+    n = {"capability:cup40": 3}
+    got = _wait(
+        live, w, lambda a: set(a) == want and all(len(v) == n.get(k, 2) for k, v in a.items())
+    )
     assert set(got) == want  # nothing else fired: not the background, not the fillers
     for aid, recs in got.items():  # one episode each: one firing, one resolved, same since
-        assert [r["state"] for r in recs] == ["firing", "resolved"], aid
+        assert [r["state"] for r in recs[:2]] == ["firing", "resolved"], aid
         assert recs[0]["since"] == recs[1]["since"], aid
+        assert len(recs) == n.get(aid, 2), aid
+    again = got["capability:cup40"][2]
+    assert again["state"] == "firing" and again["details"]["day"] == "2024-01-05"
+    assert again["since"] == again["at"] == D + 120 * H and again["value"] == 0.0
     assert got["overrun:ov-big"][0] == fired  # the same record after the restart
     assert got["overrun:ov-big"][1]["at"] == D + 12 * H
     assert got["overrun:ov-big"][1]["value"] == 2 * H
@@ -126,7 +140,7 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
         )
         assert on["threshold"] == 3600.0
     # capability: day 2 has no large job (fires at its end), day 3 has L3 (resolves at its end)
-    on, off = got["capability:cup40"]
+    on, off = got["capability:cup40"][:2]
     assert (on["at"], on["value"], on["details"]["day"]) == (D + 48 * H, 0.0, "2024-01-02")
     # day 3: L3's 200 node-hours; small: 142 background jobs of 700 s and 100 s of the one
     # that started on day 2
@@ -138,6 +152,7 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
         for r in recs:
             schema.validate(r)
     want_points = sorted((aid, s) for aid in want for s in ("firing", "resolved"))
+    want_points = sorted([*want_points, ("capability:cup40", "firing")])
     points = live.influx.influxql_until(
         'SELECT "id", "firing", "value", "state" FROM "alerts"',
         lambda rows: len(rows) >= len(want_points),

@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from streams.codecs.control import decode_marker
 from streams.driver import RejectLog
 from streams.sources.jobevents import read_job_events
 from streams.sources.sacctpoll import _iso
@@ -57,10 +58,16 @@ def test_sacct_polls_through_the_worker_equal_the_replay(live: Live, tmp_path: P
     assert run.returncode == 0, run.stderr
     assert "0 dead letters" in run.stderr, run.stderr
 
-    # the worker's watermark: the lowest over the partitions of their latest event, minus the
-    # lateness; the replay gets the dump's events up to it, as the merger released them
+    # the worker's watermark: the lowest over the partitions of how far each is (its latest
+    # event or the shipper's latest marker, whichever is later; a poller never ends), minus
+    # the lateness; the replay gets the dump's events up to it, as the merger released them
     latest: dict[int, float] = {}
     for _, v, part in read_topic(live.stack.kafka_bootstrap, live.prefix + "job-events"):
+        mk = decode_marker(v)
+        if mk is not None:
+            assert mk.ts is not None and not mk.end
+            latest[part] = max(latest.get(part, 0.0), mk.ts)
+            continue
         for line in v.split(b"\n"):
             latest[part] = max(latest.get(part, 0.0), orjson.loads(line)["ts"])
     wm = min(latest.values()) - LATENESS

@@ -1,7 +1,8 @@
 """`drainwatch ship jobs` on the real local Kafka: every event the replay would read arrives,
 in batches of JSON lines per partition, a job's events on one partition (crc32 of its id) in
 order, each valid under the job-events schema; bad lines are dead-lettered with their
-reasons."""
+reasons. Between the batches, the shipper's markers (issue 30): each after the events it covers,
+the end of input last on every partition."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from streams.sources.jobevents import read_job_events
 from streams.topics import TOPICS
 from tests.golden.make_golden import INPUTS
 from tests.integration.kafka_read import read_topic
+from tests.integration.markers import check_file_markers, data_messages
 from tests.paths import REPO
 
 pytestmark = pytest.mark.integration
@@ -38,6 +40,10 @@ def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> Non
     env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
                 "DRAINWATCH_TOPIC_PREFIX": prefix,
                 "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    # a marker round every day of event time (the file spans 2.5 days): a round cuts every
+    # partition's batch, so at the default 10 s nearly every event of this file would travel
+    # alone
+    env["DRAINWATCH_MARKER_INTERVAL"] = "86400"
     run = subprocess.run(
         [sys.executable, "-m", "streams.cli", "ship", "jobs", "--format", "jobevents", str(path),
          "--no-progress"],  # fmt: skip
@@ -48,7 +54,12 @@ def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> Non
     assert len(expect) == len(good) and f"{len(expect):,} events" in run.stderr
     assert "3 dead letters" in run.stderr
 
-    got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    topic = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    n = check_file_markers(topic, 8)
+    assert n >= 2 * 8 and f"{n:,} markers" in run.stderr  # a watermark round and the end
+    got = data_messages(topic)
+    # a batch is cut at 500 events or by a marker round (every partition's batch)
+    assert len(got) <= n + (len(expect) + len(bad)) // 500 + 8
     schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
                                                   if t.name == "job-events"))  # fmt: skip
     lines = [(line, part) for k, v, part in got for line in v.split(b"\n")]

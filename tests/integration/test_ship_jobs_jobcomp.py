@@ -18,6 +18,7 @@ import pytest
 
 from models.formats.jobcomp import iter_jobcomp_events
 from tests.integration.kafka_read import read_topic
+from tests.integration.markers import data_messages, markers
 from tests.models.formats.test_jobcomp import record
 from tests.paths import REPO
 
@@ -74,9 +75,13 @@ def test_jobcomp_topic_to_job_events(stack, tmp_path: Path) -> None:  # type: ig
 
     expect = list(iter_jobcomp_events(good))
     expect += [e for e in iter_jobcomp_events(bad[2:]) if e.type != "end"]
-    got = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    topic = read_topic(stack.kafka_bootstrap, prefix + "job-events")
+    got = data_messages(topic)
     lines = [line for _, v, _ in got for line in v.split(b"\n")]
     assert sorted(lines) == sorted(e.to_json() for e in expect)
+    marks = markers(topic)  # the shipper's watermark markers, on every partition
+    assert sorted(marks) == list(range(8))
+    assert len({m.source for ms in marks.values() for m in ms}) == 1
     dead = [
         orjson.loads(v) for _, v, _ in read_topic(stack.kafka_bootstrap, prefix + "dead-letter")
     ]
