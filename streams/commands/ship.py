@@ -548,7 +548,7 @@ def _ship_sample_files(args: argparse.Namespace) -> int:
             bounds,
             settings.max_line_bytes,
             partitions=parts.get(topic) or 1,
-            marker_interval=settings.marker_interval,
+            marker_interval=None if args.no_markers else settings.marker_interval,
         )
         return (
             f"{s.samples:,} samples ({s.sweeps:,} sweeps) in {s.messages:,} messages from "
@@ -696,6 +696,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("paths", nargs="+", metavar="FILE", help="sample traces (any compression)")
     f.add_argument("--dry-run", action="store_true",
                    help="print the samples as JSON lines instead of sending them")  # fmt: skip
+    f.add_argument(
+        "--no-markers",
+        action="store_true",
+        help="send no watermark or end-of-input markers (history in several runs: all but "
+        "the last; the worker then releases by the partitions' samples alone)",
+    )
     f.set_defaults(func=_ship_sample_files)
     s = ssub.add_parser(
         "samples",
