@@ -212,7 +212,7 @@ def test_worker_refused_by_influxdb_exits_2(stack: object, tmp_path: Path) -> No
 
 def test_shipper_exit_codes_under_the_units(tmp_path: Path) -> None:
     """A shipper shares the settings and the Kafka wait: a bad setting exits 2 (not restarted),
-    an absent Kafka is a failure the unit restarts."""
+    an absent Kafka is EX_TEMPFAIL, a failure the unit restarts."""
     log = tmp_path / "moab.log"
     log.write_text("")
     r = _drainwatch(
@@ -227,7 +227,7 @@ def test_shipper_exit_codes_under_the_units(tmp_path: Path) -> None:
         "DRAINWATCH_CONNECT_TIMEOUT": "2",
     }
     r = _drainwatch(["ship", "moab", str(log), "--no-progress"], env, tmp_path)
-    assert r.returncode not in (0, EXIT_CONFIG), r.stderr
+    assert r.returncode == EXIT_TEMPFAIL, r.stderr
     _one_line(r, "drainwatch ship moab: Kafka at 127.0.0.1:")
     prevent = _units()["drainwatch-ship-moab.service"]["Service"]["RestartPreventExitStatus"]
     assert str(r.returncode) not in prevent.split()

@@ -81,13 +81,14 @@ def _run_main(main: Callable[[], Coroutine[Any, Any, int]], what: str) -> int:
     """A shipper's ``main`` to its end; Kafka that stayed unreachable is one line, exit 1."""
     import asyncio
 
+    from streams.errors import EXIT_TEMPFAIL
     from streams.kafka import Unreachable
 
     try:
         return asyncio.run(main())
-    except Unreachable as e:
+    except Unreachable as e:  # a supervisor's restart cures it (streams/errors.py)
         print(f"drainwatch ship {what}: {e}", file=sys.stderr)
-        return 1
+        return EXIT_TEMPFAIL
 
 
 def _ship_samples_kafka(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from streams.sources.jobevents import read_job_events
 
 IN_FLIGHT = 10_000  # messages sent before awaiting their acknowledgements
 BATCH_EVENTS = 500  # events per message: one partition's, in time order (JSON lines)
+ROUND_EVENTS = 20_000  # events between two marker rounds due by event time (a finite input)
 
 
 def shipper_id(kind: str, stable: str | None = None) -> str:
@@ -57,7 +58,10 @@ class Markers:
     sends what it holds for every partition before a round of markers. ``ts`` is the latest
     event time sent (:meth:`seen`) unless the caller knows more (``round(ts=...)``). A round
     is due every ``interval`` seconds of the wall clock (``clock``) and, for a finite input
-    read at full speed, every ``interval`` seconds of event time (:meth:`due_at`)."""
+    read at full speed, every ``interval`` seconds of event time once ``ROUND_EVENTS``
+    events went out since the last round (:meth:`due_at`): a round flushes every partition's
+    batch, so rounds by event time alone would cut a year of history into messages of a few
+    events each."""
 
     def __init__(
         self,
@@ -74,8 +78,10 @@ class Markers:
         self.last_round = clock()  # wall clock of the last round
         self.last_ts: float | None = None  # its event time
         self.sent = 0  # markers sent
+        self.since = 0  # events seen since the last round
 
     def seen(self, ts: float) -> None:
+        self.since += 1
         if self.latest is None or ts > self.latest:
             self.latest = ts
 
@@ -92,7 +98,8 @@ class Markers:
         if latest is None or next_ts <= latest:
             return False
         last = self.last_ts
-        return last is None or next_ts - last >= self.interval or self.due()
+        by_events = self.since >= ROUND_EVENTS and (last is None or next_ts - last >= self.interval)
+        return by_events or self.due()
 
     async def round(self, end: bool = False, ts: float | None = None) -> list[Any]:
         """One marker on every partition (``end``: the input ended); the send futures. The
@@ -103,7 +110,7 @@ class Markers:
             await self.producer.send(self.topic, value, key=b"marker", partition=p)
             for p in range(self.partitions)
         ]
-        self.last_round, self.last_ts = self.clock(), t
+        self.last_round, self.last_ts, self.since = self.clock(), t, 0
         self.sent += len(futs)
         return futs
 

@@ -1,7 +1,7 @@
 """``ship jobs FILE``'s markers (issue 30): on every partition, a marker comes after every
-event it covers and before every later one, a round at most every marker interval of event
-time, and the end-of-input marker last on every partition; paced (``--speed``), events at their
-time and a round every marker interval of the wall clock."""
+event it covers and before every later one, a round every marker interval of event time once
+``ROUND_EVENTS`` events went out, and the end-of-input marker last on every partition; paced
+(``--speed``), events at their time and a round every marker interval of the wall clock."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from streams.codecs.control import decode_marker, is_marker
+from streams.sources import jobship
 from streams.sources.jobship import JobShipStats, Markers, send_paced, ship_job_files
 
 
@@ -29,7 +30,10 @@ class Recorder:
         return f
 
 
-def test_markers_follow_what_they_cover_and_the_end_comes_last(tmp_path: Path) -> None:
+def test_markers_follow_what_they_cover_and_the_end_comes_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobship, "ROUND_EVENTS", 50)  # 50 events: 350 s, under the interval
     path = tmp_path / "jobs.jsonl"
     events = [JobEvent("end", float(t), f"j{t % 37}") for t in range(0, 50_000, 7)]
     path.write_bytes(b"\n".join(e.to_json() for e in events) + b"\n")
