@@ -307,21 +307,27 @@ class JobsCombine:
         """The end of every shipper's input: each stage's ``finish()`` rows, as the replay
         writes them at its end (the last short-job tick, the last days and turnover windows,
         every usage day, the jobs still pending), with their alerts."""
-        ctx, ja = self.ctx, self.alerts
+        ctx = self.ctx
         alerts: list[Alert] = []
         for stage in self.stages.values():
             for table, rows in stage.finish():
                 if not isinstance(rows, list):  # a document (the adjust tables): no point
                     continue
                 ctx.counts["rows"] += len(rows)
-                out.influx.write(table, rows)
-                if table is SHORTJOBS:
-                    alerts += ja.shortjobs(rows)
-                    out.metrics.write(table, rows)
-                elif table is CAPABILITY_DAILY:
-                    alerts += ja.capability(rows)
-                    out.metrics.write(table, rows)
+                alerts += self._write(table, rows, out)
         self._alerts(alerts, out)
+
+    def _write(self, table: Any, rows: list[Any], out: Outbox) -> list[Alert]:
+        """A stage's rows (not the run-time predictions) to points, and to the metric topics
+        with their alerts for the short-job and capability tables."""
+        out.influx.write(table, rows)
+        if table is SHORTJOBS:
+            out.metrics.write(table, rows)
+            return self.alerts.shortjobs(rows)
+        if table is CAPABILITY_DAILY:
+            out.metrics.write(table, rows)
+            return self.alerts.capability(rows)
+        return []
 
     def watermark_lag(self) -> float | None:
         """How far the merger's watermark trails the newest event or marker time (s)."""
@@ -380,13 +386,7 @@ class JobsCombine:
                         out.influx.write_timed(RUNTIME_PREDICTIONS, rows, times)
                         alerts += ja.overrun_ended(rows, ends)
                         continue
-                    out.influx.write(table, rows)
-                    if table is SHORTJOBS:
-                        alerts += ja.shortjobs(rows)
-                        out.metrics.write(table, rows)
-                    elif table is CAPABILITY_DAILY:
-                        alerts += ja.capability(rows)
-                        out.metrics.write(table, rows)
+                    alerts += self._write(table, rows, out)
             except Exception as e:
                 raise Poison(name, batch, e) from e
         self._alerts(alerts, out)
