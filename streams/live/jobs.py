@@ -358,6 +358,23 @@ class JobsCombine:
             except Exception as e:
                 raise Poison(stage, part, e) from e
 
+    def origin(self, event: JobEvent, messages: list[bytes]) -> tuple[str, int, int] | None:
+        """Where a poison ``event`` was read (job-events topic, partition, offset): the first
+        of the partials ``messages`` (newest first) that holds it; None when none does."""
+        key = (event.job, event.type, event.ts)
+        topic = self.ctx.topics.job_events.get_topic_name()
+        for value in messages:
+            try:
+                m = decode_job_partial(value)
+            except CodecError:
+                continue
+            if isinstance(m, DrainTotals):
+                continue
+            for src_off, events in m.events:
+                if any((e.job, e.type, e.ts) == key for e in events):
+                    return (topic, m.partition, int(src_off))
+        return None
+
     def poison_guard(self) -> PoisonGuard:
         """What the runner steers :meth:`_released` with while it cures a poison message
         (streams/live/runner.py): job events named by (job, type, time)."""

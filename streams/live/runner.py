@@ -584,7 +584,11 @@ class Combiner:
             poison = exc.suspects[0]
             guard.skip.add(guard.key(poison))
             reason = error_line(exc.cause)
-            _dead_letter(ctx, out, _stage(fam.name, exc), reason, _record_text(poison), where)
+            # where the record was read, when the family can tell (else the partials message)
+            origin = getattr(fam, "origin", None)
+            messages = [value, *(v for _, v in reversed(self.since))]
+            at = (origin(poison, messages) if origin is not None else None) or where
+            _dead_letter(ctx, out, _stage(fam.name, exc), reason, _record_text(poison), at)
             mark = out.mark()
             try:
                 fam.add(off, value, out)

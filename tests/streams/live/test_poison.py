@@ -146,7 +146,9 @@ def test_a_stage_raising_on_one_event_dead_letters_that_event_only(
         assert dead.reject.reason == "stage_error"
         assert dead.error == f"ValueError: {FAULT}: job bad"  # one line
         assert dead.reject.source == "jobs/turnover"
-        assert (dead.topic, dead.partition, dead.offset) == (pipe.fam.topic().name, 0, 2)
+        # where the poison event was read: its job-events message
+        source = pipe.ctx.topics.job_events.get_topic_name()
+        assert (dead.topic, dead.partition, dead.offset) == (source, 0, 2)
         assert orjson.loads(dead.reject.text)["job"] == "bad"
         assert orjson.loads(dead.reject.text)["type"] == "end"
         counts = pipe.ctx.counts
