@@ -120,7 +120,7 @@ def unmarked_lags(events: list[JobEvent], lateness: float, step: float) -> list[
     return lags
 
 
-def test_markers_bound_the_lag_and_the_end_of_input_equals_the_replay(live: Live) -> None:
+def test_the_end_of_input_releases_all_and_equals_the_replay(live: Live) -> None:
     live.env |= {
         "DRAINWATCH_LIVE_JOBS": "on",
         "DRAINWATCH_LATENESS": str(LATENESS),
@@ -131,22 +131,23 @@ def test_markers_bound_the_lag_and_the_end_of_input_equals_the_replay(live: Live
     want = _replay(live, "sacct", DUMP)
     lags: list[float] = []
     deadline = time.monotonic() + 60
+    ended = False
     while time.monotonic() < deadline:  # the lag while it runs, until the end released all
         assert w.poll() is None, "the worker stopped"
         lag = _lag(live)
         if lag == 0.0 and ship.poll() is not None:
+            ended = True
             break
         if lag is not None and lag > 0:
             lags.append(lag)
         time.sleep(0.05)
     assert ship.wait(60) == 0, ship.stdout.read().decode() if ship.stdout else ""
-    assert len(lags) >= 5, lags
-    # The bound lateness + 2 x marker_interval holds at the merger for messages in the order
-    # the shipper sent them (bench/bench_watermark.py); a file shipped at full speed adds the
-    # consumer's skew between partitions (one fetch spans hours of event time), so here the
-    # lag is only reported, and must reach 0: the end of input released everything. The
-    # paced test below holds the bound.
-    print(f"watermark lag p99 {pct(lags, 0.99):,.0f} s over {len(lags)} samples")
+    # A file shipped at full speed is catch-up: its lag is the consumer's skew between
+    # partitions (one fetch spans hours of event time), only reported here; it must reach 0,
+    # the end of input having released everything. The paced test below holds the bound.
+    assert ended, lags
+    if lags:
+        print(f"watermark lag p99 {pct(lags, 0.99):,.0f} s over {len(lags)} samples")
 
     got = _live_rows(live, want)
     assert got == want
