@@ -525,13 +525,24 @@ def _ship_jobs(args: argparse.Namespace) -> int:
     async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
         topic = settings.topic_prefix + "job-events"
         interval = None if args.no_markers else settings.marker_interval
-        s = await ship_job_files(producer, topic, settings.topic_prefix + "dead-letter",
-                                 args.format, args.paths, bounds, settings.max_line_bytes,
-                                 settings.max_hosts, progress=not args.no_progress,
-                                 partitions=parts.get(topic) or 1,
-                                 marker_interval=interval, speed=args.speed)  # fmt: skip
-        return (f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
-                f"{s.dead_letters:,} dead letters, {s.markers:,} markers")  # fmt: skip
+        s = await ship_job_files(
+            producer,
+            topic,
+            settings.topic_prefix + "dead-letter",
+            args.format,
+            args.paths,
+            bounds,
+            settings.max_line_bytes,
+            settings.max_hosts,
+            progress=not args.no_progress,
+            partitions=parts.get(topic) or 1,
+            marker_interval=interval,
+            speed=args.speed,
+        )
+        return (
+            f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
+            f"{s.dead_letters:,} dead letters, {s.markers:,} markers"
+        )
 
     return _ship_files(args, "jobs", publish)
 

@@ -13,7 +13,9 @@ alerts.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -94,6 +96,24 @@ def live_stages(settings: Settings) -> dict[str, Any]:
 def dead_letter(ctx: WorkerContext, out: Outbox, r: Reject, **where: Any) -> None:
     ctx.counts["dead_letters"] += 1
     out.dead.append((r.source.encode(), encode_dead_letter(r, **where)))
+
+
+def dead_letter_late(
+    ctx: WorkerContext, out: Outbox, merger: Any, late: list[Any], source: str, where: Any
+) -> None:
+    """Records a merger refused as late (behind what it released), each dead-lettered with
+    the input message they came in (``where``: topic, partition, offset)."""
+    for r in late:
+        text = orjson.dumps(merger.encode(r)).decode()
+        dead_letter(ctx, out, Reject("late", source, 0, text), **where)
+
+
+def in_offset_order(
+    entries: list[tuple[int, Any]], markers: list[tuple[int, Marker]]
+) -> Iterator[tuple[int, Any]]:
+    """A partial's record entries and shipper markers as one run in source-offset order (a
+    marker is a message of its own, so no offset is both)."""
+    return heapq.merge(entries, markers, key=itemgetter(0))
 
 
 class JobsForward:
@@ -269,26 +289,14 @@ class JobsCombine:
                 self.join.drain(m.rows, m.watermark_ms)
             return
         merger, ctx, p = self.merger, self.ctx, m.partition
-        source = ctx.topics.job_events.get_topic_name()
-        marks = iter(m.markers)
-        mark = next(marks, None)
-        for src_off, events in m.events:
-            while mark is not None and mark[0] < src_off:  # in offset order
-                self._marker(p, *mark, out)
-                mark = next(marks, None)
-            for r in merger.add_many(p, src_off, events):  # late: not taken
-                text = orjson.dumps(merger.encode(r)).decode()
-                dead_letter(
-                    ctx,
-                    out,
-                    Reject("late", JobsForward.name, 0, text),
-                    topic=source,
-                    partition=p,
-                    offset=int(src_off),
-                )
-        while mark is not None:
-            self._marker(p, *mark, out)
-            mark = next(marks, None)
+        topic = ctx.topics.job_events.get_topic_name()
+        for src_off, item in in_offset_order(m.events, m.markers):
+            if isinstance(item, Marker):
+                self._marker(p, src_off, item, out)
+                continue
+            late = merger.add_many(p, src_off, item)  # not taken
+            where = {"topic": topic, "partition": p, "offset": int(src_off)}
+            dead_letter_late(ctx, out, merger, late, JobsForward.name, where)
         self._released(merger.release(), out)
         if merger.end_due():  # every shipper's input ended: the replay's end of input
             self._released(merger.end(), out)

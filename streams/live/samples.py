@@ -23,7 +23,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
-import orjson
 
 from models.alerts import Alert, AlertBook, shipper_alerts
 from models.formats.samplelines import parse_lines
@@ -41,7 +40,7 @@ from streams.codecs.partials import (
 )
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
-from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter
+from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter, dead_letter_late, in_offset_order
 from streams.live.runner import lines_in
 from streams.sinks.jobpoints import timed_line
 from streams.stages.samples import (
@@ -184,27 +183,14 @@ class SamplesCombine:
         m = decode_sample_partial(value)
         p, events = m.partition, m.events
         ctx, merger = self.ctx, self.merger
-        source = ctx.topics.node_samples.get_topic_name()
-        marks = iter(m.markers)
-        mark = next(marks, None)
-        for src_off, batch in events:
-            while mark is not None and mark[0] < src_off:  # in offset order
-                self._marker(p, *mark, out)
-                mark = next(marks, None)
-            late = batch.take(merger.add_many(p, src_off, batch)).to_samples()
-            for r in late:
-                text = orjson.dumps(merger.encode(r)).decode()
-                dead_letter(
-                    ctx,
-                    out,
-                    Reject("late", SamplesForward.name, 0, text),
-                    topic=source,
-                    partition=p,
-                    offset=src_off,
-                )
-        while mark is not None:
-            self._marker(p, *mark, out)
-            mark = next(marks, None)
+        topic = ctx.topics.node_samples.get_topic_name()
+        for src_off, item in in_offset_order(events, m.markers):
+            if isinstance(item, Marker):
+                self._marker(p, src_off, item, out)
+                continue
+            late = item.take(merger.add_many(p, src_off, item)).to_samples()
+            where = {"topic": topic, "partition": p, "offset": src_off}
+            dead_letter_late(ctx, out, merger, late, SamplesForward.name, where)
         self._released(merger.release(), out)
         if merger.end_due():  # every shipper's input ended: the replay's end of input
             self._released(merger.end(), out)

@@ -13,24 +13,7 @@ from models.samples.batch import SampleBatch
 from models.samples.merge import SampleMerger
 from streams.codecs import CodecError
 from streams.codecs.partials import decode_sample_partial, encode_sample_partial
-
-
-def _key(s: NodeSample) -> tuple:  # type: ignore[type-arg]
-    return (
-        s.ts,
-        s.job,
-        s.pid,
-        s.node,
-        s.start,
-        s.write_bytes,
-        s.read_bytes,
-        s.core,
-        s.vm_rss_kb,
-        s.vm_swap_kb,
-        s.cores,
-        s.fs_rates,
-    )
-
+from tests.streams.codecs.test_partials import _key
 
 S1 = NodeSample(
     1_700_000_000.0, "J1", 10, "n1", "a", 1, 1, 30, 4, 0, 0, 7, 900, 50.0, 0, 0, 1_699_999_000.0, 4
