@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
@@ -266,3 +267,63 @@ def test_a_forward_step_that_raises_on_a_message_dead_letters_it_and_goes_on(
         assert all(ev.acked for ev in events)  # the dead-lettered message too
 
     asyncio.run(run())
+
+
+def test_the_drain_forward_step_rolls_a_partition_back_to_before_the_poison(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node-status forward step keeps state per partition (the drain accountant). Fault
+    injection: the accountant raises on one message's records after it has taken them. That
+    message is dead-lettered, and the partition's state (also after a checkpoint in the
+    middle) packs to the same bytes as a run that never saw the message."""
+    import gzip
+
+    from models.drain.live import PartitionDrain
+    from models.formats.moab import parse_moab_chunk
+    from models.records.nodestatus import Codebook
+    from streams.codecs import nodestatus as ns
+    from streams.live.drain import DrainForward
+    from streams.live.runner import Forwarder
+    from tests.golden.make_golden import INPUTS
+
+    book = Codebook()
+    batch = parse_moab_chunk(gzip.decompress((INPUTS / "moab.log.gz").read_bytes()), book).batch
+    cuts = [round(len(batch) * k / 6) for k in range(7)]
+    values = [
+        ns.encode(batch.take(np.arange(a, b)), book, "moab:golden")
+        for a, b in zip(cuts, cuts[1:], strict=False)
+    ]
+    bad_ts = int(batch.ts_ms[cuts[3]])  # the first record of the fourth message
+    add = PartitionDrain.add
+
+    def faulty(self: PartitionDrain, b: Any) -> Any:
+        late = add(self, b)  # the state changed: a rollback must undo it
+        if len(b) and int(b.ts_ms[0]) == bad_ts:
+            raise ValueError(f"{FAULT}: accountant")
+        return late
+
+    async def run(offsets: list[int], checkpoint_at: int) -> tuple[bytes, list[Any]]:
+        pipe, topics, _sink, _store = _pipeline()
+        fwd = Forwarder(pipe.ctx, DrainForward(pipe.ctx))
+        name = topics["node_status"].name
+        for off in offsets:
+            await fwd.on_events([_Event(name, off, values[off])])
+            if off == checkpoint_at:
+                await fwd.publish(save=True)
+        await fwd.publish()
+        st = fwd.states[0]
+        return pack(fwd.kind, 1, fwd.fam.snapshot(0, st)), _dead(topics)  # type: ignore[attr-defined]
+
+    async def both() -> None:
+        want, none = await run([0, 1, 2, 4, 5], checkpoint_at=-1)
+        assert none == []
+        monkeypatch.setattr(PartitionDrain, "add", faulty)
+        for checkpoint_at in (-1, 1):  # from a fresh state, and from a saved one
+            got, dead = await run(list(range(6)), checkpoint_at)
+            [d] = dead
+            assert d.reject.reason == "stage_error" and d.reject.source == "node-status"
+            assert d.error == f"ValueError: {FAULT}: accountant"
+            assert (d.partition, d.offset) == (0, 3)
+            assert got == want, checkpoint_at
+
+    asyncio.run(both())
