@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from streams import logs
 from streams.config import setup_logging
@@ -27,6 +29,7 @@ from streams.errors import (
     EXIT_UNUSABLE,
     EXIT_USAGE,
     ConfigError,
+    Terminated,
     UnusableInput,
     UserError,
 )
@@ -43,8 +46,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def one_line(text: str) -> str:
-    """A message as one line: line breaks (e.g. in a file name) shown as escapes."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """A message as one line: line breaks and bytes that are not UTF-8 (e.g. in a file name)
+    shown as escapes, credentials masked (streams.logs.mask)."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return logs.mask(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -98,7 +103,102 @@ def _add_log_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                 _add_log_arguments(action)
 
 
+class OutputFailed(OSError):
+    """Standard output could not be written (not a closed pipe: e.g. a full disk, exit 1)."""
+
+
+class _Guarded:
+    """``sys.stdout``/``sys.stderr`` while a command runs. A write or flush that fails (a full
+    disk, ``2>/dev/full``) points the descriptor at /dev/null, so that nothing fails again and
+    the interpreter's last flush cannot turn the exit status into 120; then standard error
+    (``quiet``: messages, progress, logs) goes on as if written, and standard output raises
+    :class:`OutputFailed` (a closed pipe stays a BrokenPipeError: exit 141)."""
+
+    def __init__(self, inner: TextIO, quiet: bool) -> None:
+        self._inner, self._quiet = inner, quiet
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)
+        except OSError as e:
+            self._failed(e)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError as e:
+            self._failed(e)
+
+    def _failed(self, e: OSError) -> None:
+        if isinstance(e, BrokenPipeError) and not self._quiet:
+            raise e
+        _silence(self._inner)
+        if not self._quiet:
+            raise OutputFailed(e.errno, e.strerror) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null and drop what it holds."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+        stream.flush()  # what the failed write left in the buffer goes to /dev/null
+    except (OSError, ValueError):  # no descriptor (an in-memory stream), or closed
+        pass
+
+
+def _settle(stream: TextIO | None) -> None:
+    """Flush ``stream`` now; if it cannot be written, silence it: the interpreter's own flush
+    at exit would print "Exception ignored" and exit 120 over the command's status."""
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        _silence(stream)
+
+
+# Commands that write a set of outputs: SIGTERM and SIGHUP stop them as Ctrl-C does. The worker
+# and the shippers install their own stop handling.
+WRITERS = ("replay", "report", "simulate", "calibrate")
+
+
+def _raise_terminated(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop a command as Ctrl-C does (its abort runs, the previous outputs
+    stay); only the main thread can set handlers."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _raise_terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit status follows streams.errors. Standard output and standard
+    error are guarded (:class:`_Guarded`) for its length: a standard error that cannot be
+    written never changes the status (a successful run exits 0), a standard output that cannot
+    be written is an I/O error (exit 1, one line)."""
+    out, err = sys.stdout, sys.stderr
+    if out is not None:
+        sys.stdout = _Guarded(out, quiet=False)
+    if err is not None:
+        sys.stderr = _Guarded(err, quiet=True)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+        _settle(out)
+        _settle(err)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser(argv)  # imports the command: a Ctrl-C can come while it does
@@ -109,8 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     where = f"drainwatch {args.command}"
     setup_logging(args)
+    if args.command in WRITERS:
+        _stop_on_signals()
     try:
         rc = args.func(args)
+        sys.stdout.flush()  # a write error here is the command's, not the interpreter's at exit
     except (UserError, ConfigError) as e:
         if args.debug:
             raise
@@ -119,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnusableInput as e:
         print(f"{where}: {one_line(str(e))}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except Terminated as e:
+        name = signal.Signals(e.signum).name
+        print(f"{where}: stopped by {name}; the previous outputs are unchanged", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print(f"{where}: interrupted; the previous outputs are unchanged", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -127,12 +234,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE
+    except OutputFailed as e:
+        if args.debug:
+            raise
+        print(f"{where}: cannot write standard output: {e.strerror or e}", file=sys.stderr)
+        return EXIT_FAILED
     except OSError as e:
         if args.debug:
             raise
         name = f"{e.filename}: " if e.filename else ""
         why = one_line(f"{name}{e.strerror or e}")
-        print(f"{where}: {why}; the previous outputs are unchanged", file=sys.stderr)
+        if getattr(e, "restored", True):
+            print(f"{where}: {why}; the previous outputs are unchanged", file=sys.stderr)
+        else:  # a commit that could not put every old file back (streams/atomic.py)
+            detail = one_line(getattr(e, "detail", ""))
+            print(f"{where}: {why}; the outputs are a mix of old and new{detail}", file=sys.stderr)
         return EXIT_FAILED
     except MemoryError:
         if args.debug:

@@ -352,6 +352,16 @@ SPECS: tuple[Spec, ...] = (
         "host-list expressions naming more hosts are rejected as hostlist_too_large",
         minimum=1,
     ),
+    Spec(
+        "max_snapshot_bytes",
+        "bounds",
+        "max_snapshot_bytes",
+        "int",
+        268_435_456,
+        "a Slurm client's output (scontrol, squeue, sacct) longer than this is refused: the "
+        "client killed, the snapshot or poll skipped and counted",
+        minimum=65_536,
+    ),
     # --- Worker ---
     Spec(
         "state_dir",
@@ -759,6 +769,7 @@ class Settings:
     reorder_window: float = 5.0
     max_line_bytes: int = 1_048_576
     max_hosts: int = 262_144
+    max_snapshot_bytes: int = 268_435_456
     cluster: str = "default"
     state_dir: Path = Path(".drainwatch")
     log_level: str = "info"
@@ -864,14 +875,18 @@ class Settings:
 
     def describe(self) -> dict[str, str]:
         """Setting -> printable value, secrets and URL credentials masked: safe to log."""
-        from streams.logs import mask_bootstrap, mask_urls
-
         out: dict[str, str] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            text = "" if v is None else mask_urls(str(v))
-            out[f.name] = mask_bootstrap(text) if f.name == "kafka_bootstrap" else text
+            out[f.name] = "" if v is None else logs.mask(str(v))
         return out
+
+    def __repr__(self) -> str:
+        """Masked like :meth:`describe`: a repr in a traceback or log shows no credential."""
+        inner = ", ".join(
+            f"{f.name}={logs.mask(repr(getattr(self, f.name)))}" for f in fields(self)
+        )
+        return f"Settings({inner})"
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -892,13 +907,14 @@ def load_settings(
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
+    """The settings of a TOML file: a regular file of at most 1 MiB (a FIFO or a device is
+    refused before it is read: streams.errors.read_small)."""
+    from streams.errors import FileRefused, read_small
+
     try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path}", "does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config file {path}", "is a directory") from None
+        doc = tomllib.loads(read_small(path).decode("utf-8"))
+    except FileRefused as e:
+        raise ConfigError(f"config file {path}", e.reason) from None
     except OSError as e:
         raise ConfigError(f"config file {path}", f"cannot be read: {e.strerror}") from None
     except UnicodeDecodeError:
@@ -975,10 +991,18 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _read_secret_file(where: str, path: Path) -> Secret:
+    """A secret from a regular UTF-8 file of at most 64 KiB (a FIFO or a device is refused
+    before it is read: streams.errors.read_small)."""
+    from streams.errors import SECRET_FILE_CAP, FileRefused, read_small
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small(path, SECRET_FILE_CAP).decode("utf-8")
+    except FileRefused as e:
+        raise ConfigError(where, f"cannot read secret file {path}: {e.reason}") from None
     except OSError as e:
         raise ConfigError(where, f"cannot read secret file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(where, f"cannot read secret file {path}: not UTF-8 text") from None
     value = text.strip("\r\n")
     if not value.strip():
         raise ConfigError(where, f"secret file {path} is empty")
@@ -1093,10 +1117,17 @@ def _check_bootstrap(value: str, where: str) -> str:
     hosts = [h.strip() for h in value.split(",")]
     for h in hosts:
         host, sep, port = h.rpartition(":")
+        shown = logs.mask(repr(h))  # a message never shows a password given in the value
+        if "@" in h:
+            raise ConfigError(
+                where,
+                f"{shown}: give host:port without credentials (kafka.sasl_username and "
+                "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE carry them)",
+            )
         if "://" in h:
-            raise ConfigError(where, f"{h!r}: give host:port without a scheme")
+            raise ConfigError(where, f"{shown}: give host:port without a scheme")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(where, f"{h!r} is not host:port")
+            raise ConfigError(where, f"{shown} is not host:port")
     return ",".join(hosts)
 
 

@@ -141,6 +141,8 @@ class InputStats:
     ignored: int = 0  # lines that are no record of the format (e.g. other Moab messages)
     records: int = 0
     rejected: int = 0
+    # lines named by a reject, each once (a sacct line is up to three events: its rejects too)
+    rejected_lines: int = 0
     first_ms: int | None = None
     last_ms: int | None = None
 
@@ -152,6 +154,7 @@ class InputStats:
         """One whole input read: its records' times (POSIX s) and its rejects."""
         rejects.extend(bad)
         self.rejected += len(bad)
+        self.rejected_lines += len({(r.source, r.lineno) for r in bad})
         self.records += len(ts_s)
         if len(ts_s):
             self.seen(round(float(min(ts_s)) * 1000), round(float(max(ts_s)) * 1000))
@@ -164,9 +167,28 @@ class InputStats:
             "ignored": self.ignored,
             "records": self.records,
             "rejected": self.rejected,
+            "rejected_lines": self.rejected_lines,
             "first": instant_ms(self.first_ms) or None,
             "last": instant_ms(self.last_ms) or None,
         }
+
+
+def lost_share(summary: dict[str, Any]) -> float:
+    """The share of a run's input records it could not use: rejected or out of time order
+    (``--max-reject-share``). Records are counted as the inputs hold them, rejects too: a line
+    of a line format is one record (its lines less the ignored ones), lost once however many
+    rejects name it (a sacct line gives up to three events, a Moab line one status); an input
+    read whole (an LLview series) counts its records and rejects. 1.0 when nothing was read."""
+    held = lost = 0
+    for i in summary["inputs"]:
+        if i["lines"] is None:
+            held += i["records"] + i["rejected"]
+            lost += i["rejected"]
+        else:
+            held += i["lines"] - i["ignored"]
+            lost += i["rejected_lines"]
+    lost += summary["out_of_order"]
+    return min(lost / held, 1.0) if held > 0 else 1.0
 
 
 # the reject log a source is given: a RejectLog or the subclass its runner makes

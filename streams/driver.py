@@ -24,10 +24,14 @@ from typing import Any
 import orjson
 
 from streams import contracts
+from streams.atomic import OutputSet
 from streams.contracts import InputStats, Sink, Source, Stage, instant_ms
 from streams.sinks.files import RejectFile
 
-__all__ = ["Feed", "InputStats", "RejectLog", "Run", "Source", "run", "sigint_held"]
+__all__ = ["Feed", "InputStats", "RejectLog", "Run", "Source", "run", "signals_held"]
+
+# the signals that end a run: its abort leaves the previous outputs (streams/cli.py)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class RejectLog(contracts.RejectLog):
@@ -36,8 +40,8 @@ class RejectLog(contracts.RejectLog):
 
     file: RejectFile | None
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        super().__init__(RejectFile(path) if path else None)
+    def __init__(self, path: str | Path | None = None, outputs: OutputSet | None = None) -> None:
+        super().__init__(RejectFile(path, outputs) if path else None)
 
 
 @dataclass(slots=True)
@@ -109,14 +113,14 @@ def _run(r: Run, sinks: Sequence[Sink], rejects: RejectLog) -> dict[str, Any]:
         )
         for sink in sinks:
             sink.document(f"summary_{r.engine}.json", data + b"\n")
-        with sigint_held():
+        with signals_held():
             for sink in sinks:
                 sink.commit()
             if rejects.file is not None:
                 rejects.file.commit()
         return summary
     except BaseException:
-        with sigint_held():
+        with signals_held():
             for sink in sinks:
                 sink.abort()
             if rejects.file is not None:
@@ -125,20 +129,21 @@ def _run(r: Run, sinks: Sequence[Sink], rejects: RejectLog) -> dict[str, Any]:
 
 
 @contextmanager
-def sigint_held() -> Iterator[None]:
-    """Ctrl-C is ignored while the outputs are committed or cleaned up (renames and removals
-    that take milliseconds): an interrupt between two renames would leave part of the new set
-    beside part of the old one, or a staging directory behind. One that comes meanwhile is
-    dropped; the commit completes or the abort has removed everything. Only the main thread can
-    set signal handlers; elsewhere this does nothing."""
+def signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP are ignored while the outputs are committed or cleaned up
+    (renames and removals that take milliseconds): a stop between two renames would leave part
+    of the new set beside part of the old one, or a staging directory behind. One that comes
+    meanwhile is dropped; the commit completes or the abort has removed everything. Only the
+    main thread can set signal handlers; elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        for s, h in previous.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 def _emit(outputs: Any, sinks: Sequence[Sink], rows: dict[str, int]) -> None:

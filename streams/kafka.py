@@ -41,10 +41,11 @@ class Backoff:
     one warning per failed attempt, :class:`Unreachable` once ``timeout_s`` has passed.
 
     ``what`` names the command (``drainwatch worker``, ``drainwatch ship moab``): its logger is
-    that component (``worker``, ``ship.moab``); credentials in ``server`` are masked."""
+    that component (``worker``, ``ship.moab``); credentials in ``server`` and in each reason are
+    masked (:func:`streams.logs.mask`), in the log lines and in the Unreachable message alike."""
 
     def __init__(self, what: str, server: str, timeout_s: float) -> None:
-        self.what, self.server, self.timeout_s = what, logs.mask_urls(server), timeout_s
+        self.what, self.server, self.timeout_s = what, logs.mask(server), timeout_s
         self.deadline = time.monotonic() + timeout_s
         self.delay, self.attempt = 0.5, 1
         self.log = logs.get(component_of(what))
@@ -52,7 +53,7 @@ class Backoff:
     def failed(self, reason: str) -> float:
         """Seconds to wait before the next attempt (raises Unreachable when out of time)."""
         left = self.deadline - time.monotonic()
-        reason = logs.mask_urls(reason)
+        reason = logs.mask(reason)
         if left <= 0:
             raise Unreachable(f"{self.server} unreachable for {self.timeout_s:g} s ({reason})")
         wait = min(self.delay, left)
@@ -87,7 +88,8 @@ async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:
             await admin.list_topics()
             return
         except Exception as e:  # any failure to connect is retried the same way
-            reason = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+            # masked before it is cut: a cut must not leave half a password unmasked
+            reason = logs.mask(f"{type(e).__name__}: {e}".splitlines()[0])[:200]
         finally:
             await admin.close()
         await asyncio.sleep(backoff.failed(reason))

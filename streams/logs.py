@@ -10,8 +10,10 @@ to it, so a worker's output is one stream in one format:
 
 Two steps run on every line: repeats of one (logger, level, message template) pass at most
 once per ``rate_interval`` seconds (a broker outage must not write ten lines a second for
-minutes; the next line that passes says how many were held back), and credentials in URLs
-(``scheme://user:pass@``, ``?token=``...) are masked, so no secret reaches a log line.
+minutes; the next line that passes says how many were held back), and credentials are masked
+by :func:`mask` (``scheme://user:pass@``, ``user:pass@host:port``, ``?token=``, Authorization
+values), so no secret reaches a log line. Lines printed outside logging (``--print-settings``,
+one-line errors) go through the same :func:`mask`.
 
 User errors of the command line (``drainwatch <command>: <message>``, exit 2) are not logging:
 streams/cli.py prints them as before.
@@ -39,43 +41,58 @@ DEFAULT_RATE_INTERVAL = 10.0
 _handler: logging.Handler | None = None
 _progress_open = False  # a progress line without its newline is on the terminal
 
-# scheme://userinfo@ : userinfo is everything up to '@' that cannot end the authority
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^@/\s?#]+)@")
-# bootstrap-style user:pass@host:port without a scheme (at the start or after a separator)
-_BARE_USERINFO = re.compile(r"(?P<pre>^|[\s,;])(?P<user>[^:@/\s,;]+):[^@/\s,;]+@")
-# query parameters that carry a secret
-_SECRET_PARAMS = "token|access_token|auth|password|passwd|pwd|p|secret|api_key|apikey|sig|signature"
-_QUERY = re.compile(rf"(?P<key>[?&](?:{_SECRET_PARAMS})=)[^&#\s]*", re.IGNORECASE)
+# The one masking rule of every line drainwatch prints or logs (:func:`mask`). A URL's userinfo
+# runs from its "scheme://" to the last "@" of the URL (a password may hold "/", "?", "#" or "@"
+# unencoded): a path with an "@" is masked too, never a password shown. URL ends: white space,
+# quotes, angle brackets, or the next "scheme://".
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>(?:(?!://)[^\s'\"<>`])*)@"
+)
+# host-list style user:password@host without a scheme (a Kafka bootstrap, a repr of an address),
+# at the start or after a separator; the password runs to the last "@" before the next
+# separator
+_BARE_USERINFO = re.compile(
+    r"(?P<pre>^|[\s,;'\"(\[=])(?P<user>[^\s:@/,;'\"()\[\]=]+):(?!//)[^\s'\"<>`,;]*@(?=[\w\[])"
+)
+# query parameters that carry a secret: token, password, secret, key, signature, auth... (any
+# prefix: access_token, client_secret, X-Amz-Signature), and InfluxDB 1.x's p=
+_SECRET_KEY = (
+    r"p|key|sig|[\w.\-]*?(?:token|passw(?:or)?d|pwd|secret|api[_\-]?key|signature|"
+    r"credentials?|auth(?:orization)?)"
+)
+_QUERY_SECRET = re.compile(rf"(?P<key>[?&;](?:{_SECRET_KEY})=)[^&#\s'\"<>`]*", re.IGNORECASE)
+# an Authorization header in a repr or a debug line: its scheme kept, its credential masked
+_AUTH_HEADER = re.compile(
+    r"(?P<head>\bAuthorization['\"]?\s*[:=]\s*['\"]?(?:Token|Bearer|Basic)\s+)[^\s'\",}]+",
+    re.IGNORECASE,
+)
 
 
-def _mask_info(m: re.Match[str]) -> str:
-    info = m["info"]
-    user, colon, _ = info.partition(":")
-    # user:pass keeps the user; a user alone (token-as-user) is the credential itself
-    return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
+def _masked_userinfo(user: str) -> str:
+    # user:password keeps a plain user name; a user alone (token-as-user) or anything that
+    # cannot be a user name (a path swallowed by an "@" later in the URL) is masked whole
+    plain = user and not any(c in user for c in "/?#@")
+    return f"{user}:***@" if plain else "***@"
 
 
-def mask_urls(text: str) -> str:
-    """``text`` with the credentials of every URL in it masked (``user:***@``, ``?token=***``)."""
+def _mask_url_userinfo(m: re.Match[str]) -> str:
+    user, colon, _ = m["info"].partition(":")
+    return m["scheme"] + _masked_userinfo(user if colon else "")
+
+
+def mask(text: str) -> str:
+    """``text`` with every credential masked: a URL's userinfo (``http://user:***@host``,
+    ``http://***@host`` for a token-as-user), a host list's ``user:***@host:port``, secret
+    query parameters (``?token=***``, ``&password=***``) and Authorization header values.
+    The one rule for every line drainwatch prints or logs (settings, retries, errors)."""
     if "@" in text:
-        text = _USERINFO.sub(_mask_info, text)
+        text = _URL_USERINFO.sub(_mask_url_userinfo, text)
+        text = _BARE_USERINFO.sub(r"\g<pre>\g<user>:***@", text)
     if "=" in text:
-        text = _QUERY.sub(r"\g<key>***", text)
+        text = _QUERY_SECRET.sub(r"\g<key>***", text)
+    if "authorization" in text.lower():
+        text = _AUTH_HEADER.sub(r"\g<head>***", text)
     return text
-
-
-def mask_url(url: str) -> str:
-    """A URL with its credentials masked: ``http://user:pass@host:8086/x`` ->
-    ``http://user:***@host:8086/x``, ``http://tok@host`` -> ``http://***@host``,
-    ``?token=abc`` -> ``?token=***``. Anything that is not a URL is returned unchanged."""
-    if "://" not in url:
-        return url
-    return mask_urls(url)
-
-
-def mask_bootstrap(servers: str) -> str:
-    """``host:port[,host:port...]`` with any ``user:pass@`` before a host masked."""
-    return _BARE_USERINFO.sub(r"\g<pre>\g<user>:***@", mask_urls(servers))
 
 
 def component(name: str) -> str:
@@ -115,7 +132,7 @@ class Formatter(logging.Formatter):
         repeated = getattr(record, "repeated", 0)
         if repeated:
             msg = f"{msg} (repeated {repeated} times)"
-        return mask_urls(msg)
+        return mask(msg)
 
     def exception(self, record: logging.LogRecord) -> str:
         parts = []
@@ -125,7 +142,7 @@ class Formatter(logging.Formatter):
             parts.append(record.exc_text)
         if record.stack_info:
             parts.append(self.formatStack(record.stack_info))
-        return mask_urls("\n".join(parts))
+        return mask("\n".join(parts))
 
     def format(self, record: logging.LogRecord) -> str:
         when = iso_time(record.created)

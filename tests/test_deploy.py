@@ -108,10 +108,37 @@ def filled_env(tmp_path: Path) -> dict[str, str]:
     env = env_example()
     env["INFLUXDB_ADMIN_PASSWORD"] = "test-only-influx-pw"
     env["GRAFANA_ADMIN_PASSWORD"] = "test-only-grafana-pw"
-    token = tmp_path / "influxdb_token"
+    token = tmp_path / "influxdb_admin_token"
     token.write_text("test-only-token\n")
-    env["INFLUXDB_TOKEN_FILE"] = str(token)
+    env["INFLUXDB_ADMIN_TOKEN_FILE"] = str(token)
     return env
+
+
+SERVICES = {"kafka", "influxdb", "influxdb-tokens", "grafana", "drainwatch-worker"}
+ONE_SHOT = {"influxdb-tokens"}  # runs once before the worker and Grafana, then exits
+# who may hold the InfluxDB admin token: its first-start setup and the service making the
+# scoped tokens; the worker writes with a write-only token, Grafana reads with a read-only one
+ADMIN_TOKEN_HOLDERS = {"influxdb", "influxdb-tokens"}
+WRITE_TOKEN = "/run/drainwatch/influxdb_write.token"
+READ_TOKEN = "/run/drainwatch/influxdb_read.token"
+
+
+def secret_names(svc: dict[str, Any]) -> set[str]:
+    """The secrets a service mounts (short syntax, or compose-go's resolved long one)."""
+    return {x if isinstance(x, str) else x["source"] for x in svc.get("secrets") or []}
+
+
+def named_mounts(svc: dict[str, Any]) -> dict[str, str]:
+    """Named volume -> where the service mounts it (short syntax, or the resolved long one)."""
+    out = {}
+    for v in svc.get("volumes") or []:
+        if isinstance(v, str):
+            source, target = v.split(":")[:2]
+            if not source.startswith((".", "/")):
+                out[source] = target
+        elif v["type"] == "volume":
+            out[v["source"]] = v["target"]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +151,13 @@ def compose() -> dict[str, Any]:
 
 def test_compose_services_and_healthchecks(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"kafka", "influxdb", "grafana", "drainwatch-worker"}
+    assert set(services) == SERVICES
     for name, svc in services.items():
         assert "image" in svc or "build" in svc, name
+        if name in ONE_SHOT:  # exits when done: no healthcheck, never restarted, no port
+            assert svc.get("restart") == "no" and "healthcheck" not in svc, name
+            assert "ports" not in svc, name
+            continue
         hc = svc.get("healthcheck")
         assert hc and hc.get("test") and hc["test"][0] in ("CMD", "CMD-SHELL"), name
         assert svc.get("restart") == "unless-stopped", name
@@ -148,7 +179,7 @@ def test_compose_named_volumes_and_bind_mounts(compose: dict[str, Any]) -> None:
             else:
                 used.add(source)
     assert used == declared
-    for svc in ("kafka", "influxdb", "grafana", "drainwatch-worker"):
+    for svc in SERVICES:
         assert any(not v.startswith((".", "/")) for v in compose["services"][svc]["volumes"]), svc
 
 
@@ -168,18 +199,56 @@ def test_compose_variables_defined_and_no_passwords_baked_in(compose: dict[str, 
             assert op == ":?", var
 
 
-def test_compose_token_is_a_secret_file_read_by_the_worker(compose: dict[str, Any]) -> None:
-    secret = compose["secrets"]["influxdb_token"]
-    assert referenced_vars(secret["file"]) == {"INFLUXDB_TOKEN_FILE": ":?"}
-    for name in ("influxdb", "grafana", "drainwatch-worker"):
-        assert "influxdb_token" in compose["services"][name]["secrets"], name
-    worker_env = compose["services"]["drainwatch-worker"]["environment"]
-    assert worker_env["DRAINWATCH_INFLUX_TOKEN_FILE"] == "/run/secrets/influxdb_token"
+def test_compose_admin_token_goes_to_the_setup_and_the_token_maker_only(
+    compose: dict[str, Any],
+) -> None:
+    """Least privilege: the admin token (a secret file) reaches InfluxDB's setup and the
+    one-shot influxdb-tokens service only; the worker gets a write-only token, Grafana a
+    read-only one, each from a volume only it and the token maker mount; both start after the
+    token maker finished."""
+    secret = compose["secrets"]["influxdb_admin_token"]
+    assert set(compose["secrets"]) == {"influxdb_admin_token"}
+    assert referenced_vars(secret["file"]) == {"INFLUXDB_ADMIN_TOKEN_FILE": ":?"}
+    services = compose["services"]
+    holders = {n for n, svc in services.items() if "influxdb_admin_token" in secret_names(svc)}
+    assert holders == ADMIN_TOKEN_HOLDERS
+    for name, svc in services.items():
+        text = json.dumps(svc)
+        if name not in ADMIN_TOKEN_HOLDERS:
+            assert "influxdb_admin_token" not in text and "ADMIN_TOKEN" not in text, name
+    # InfluxDB's setup token comes from the secret file, never from an env value in the file.
+    entry = " ".join(services["influxdb"]["entrypoint"])
+    assert "/run/secrets/influxdb_admin_token" in entry
+    assert "DOCKER_INFLUXDB_INIT_ADMIN_TOKEN" not in services["influxdb"]["environment"]
+    # the scoped tokens: one volume each, mounted read-only by their one reader
+    maker = named_mounts(services["influxdb-tokens"])
+    worker, grafana = services["drainwatch-worker"], services["grafana"]
+    assert maker["influxdb-worker-token"] == "/tokens/worker"
+    assert maker["influxdb-grafana-token"] == "/tokens/grafana"
+    assert "influxdb-worker-token:/run/drainwatch:ro" in worker["volumes"]
+    assert "influxdb-grafana-token:/run/drainwatch:ro" in grafana["volumes"]
+    for name, svc in services.items():
+        mounts = named_mounts(svc)
+        if name not in ("influxdb-tokens", "drainwatch-worker"):
+            assert "influxdb-worker-token" not in mounts, name
+        if name not in ("influxdb-tokens", "grafana"):
+            assert "influxdb-grafana-token" not in mounts, name
+    worker_env = worker["environment"]
+    assert worker_env["DRAINWATCH_INFLUX_TOKEN_FILE"] == WRITE_TOKEN
     assert "DRAINWATCH_INFLUX_TOKEN" not in worker_env
-    # InfluxDB's setup token comes from the same file, never from an env value in the file.
-    entry = " ".join(compose["services"]["influxdb"]["entrypoint"])
-    assert "/run/secrets/influxdb_token" in entry
-    assert "DOCKER_INFLUXDB_INIT_ADMIN_TOKEN" not in compose["services"]["influxdb"]["environment"]
+    for svc in (worker, grafana):
+        assert svc["depends_on"]["influxdb-tokens"] == {
+            "condition": "service_completed_successfully"
+        }
+    # the token maker: the worker's write-only and Grafana's read-only token, each owned by
+    # the user of the image that reads it
+    script = (DEPLOY / "influxdb-tokens.sh").read_text()
+    assert '"--$2-bucket"' in script and 'token "$tokens/worker" write' in script
+    assert 'token "$tokens/grafana" read' in script
+    env = services["influxdb-tokens"]["environment"]
+    assert "USER drainwatch" in (DEPLOY / "Dockerfile").read_text()
+    assert "--uid 10001" in (DEPLOY / "Dockerfile").read_text() and env["WORKER_UID"] == "10001"
+    assert env["GRAFANA_UID"] == "472"  # the grafana/grafana image's user
 
 
 def test_compose_worker_environment_loads_with_real_settings(
@@ -188,13 +257,15 @@ def test_compose_worker_environment_loads_with_real_settings(
     env = filled_env(tmp_path)
     worker = compose["services"]["drainwatch-worker"]
     wenv = {k: interpolate(str(v), env) for k, v in worker["environment"].items()}
-    # The secret is mounted at /run/secrets/...; point at the test file to read it for real.
-    wenv["DRAINWATCH_INFLUX_TOKEN_FILE"] = env["INFLUXDB_TOKEN_FILE"]
+    # The token is mounted at /run/drainwatch/...; point at a test file to read it for real.
+    write_token = tmp_path / "influxdb_write.token"
+    write_token.write_text("test-only-write-token\n")
+    wenv["DRAINWATCH_INFLUX_TOKEN_FILE"] = str(write_token)
     s = load_settings(env=wenv)
     assert s.kafka_bootstrap == "kafka:9092"
     assert s.influx_url == "http://influxdb:8086"
     assert s.influx_bucket == env["INFLUXDB_BUCKET"] == s.influx_database
-    assert s.influx_token is not None and s.influx_token.reveal() == "test-only-token"
+    assert s.influx_token is not None and s.influx_token.reveal() == "test-only-write-token"
     assert s.nodes is None  # DRAINWATCH_NODES= (empty) means "no static basis"
     # The broker's internal listener is what the worker dials.
     assert (
@@ -272,8 +343,9 @@ def test_compose_spec_schema_and_interpolation(composecheck: Path, tmp_path: Pat
     assert r.returncode == 0, r.stderr
     project = json.loads(r.stdout)
     services = project["services"]
-    assert set(services) == {"kafka", "influxdb", "grafana", "drainwatch-worker"}
-    assert project["secrets"]["influxdb_token"]["file"] == env["INFLUXDB_TOKEN_FILE"]
+    assert set(services) == SERVICES
+    assert project["secrets"]["influxdb_admin_token"]["file"] == env["INFLUXDB_ADMIN_TOKEN_FILE"]
+    assert_admin_token_holders(project)
     worker = services["drainwatch-worker"]
     assert worker["environment"]["DRAINWATCH_KAFKA_BOOTSTRAP"] == "kafka:9092"
     assert worker["environment"]["DRAINWATCH_NODES"] == ""
@@ -282,11 +354,161 @@ def test_compose_spec_schema_and_interpolation(composecheck: Path, tmp_path: Pat
         services["influxdb"]["environment"]["DOCKER_INFLUXDB_INIT_PASSWORD"]
         == "test-only-influx-pw"
     )
-    assert "$(cat /run/secrets/influxdb_token)" in " ".join(services["influxdb"]["entrypoint"])
+    assert "$(cat /run/secrets/influxdb_admin_token)" in " ".join(
+        services["influxdb"]["entrypoint"]
+    )
+    tokens = services["influxdb-tokens"]
+    assert tokens["restart"] == "no"
+    assert tokens["depends_on"]["influxdb"]["condition"] == "service_healthy"
+    assert {v["source"] for v in tokens["volumes"] if v["type"] == "bind"} == {
+        str(DEPLOY / "influxdb-tokens.sh")
+    }
+    assert worker["depends_on"]["influxdb-tokens"]["condition"] == "service_completed_successfully"
+    assert worker["environment"]["DRAINWATCH_INFLUX_TOKEN_FILE"] == WRITE_TOKEN
     assert {v["source"] for v in services["grafana"]["volumes"] if v["type"] == "bind"} == {
         str(GRAFANA / "provisioning"),
         str(GRAFANA / "dashboards"),
     }
+
+
+def assert_admin_token_holders(project: dict[str, Any]) -> None:
+    """In a resolved project: only ADMIN_TOKEN_HOLDERS mount the admin token, and no service
+    mounts another's scoped-token volume."""
+    services = project["services"]
+    holders = {n for n, svc in services.items() if "influxdb_admin_token" in secret_names(svc)}
+    assert holders == ADMIN_TOKEN_HOLDERS
+    readers = {
+        vol: {n for n, svc in services.items() if vol in named_mounts(svc)} - {"influxdb-tokens"}
+        for vol in ("influxdb-worker-token", "influxdb-grafana-token")
+    }
+    assert readers == {
+        "influxdb-worker-token": {"drainwatch-worker"},
+        "influxdb-grafana-token": {"grafana"},
+    }
+    for name in ("drainwatch-worker", "grafana"):
+        (mount,) = [v for v in services[name]["volumes"] if v["target"] == "/run/drainwatch"]
+        assert mount["read_only"] is True, name
+
+
+def test_compose_with_the_tls_overlay_keeps_the_admin_token_confined(
+    composecheck: Path, tmp_path: Path
+) -> None:
+    """compose.yaml + compose.external-tls.yaml, merged as `docker compose -f ... -f ...`."""
+    env = filled_env(tmp_path)
+    for name in ("KAFKA_KEYSTORE_FILE", "KAFKA_JAAS_FILE"):
+        path = tmp_path / name.lower()
+        path.write_text("test-only\n")
+        env[name] = str(path)
+    env["KAFKA_KEYSTORE_PASSWORD"] = "test-only-keystore-pw"
+    env["KAFKA_EXTERNAL_BIND"] = "192.0.2.10"
+    tls = DEPLOY / "compose.external-tls.yaml"
+    env_file = tmp_path / "compose.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    r = subprocess.run(
+        [str(composecheck), str(COMPOSE), str(tls), str(env_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    project = json.loads(r.stdout)
+    assert set(project["services"]) == SERVICES
+    assert set(project["secrets"]) == {"influxdb_admin_token", "kafka_keystore", "kafka_jaas"}
+    assert_admin_token_holders(project)
+    kafka = project["services"]["kafka"]
+    assert secret_names(kafka) == {"kafka_keystore", "kafka_jaas"}
+
+
+# A stand-in for the influx 2.7 CLI: `bucket list --hide-headers` (id first), `auth list
+# --json` and `auth create ... --json` (tab-indented JSON, "token" on its own line), tokens kept
+# one a line in @STATE@/tokens (the first: the admin's), every argv logged.
+INFLUX_STUB = r"""#!/bin/sh
+state=@STATE@
+printf '%s\n' "$*" >> "$state/argv"
+[ "$INFLUX_TOKEN" = admin-secret-token ] || { echo unauthorized >&2; exit 1; }
+case "$1 $2" in
+"bucket list") printf '0a1b2c3d4e5f6071\tdrainwatch\tinfinite\n' ;;
+"auth list")
+    printf '[\n'
+    while read -r t; do printf '\t{\n\t\t"token": "%s",\n\t},\n' "$t"; done < "$state/tokens"
+    printf ']\n' ;;
+"auth create")
+    n=$(wc -l < "$state/tokens")
+    t="tok-$n-$(echo "$*" | grep -o 'write-bucket\|read-bucket')"
+    echo "$t" >> "$state/tokens"
+    printf '{\n\t"id": "%s",\n\t"token": "%s",\n}\n' "$n" "$t" ;;
+*) exit 2 ;;
+esac
+"""
+
+
+def test_token_maker_script_makes_scoped_tokens_and_keeps_known_ones(tmp_path: Path) -> None:
+    """deploy/influxdb-tokens.sh against a stand-in `influx` CLI (same commands, flags and
+    JSON shape as influx 2.7): one write-only and one read-only token for the bucket's id,
+    files of mode 600 in the two volumes; a second run keeps both; a token InfluxDB no longer
+    knows is replaced. The admin token stays out of every argument and output line."""
+    bindir, state = tmp_path / "bin", tmp_path / "influx-state"
+    bindir.mkdir()
+    state.mkdir()
+    (state / "tokens").write_text("admin-secret-token\n")
+    stub = bindir / "influx"
+    stub.write_text(INFLUX_STUB.replace("@STATE@", str(state)))
+    stub.chmod(0o755)
+    secret = tmp_path / "admin_token"
+    secret.write_text("admin-secret-token\n")
+    tokens = tmp_path / "tokens"
+    (tokens / "worker").mkdir(parents=True)
+    (tokens / "grafana").mkdir()
+    uid = str(os.getuid())
+    env = {
+        "PATH": f"{bindir}:/usr/bin:/bin",
+        "ADMIN_TOKEN_FILE": str(secret),
+        "TOKENS_DIR": str(tokens),
+        "INFLUX_HOST": "http://influxdb:8086",
+        "INFLUX_ORG": "drainwatch",
+        "INFLUXDB_ADMIN_USER": "drainwatch-admin",
+        "INFLUXDB_BUCKET": "drainwatch",
+        "WORKER_UID": uid,
+        "GRAFANA_UID": uid,
+    }
+
+    def run() -> str:
+        r = subprocess.run(
+            ["sh", str(DEPLOY / "influxdb-tokens.sh")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert r.returncode == 0, r.stderr
+        assert "admin-secret-token" not in r.stdout + r.stderr
+        return r.stdout
+
+    write, read = (
+        tokens / "worker" / "influxdb_write.token",
+        tokens / "grafana" / "influxdb_read.token",
+    )
+    out = run()
+    assert "made (write on bucket drainwatch only)" in out
+    assert "made (read on bucket drainwatch only)" in out
+    assert write.read_text() == "tok-1-write-bucket\n"
+    assert read.read_text() == "tok-2-read-bucket\n"
+    for f in (write, read):
+        assert f.stat().st_mode & 0o777 == 0o600
+    creates = [a for a in (state / "argv").read_text().splitlines() if a.startswith("auth create")]
+    assert creates == [
+        "auth create --user drainwatch-admin --description drainwatch write drainwatch "
+        "--write-bucket 0a1b2c3d4e5f6071 --json",
+        "auth create --user drainwatch-admin --description drainwatch read drainwatch "
+        "--read-bucket 0a1b2c3d4e5f6071 --json",
+    ]
+    assert "admin-secret-token" not in (state / "argv").read_text()
+    out = run()  # InfluxDB knows both: kept
+    assert out.count(" kept") == 2 and write.read_text() == "tok-1-write-bucket\n"
+    (state / "tokens").write_text("admin-secret-token\ntok-2-read-bucket\n")  # write one gone
+    out = run()
+    assert f"{write} made" in out and f"{read} kept" in out
+    assert write.read_text() == "tok-2-write-bucket\n"
 
 
 def test_compose_refuses_missing_passwords_and_unknown_keys(
@@ -341,7 +563,10 @@ def test_grafana_datasource_provisioning(compose: dict[str, Any]) -> None:
     # InfluxQL (no "version: Flux"), database drainwatch, token from the secret file.
     assert ds["jsonData"].get("version", "InfluxQL") == "InfluxQL"
     assert ds["jsonData"]["httpHeaderName1"] == "Authorization"
-    assert ds["secureJsonData"]["httpHeaderValue1"] == "Token $__file{/run/secrets/influxdb_token}"
+    # the read-only token, from the volume the grafana service mounts there
+    assert ds["secureJsonData"]["httpHeaderValue1"] == f"Token $__file{{{READ_TOKEN}}}"
+    mount = named_mounts(compose["services"]["grafana"])["influxdb-grafana-token"]
+    assert READ_TOKEN.startswith(mount + "/")
     genv = compose["services"]["grafana"]["environment"]
     text = (GRAFANA / "provisioning" / "datasources" / "influxdb.yaml").read_text()
     assert set(referenced_vars(text)) <= set(genv)

@@ -1,11 +1,12 @@
-// composecheck loads a compose file the way `docker compose config` does (compose-go: the
-// Compose Specification JSON schema, interpolation, normalisation), without a Docker engine
-// or the compose CLI plugin, and prints the resolved project as JSON.
+// composecheck loads compose files the way `docker compose config` does (compose-go: the
+// Compose Specification JSON schema, interpolation, normalisation, later files merged over
+// earlier ones as with several -f), without a Docker engine or the compose CLI plugin, and
+// prints the resolved project as JSON.
 //
-//	composecheck COMPOSE_FILE ENV_FILE
+//	composecheck COMPOSE_FILE [COMPOSE_FILE...] ENV_FILE
 //
 // Only ENV_FILE supplies variables (the process environment is ignored), so results do not
-// depend on the caller's shell. Exit 1 with the loader's message when the file is invalid.
+// depend on the caller's shell. Exit 1 with the loader's message when a file is invalid.
 package main
 
 import (
@@ -17,13 +18,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: composecheck COMPOSE_FILE ENV_FILE")
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: composecheck COMPOSE_FILE [COMPOSE_FILE...] ENV_FILE")
 		os.Exit(2)
 	}
+	last := len(os.Args) - 1
 	opts, err := cli.NewProjectOptions(
-		[]string{os.Args[1]},
-		cli.WithEnvFiles(os.Args[2]),
+		os.Args[1:last],
+		cli.WithEnvFiles(os.Args[last]),
 		cli.WithDotEnv,
 	)
 	if err != nil {

@@ -19,9 +19,14 @@ without Docker.
   with the datasource pointing at this InfluxDB through DRAINWATCH_GRAFANA_* variables.
 
 Everything lives under the state directory (DRAINWATCH_STATE_DIR, default <repo>/.drainwatch):
-kafka/{lib,data,server.properties}, influxdb/{bin,meta,data,wal,influxdb.conf,admin.token},
-grafana/{bin,home,run,admin.password}, logs/ (kept after every run, build logs too) and
-stack.env (KEY=VALUE lines for clients).
+kafka/{lib,data,server.properties}, influxdb/{bin,meta,data,wal,influxdb.conf,admin.token,
+write.token,read.token}, grafana/{bin,home,run,admin.password}, logs/ (kept after every run,
+build logs too) and stack.env (KEY=VALUE lines for clients).
+
+InfluxDB's tokens (``user:password``, files of mode 0600): admin.token (every privilege: the
+bootstrap, tests that make databases), write.token (WRITE on the database only: a worker) and
+read.token (READ only: the stack's Grafana). Grafana starts after InfluxDB's bootstrap wrote
+them: it reads its token once, when it provisions its datasource.
 
 Standard library only: it runs before the virtualenv has anything installed. Its progress and
 errors are log lines on stderr in drainwatch's format (streams/logs.py, which it cannot import):
@@ -38,6 +43,7 @@ import base64
 import contextlib
 import fcntl
 import hashlib
+import http.client
 import json
 import logging
 import os
@@ -54,7 +60,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +73,10 @@ INFLUXDB_VERSION = "v1.8.10"
 DATABASE = "drainwatch"
 RETENTION_POLICY = "autogen"
 ADMIN_USER = "drainwatch_admin"
+# The scoped accounts beside the admin: the worker's token may only write the database, Grafana's
+# only read it (InfluxDB 1.8 tokens are "user:password" of a user with that one privilege).
+WRITER_USER = "drainwatch_writer"
+READER_USER = "drainwatch_reader"
 LOG_ROTATE_BYTES = 20 * 1024 * 1024
 
 # Process handles of servers started by this interpreter, kept so they are reaped (no zombies,
@@ -162,6 +172,14 @@ class Config:
     @property
     def influx_token_file(self) -> Path:
         return self.influx_dir / "admin.token"
+
+    @property
+    def influx_write_token_file(self) -> Path:
+        return self.influx_dir / "write.token"
+
+    @property
+    def influx_read_token_file(self) -> Path:
+        return self.influx_dir / "read.token"
 
     @property
     def influx_log(self) -> Path:
@@ -418,7 +436,9 @@ def _wait_ready(
         try:
             probe()  # type: ignore[operator]
             return
-        except (OSError, StackError, ValueError, struct.error) as exc:
+        except (OSError, StackError, ValueError, struct.error, http.client.HTTPException) as exc:
+            # HTTPException: e.g. a connection to a port in the ephemeral range that met itself
+            # (TCP self-connect) reads back its own request as the status line
             last = str(exc) or type(exc).__name__
         time.sleep(0.25)
     raise StackError(
@@ -795,7 +815,7 @@ def influx_query(cfg: Config, q: str, *, db: str | None = None, auth: str | None
 def influx_healthy(cfg: Config) -> bool:
     try:
         status, _ = _influx_request(cfg, "/ping", timeout=2.0)
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return False
     return status == 204
 
@@ -833,6 +853,40 @@ def _bootstrap_influx(cfg: Config) -> None:
     names = [row[0] for s in rps["results"][0].get("series", []) for row in s["values"]]
     if RETENTION_POLICY not in names:
         raise StackError(f"database {DATABASE} has no retention policy {RETENTION_POLICY}: {names}")
+    _scoped_user(cfg, cfg.influx_write_token_file, WRITER_USER, "WRITE")
+    _scoped_user(cfg, cfg.influx_read_token_file, READER_USER, "READ")
+
+
+def _rows(doc: dict) -> list[list[Any]]:
+    return [row for s in doc["results"][0].get("series", []) for row in s.get("values", [])]
+
+
+def _scoped_user(cfg: Config, token_file: Path, user: str, privilege: str) -> None:
+    """The token file (0600, ``user:password``, made once) of a user whose only privilege is
+    ``privilege`` (WRITE or READ) on the pipeline's database: created, its password and grants
+    set to match when they do not. Idempotent, and a running client never sees its token
+    refused: nothing changes while the user, password and grant are already right."""
+    if not token_file.exists():
+        _write_private(token_file, f"{user}:{secrets.token_urlsafe(24)}\n")
+    token = token_file.read_text().strip()
+    name, _, password = token.partition(":")
+    if name != user or not password:
+        raise StackError(f"{token_file} does not hold {user}:<password>: delete it and start")
+    users = {row[0]: row[1] for row in _rows(influx_query(cfg, "SHOW USERS"))}
+    if user not in users:
+        influx_query(cfg, f"CREATE USER \"{user}\" WITH PASSWORD '{password}'")
+    else:
+        status, _ = _influx_request(cfg, "/query", params={"q": "SHOW DATABASES"}, auth=token)
+        if status == 401:  # the file was replaced, or the user made by hand: the file wins
+            influx_query(cfg, f"SET PASSWORD FOR \"{user}\" = '{password}'")
+        if users[user]:  # an admin: not what this account is for
+            influx_query(cfg, f'REVOKE ALL PRIVILEGES FROM "{user}"')
+    rows = _rows(influx_query(cfg, f'SHOW GRANTS FOR "{user}"'))
+    grants = [(db, priv) for db, priv in rows if priv != "NO PRIVILEGES"]
+    if grants != [(DATABASE, privilege)]:
+        for db, _ in grants:
+            influx_query(cfg, f'REVOKE ALL PRIVILEGES ON "{db}" FROM "{user}"')
+        influx_query(cfg, f'GRANT {privilege} ON "{DATABASE}" TO "{user}"')
 
 
 def start_influx(cfg: Config) -> str:
@@ -880,7 +934,7 @@ GRAFANA_ADMIN = "admin"
 # Where the compose file mounts the repo's files and the token (deploy/compose.yaml); a local
 # instance reads the same provisioning files with these paths pointing at the local copies.
 CONTAINER_DASHBOARDS = "/etc/grafana/dashboards/drainwatch"
-CONTAINER_TOKEN = "/run/secrets/influxdb_token"
+CONTAINER_TOKEN = "/run/drainwatch/influxdb_read.token"  # Grafana's read-only token
 
 
 def ensure_grafana(cfg: Config) -> bool:
@@ -949,7 +1003,9 @@ def grafana_password(cfg: Config) -> str:
 
 def grafana_provisioning(cfg: Config, dst: Path, token_file: Path | None = None) -> Path:
     """Copy the repo's provisioning files (grafana/provisioning) to `dst`, unchanged but for
-    the two paths the compose file mounts: the dashboards directory and the InfluxDB token."""
+    the two paths the compose file mounts: the dashboards directory and the InfluxDB token.
+    The stack's Grafana gets the read-only token (start_grafana); the default, the admin
+    token, is for a test's own instance reading a database the test made."""
     shutil.rmtree(dst, ignore_errors=True)
     token = str(token_file or cfg.influx_token_file)
     for path in sorted((REPO / "grafana" / "provisioning").rglob("*")):
@@ -1076,23 +1132,41 @@ def grafana_env(cfg: Config) -> dict[str, str]:
 def grafana_healthy(cfg: Config) -> bool:
     try:
         status, doc = grafana_request(cfg.grafana_port, "/api/health", password=None, timeout=2.0)
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return False
     return status == 200 and isinstance(doc, dict) and doc.get("database") == "ok"
 
 
-def start_grafana(cfg: Config) -> str:
-    """Build once, then start the stack's Grafana with the repo's provisioning files."""
+def start_grafana(cfg: Config, influx_ready: Callable[[], object] | None = None) -> str:
+    """Build once, then start the stack's Grafana with the repo's provisioning files and the
+    read-only InfluxDB token. Grafana reads the token file when it provisions the datasource,
+    at start: it starts only once ``influx_ready`` has returned (InfluxDB up, its bootstrap
+    done, the token files written), never before (a prebuilt Grafana starts in a second)."""
     t0 = time.monotonic()
     pid_file = cfg.grafana_run / "grafana.pid"
     if _running_pid(pid_file, GRAFANA_MARKER) is not None:
+        ds = cfg.grafana_run / "provisioning" / "datasources" / "influxdb.yaml"
+        with contextlib.suppress(OSError):
+            if str(cfg.influx_read_token_file) not in ds.read_text():
+                why = "grafana runs with the admin token (started before the read-only one existed)"
+                _say(
+                    f"{why}: stop and start the stack to give it the read-only one", logging.WARNING
+                )
         return "already running"
     _ports_free(cfg, (cfg.grafana_port, cfg.grafana_ha_port),
                 "DRAINWATCH_GRAFANA_PORT / DRAINWATCH_GRAFANA_HA_PORT")  # fmt: skip
     notes = []
     if ensure_grafana(cfg):
         notes.append(f"built in {time.monotonic() - t0:.1f}s")
-    grafana_provisioning(cfg, cfg.grafana_run / "provisioning")
+    if influx_ready is not None:
+        try:
+            influx_ready()
+        except Exception:  # InfluxDB's own error is reported beside this one
+            raise StackError("not started: InfluxDB did not come up") from None
+    if not cfg.influx_read_token_file.is_file():
+        missing = cfg.influx_read_token_file
+        raise StackError(f"not started: no {missing} (InfluxDB's bootstrap writes it)")
+    grafana_provisioning(cfg, cfg.grafana_run / "provisioning", cfg.influx_read_token_file)
     pid = start_grafana_instance(cfg, cfg.grafana_run, cfg.grafana_port, cfg.grafana_ha_port,
                                  grafana_env(cfg), log=cfg.grafana_log)  # fmt: skip
     notes.append(f"pid {pid}, up in {time.monotonic() - t0:.1f}s")
@@ -1118,8 +1192,15 @@ def write_stack_env(cfg: Config) -> dict[str, str]:
         "DRAINWATCH_GRAFANA_URL": cfg.grafana_url,
         "DRAINWATCH_GRAFANA_USER": GRAFANA_ADMIN,
         "DRAINWATCH_GRAFANA_PASSWORD_FILE": str(cfg.grafana_password_file),
+        # the scoped tokens: a worker of your own writes the pipeline's database with the first
+        # (as its DRAINWATCH_INFLUX_TOKEN_FILE), Grafana reads it with the second;
+        # DRAINWATCH_INFLUX_TOKEN_FILE above is the admin's, for the tests and demos that make
+        # databases of their own
+        "DRAINWATCH_STACK_INFLUX_WRITE_TOKEN_FILE": str(cfg.influx_write_token_file),
+        "DRAINWATCH_STACK_INFLUX_READ_TOKEN_FILE": str(cfg.influx_read_token_file),
+        "DRAINWATCH_STACK_INFLUX_ADMIN_TOKEN_FILE": str(cfg.influx_token_file),
     }
-    text = "# written by deploy/local/stack.py start; the token file holds user:password (0600)\n"
+    text = "# written by deploy/local/stack.py start; token files hold user:password (0600)\n"
     _write_text(cfg.stack_env, text + "".join(f"{k}={v}\n" for k, v in env.items()))
     return env
 
@@ -1158,7 +1239,8 @@ def start(cfg: Config | None = None) -> dict[str, str]:
             with ThreadPoolExecutor(max_workers=3) as pool:
                 kafka = pool.submit(start_kafka, cfg)
                 influx = pool.submit(start_influx, cfg)
-                grafana = pool.submit(start_grafana, cfg)
+                # Grafana builds meanwhile, then waits for InfluxDB's token files
+                grafana = pool.submit(start_grafana, cfg, influx.result)
                 errors = []
                 for name, where, fut in (("kafka", cfg.kafka_bootstrap, kafka),
                                          ("influxdb", cfg.influx_url, influx),

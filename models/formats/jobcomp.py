@@ -22,6 +22,14 @@ Since Slurm 25.05 jobcomp/kafka can also publish a record when a job starts. Suc
 submit (+ start if it ran) + end; with ``start_records=True`` a ``RUNNING`` record yields submit +
 start and a completion record yields only its end, so a stream carrying both does not count a
 job twice. Timestamps given as numbers (epoch seconds) or with an offset are accepted too.
+
+Identity (:mod:`models.records.jobid`): ``jobid`` is normalised as every format's job id
+(``4242``, ``4242.0`` and ``" 4242"`` are one job; ``missing_jobid``, ``bad_jobid``) and
+``cluster`` is kept with the events (:func:`iter_jobcomp_records`). Ranges (issue 31 class 4;
+:mod:`models.records.plausible`): ``total_nodes`` and ``total_cpus`` 0 .. 2**31 - 1
+(``bad_total_nodes``, ``bad_total_cpus``), ``time_limit`` 0 .. ten years (``bad_time_limit``),
+exit codes ``rc:signal`` 0 .. 255 each or an integer within a C int (``bad_exit_code``); the
+times are checked against the run's bounds by the source.
 """
 
 from __future__ import annotations
@@ -37,6 +45,14 @@ import orjson
 
 from models.formats.hostlist import HostlistError, expand_hostlist
 from models.records.jobevent import JobEvent, JobEventError
+from models.records.jobid import JobIdError, normalise_job_id
+from models.records.plausible import (
+    EXIT_CODE_MAX,
+    EXIT_CODE_MIN,
+    MAX_EXIT,
+    count_ok,
+    duration_ok,
+)
 from models.records.reject import Reject
 
 _NO_TIME = frozenset({"", "unknown", "none", "n/a"})
@@ -82,15 +98,16 @@ def _ts(d: dict[str, Any], key: str, required: bool = False) -> float | None:
 
 
 def _int(d: dict[str, Any], key: str) -> int | None:
+    """A count (``total_nodes``, ``total_cpus``): 0 .. 2**31 - 1, as a number or digits."""
     v = d.get(key)
     if v is None or v == "":
         return None
     if isinstance(v, bool):
         raise JobEventError(f"bad_{key}", repr(v))
-    if isinstance(v, str) and _UINT_RE.fullmatch(v.strip()):
+    if isinstance(v, str) and _UINT_RE.fullmatch(v.strip()) and count_ok(int(v)):
         return int(v)
     f = _finite(v)
-    if f is not None and f == int(f) and 0 <= v <= _INT64_MAX:
+    if f is not None and f == int(f) and 0 <= v <= _INT64_MAX and count_ok(int(v)):
         return int(v)
     raise JobEventError(f"bad_{key}", repr(v))
 
@@ -107,7 +124,7 @@ def _exit_status(v: Any) -> int | None:
     """``"rc:signal"`` -> rc, or 128 + signal when rc is 0 and a signal killed the job."""
     if v is None or v == "":
         return None
-    if isinstance(v, int) and not isinstance(v, bool) and -_INT64_MAX - 1 <= v <= _INT64_MAX:
+    if isinstance(v, int) and not isinstance(v, bool) and EXIT_CODE_MIN <= v <= EXIT_CODE_MAX:
         return v
     if not isinstance(v, str):
         raise JobEventError("bad_exit_code", repr(v))
@@ -115,6 +132,8 @@ def _exit_status(v: Any) -> int | None:
     if not _UINT_RE.fullmatch(rc.strip()) or (sig and not _UINT_RE.fullmatch(sig.strip())):
         raise JobEventError("bad_exit_code", v)
     r, s = int(rc), int(sig or 0)
+    if r > MAX_EXIT or s > MAX_EXIT:  # an exit status and a signal: 0..255 each
+        raise JobEventError("bad_exit_code", v)
     return 128 + s if r == 0 and s else r
 
 
@@ -122,8 +141,11 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
     """Events of one decoded jobcomp record; raises JobEventError with a reason."""
     if not isinstance(d, dict):
         raise JobEventError("not_an_object")
-    jobid = d.get("jobid")
-    if jobid is None or jobid == "" or isinstance(jobid, bool):
+    try:
+        jobid = normalise_job_id(d.get("jobid"))
+    except JobIdError as e:
+        raise JobEventError("bad_jobid", str(e)) from None
+    if jobid is None:
         raise JobEventError("missing_jobid")
     state = _str(d, "state")
     state = state.upper() if state else None
@@ -145,13 +167,13 @@ def jobcomp_record_events(d: Any, start_records: bool = False) -> list[JobEvent]
     except HostlistError as e:
         raise JobEventError("bad_nodes", str(e)) from e
     tl = d.get("time_limit")
-    if tl is not None and ((tl_s := _finite(tl)) is None or tl_s < 0):
+    if tl is not None and ((tl_s := _finite(tl)) is None or not duration_ok(tl_s)):
         raise JobEventError("bad_time_limit", repr(tl))
     ec = _exit_status(
         d.get("derived_ec") if d.get("derived_ec") not in (None, "") else d.get("exit_code")
     )
     common: dict[str, Any] = dict(
-        job=str(jobid),
+        job=jobid,
         user=_str(d, "username", "user_id"),
         group=_str(d, "groupname", "group_id"),
         account=_str(d, "account"),
@@ -208,6 +230,26 @@ def iter_jobcomp_events(
 ) -> Iterator[JobEvent]:
     """One JSON record per line (as consumed from the Kafka topic or an Elasticsearch export);
     blank lines are counted in ``ignored`` (when given) as ``blank``."""
+    for _, evs in iter_jobcomp_records(lines, rejects, source, start_records, ignored):
+        yield from evs
+
+
+def record_cluster(d: Any) -> str | None:
+    """The ``cluster`` of a decoded record, stripped; None when not given."""
+    v = d.get("cluster") if isinstance(d, dict) else None
+    s = None if v is None else str(v).strip()
+    return s or None
+
+
+def iter_jobcomp_records(
+    lines: Iterable[str | bytes],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    start_records: bool = False,
+    ignored: Counter[str] | None = None,
+) -> Iterator[tuple[str | None, list[JobEvent]]]:
+    """Per record: its ``cluster`` (None when not given) and its events (see
+    :func:`iter_jobcomp_events`), so that a source can key jobs by (cluster, job id)."""
     for lineno, raw in enumerate(lines, start=1):
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         if not text.strip():
@@ -223,7 +265,9 @@ def iter_jobcomp_events(
         if isinstance(d, dict) and "_source" in d and isinstance(d["_source"], dict):
             d = d["_source"]  # an Elasticsearch hit
         try:
-            yield from jobcomp_record_events(d, start_records=start_records)
+            evs = jobcomp_record_events(d, start_records=start_records)
         except JobEventError as e:
             if rejects is not None:
                 rejects.append(Reject(e.reason, source, lineno, text.rstrip("\r\n")))
+            continue
+        yield record_cluster(d), evs

@@ -63,6 +63,16 @@ class ParsedChunk:
     rejects: list[Reject] = field(default_factory=list)
     lines: int = 0
     ignored: int = 0  # lines that are not node-status messages
+    first_lineno: int = 1
+    # per line of the chunk, whether it is a row of ``batch`` (rows are in line order)
+    is_row: npt.NDArray[np.bool_] | None = None
+
+    def row_lines(self) -> npt.NDArray[np.int64]:
+        """The source line of each row of ``batch``: the side array a reject made after parsing
+        names its line by (made when asked; the replay never needs it)."""
+        if self.is_row is None:
+            return np.empty(0, dtype=np.int64)
+        return self.first_lineno + np.flatnonzero(self.is_row)
 
 
 def _tail_ms(tail: str) -> int:
@@ -181,6 +191,7 @@ def parse_lines_slow(
     lines = data.decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    is_row = np.zeros(len(lines), dtype=bool)
     for k, line in enumerate(lines):
         r = classify_line(line)
         if r is None:
@@ -189,7 +200,9 @@ def parse_lines_slow(
             rejects.append(Reject(r, source, first_lineno + k, line))
         else:
             records.append(r)
-    return ParsedChunk(NodeStatusBatch.from_records(records, book), rejects, len(lines), ignored)
+            is_row[k] = True
+    batch = NodeStatusBatch.from_records(records, book)
+    return ParsedChunk(batch, rejects, len(lines), ignored, first_lineno, is_row)
 
 
 def _tokenise(data: bytes) -> Any:
@@ -362,7 +375,9 @@ def parse_moab_chunk(
     tokenizer: str | None = None,
     tokens: Tokens | None = None,
 ) -> ParsedChunk:
-    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch.
+    """Parse whole lines (``data`` ends at a newline, or at end of file) into a batch. Lines
+    end at LF (a CR before it is taken off): the reader has made a bare CR an LF already (a
+    line ends at LF, CRLF or a bare CR), so both tokenizers and the line parser cut alike.
 
     The fast path takes the canonical layout (millisecond timestamp with a +-HHMM offset, the
     line ending at the joblist's closing quote); any other line goes through ``classify_line``,
@@ -539,9 +554,12 @@ def parse_moab_chunk(
             run_row=run_row,
             run_job=job_flat[starts + within] if run_row.size else np.empty(0, dtype=np.int64),
         )
+    is_row = ok
     if rescued:  # their values are interned already: from_records gives the same codes
         batch = _merge_rescued(batch, accepted_rows(), rescued, book)
-    return ParsedChunk(batch, rejects, n_lines, ignored)
+        is_row = ok.copy()
+        is_row[[i for i, _ in rescued]] = True
+    return ParsedChunk(batch, rejects, n_lines, ignored, first_lineno, is_row)
 
 
 def _merge_rescued(

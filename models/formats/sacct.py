@@ -11,6 +11,25 @@ Slurm >= 20.11) and sets the backfill flag. A header line (first field ``JobID``
 without ``--noheader``) switches to name-based columns, so any field order or subset works as long
 as ``jobid``, ``submit``, ``start`` and ``end`` are present.
 
+A ``|`` inside a job name (the one free-text field of the layout) does not shift the fields:
+a line with more fields than its layout takes the fields before ``JobName`` from the front,
+those after it from the back, and joins the middle ones back with ``|`` as the name. Without a
+header, 27 or more fields are the 27-field layout when the last one is a ``Flags`` value (empty,
+or a comma list of words one of which is Slurm's: ``SchedSubmit``, ``SchedMain``,
+``SchedBackfill``, ``SchedNotSet``, ``StartReceived``), else the 26-field layout with a longer
+name.
+
+Identity (:mod:`models.records.jobid`): ``JobID`` is normalised as every format's job id
+(whitespace stripped; array ``123_4`` and het-job ``123+1`` ids kept) and ``Cluster`` is
+kept with the events (:func:`iter_sacct_records`), so the source can tell the jobs of a
+``sacct -M all`` dump's clusters apart.
+
+Ranges (issue 31 class 4; :mod:`models.records.plausible`): NNodes, NCPUS, ReqCPUS 0 .. 2**31 - 1
+(``bad_nnodes`` ...), UID and GID 0 .. 2**32 - 1, Elapsed and Timelimit 0 .. ten years
+(``bad_elapsed``, ``bad_timelimit``), ReqMem at most 4 PiB (``bad_reqmem``), ExitCode 0 .. 255
+either side of the colon (``bad_exitcode``); the times are checked against the run's bounds
+by the source.
+
 Value formats (Slurm's sacct man page and ``time_str2secs``):
 - times ``2016-12-22T10:11:12`` in the time zone sacct ran in (``tz``, default UTC);
   ``Unknown`` / ``None`` / empty -> None;
@@ -40,6 +59,14 @@ from zoneinfo import ZoneInfo
 
 from models.formats.hostlist import MAX_HOSTS, HostlistError, expand_hostlist
 from models.records.jobevent import JobEvent
+from models.records.jobid import normalise_job_id
+from models.records.plausible import (
+    MAX_COUNT,
+    MAX_EXIT,
+    MAX_MEMORY_KIB,
+    MAX_UID,
+    duration_ok,
+)
 from models.records.reject import RecordError, Reject
 
 FIELDS_26 = (
@@ -72,6 +99,11 @@ FIELDS_26 = (
 )
 FIELDS_27 = (*FIELDS_26, "flags")
 REQUIRED = ("jobid", "submit", "start", "end")
+# sacct's Flags words (Slurm's slurmdb_job_flags_str), lower case
+_FLAG_WORDS = frozenset(
+    {"schedsubmit", "schedmain", "schedbackfill", "schednotset", "startreceived"}
+)
+_WORD_RE = re.compile(r"[A-Za-z]+")
 
 _NO_TIME = frozenset({"", "unknown", "none", "n/a", "invalid"})
 _NO_LIMIT = frozenset({"", "unlimited", "partition_limit", "invalid", "none", "unknown"})
@@ -198,7 +230,7 @@ def parse_reqmem(text: str) -> tuple[float | None, str | None]:
         raise SacctError("bad_reqmem", text)
     num, unit, per = m.groups()
     mb = float(num) * _MEM_MB[unit]
-    if not math.isfinite(mb):
+    if not (math.isfinite(mb) and mb <= MAX_MEMORY_KIB / 1024):  # 4 PiB
         raise SacctError("bad_reqmem", text)
     return mb, {"n": "node", "c": "cpu", "": None}[per]
 
@@ -210,7 +242,10 @@ def parse_exitcode(text: str) -> tuple[int | None, int | None]:
     rc, sep, sig = s.partition(":")
     if not _UINT_RE.fullmatch(rc) or (sep and not _UINT_RE.fullmatch(sig)):
         raise SacctError("bad_exitcode", text)
-    return int(rc), (int(sig) if sep else None)
+    code, signal = int(rc), (int(sig) if sep else None)
+    if code > MAX_EXIT or (signal is not None and signal > MAX_EXIT):  # an exit status: 0..255
+        raise SacctError("bad_exitcode", text)
+    return code, signal
 
 
 def parse_flags(text: str | None) -> bool | None:
@@ -225,15 +260,28 @@ def parse_flags(text: str | None) -> bool | None:
     return None
 
 
-def _int(text: str | None, name: str) -> int | None:
+def _int(text: str | None, name: str, most: int = MAX_COUNT) -> int | None:
+    """An unsigned integer field within 0 .. ``most`` (a count by default); SacctError
+    ``bad_<name>`` otherwise."""
     if text is None:
         return None
     s = text.strip()
     if s == "":
         return None
-    if not _UINT_RE.fullmatch(s):
+    if not _UINT_RE.fullmatch(s) or int(s) > most:
         raise SacctError(f"bad_{name}", text)
     return int(s)
+
+
+def _duration(text: str | None, name: str) -> float | None:
+    """A duration field (Elapsed, Timelimit): :func:`parse_duration`, within 0 .. ten years
+    (SacctError ``bad_<name>`` beyond)."""
+    if text is None:
+        return None
+    v = parse_duration(text)
+    if v is not None and not duration_ok(v):
+        raise SacctError(f"bad_{name}", text)
+    return v
 
 
 def _str(text: str | None) -> str | None:
@@ -248,7 +296,7 @@ def sacct_job_from_fields(
 ) -> SacctJob:
     """Build a SacctJob from ``{field name: text}``; raises SacctError with a reason (a node
     list of more than ``max_hosts`` hosts: ``hostlist_too_large``)."""
-    jobid = (vals.get("jobid") or "").strip()
+    jobid = normalise_job_id(vals.get("jobid"))  # text: None or stripped, never raises
     if not jobid:
         raise SacctError("missing_jobid")
     submit = parse_time(vals.get("submit", ""), tz)
@@ -271,8 +319,6 @@ def sacct_job_from_fields(
     except HostlistError as e:
         reason = e.reason if e.reason == "hostlist_too_large" else "bad_nodelist"
         raise SacctError(reason, str(e)) from e
-    el = vals.get("elapsed")
-    tl = vals.get("timelimit")
     return SacctJob(
         jobid=jobid,
         jobidraw=_str(vals.get("jobidraw")),
@@ -281,14 +327,14 @@ def sacct_job_from_fields(
         qos=_str(vals.get("qos")),
         account=_str(vals.get("account")),
         group=_str(vals.get("group")),
-        gid=_int(vals.get("gid"), "gid"),
+        gid=_int(vals.get("gid"), "gid", MAX_UID),
         user=_str(vals.get("user")),
-        uid=_int(vals.get("uid"), "uid"),
+        uid=_int(vals.get("uid"), "uid", MAX_UID),
         submit=submit,
         eligible=parse_time(vals.get("eligible", ""), tz),
         start=start,
         end=end,
-        elapsed=None if el is None else parse_duration(el),
+        elapsed=_duration(vals.get("elapsed"), "elapsed"),
         exit_code=rc,
         exit_signal=sig,
         state=state.strip().upper() or None,
@@ -300,7 +346,7 @@ def sacct_job_from_fields(
         reqmem_per=per,
         reqtres=_str(vals.get("reqtres")),
         alloctres=_str(vals.get("alloctres")),
-        timelimit=None if tl is None else parse_duration(tl),
+        timelimit=_duration(vals.get("timelimit"), "timelimit"),
         nodelist=nodelist,
         jobname=vals.get("jobname"),
         backfill=parse_flags(vals.get("flags")),
@@ -309,6 +355,49 @@ def sacct_job_from_fields(
 
 def _is_header(fields: list[str]) -> bool:
     return fields[0].strip().lower() == "jobid"
+
+
+def _is_flags(text: str) -> bool:
+    """Whether ``text`` is a ``Flags`` value: empty, or a comma list of words one of which is
+    Slurm's (a later Slurm's new word beside them is still a Flags value)."""
+    words = [w.strip() for w in text.split(",")]
+    if text.strip() == "":
+        return True
+    return all(_WORD_RE.fullmatch(w) for w in words) and any(
+        w.lower() in _FLAG_WORDS for w in words
+    )
+
+
+def layout(fields: list[str], names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The field names of one record's ``fields`` (split at every ``|``): the header's
+    ``names`` when given, else the 26- or 27-field layout (27 or more fields: the 27-field one
+    when the last is a Flags value, see the module docstring); None when they cannot fit (fewer
+    fields than the layout, or more without a JobName to hold them)."""
+    n = len(fields)
+    if names is None:
+        if n == 26:
+            return FIELDS_26
+        if n < 26:
+            return None
+        return FIELDS_27 if _is_flags(fields[-1]) else FIELDS_26
+    if n == len(names) or (n > len(names) and "jobname" in names):
+        return names
+    return None
+
+
+def record_fields(fields: list[str], cols: tuple[str, ...]) -> dict[str, str]:
+    """``{name: text}`` of a record split at every ``|``: the fields before JobName from the
+    front, those after it from the back, and the ones between joined back with ``|`` as the
+    name (a name holding ``|``); ``len(fields) >= len(cols)``, and equal when the layout has no
+    JobName (see :func:`layout`)."""
+    extra = len(fields) - len(cols)
+    if extra == 0:
+        return dict(zip(cols, fields, strict=True))
+    at = cols.index("jobname")
+    vals = dict(zip(cols[:at], fields[:at], strict=True))
+    vals["jobname"] = "|".join(fields[at : at + extra + 1])
+    vals.update(zip(cols[at + 1 :], fields[at + extra + 1 :], strict=True))
+    return vals
 
 
 def parse_sacct(
@@ -345,21 +434,12 @@ def parse_sacct(
             elif ignored is not None:
                 ignored["header"] += 1
             continue
-        if names is not None:
-            cols = names
-        elif len(fields) == 26:
-            cols = FIELDS_26
-        elif len(fields) == 27:
-            cols = FIELDS_27
-        else:
+        cols = layout(fields, names)
+        if cols is None:
             if rejects is not None:
                 rejects.append(Reject("wrong_field_count", source, lineno, text))
             continue
-        if len(fields) != len(cols):
-            if rejects is not None:
-                rejects.append(Reject("wrong_field_count", source, lineno, text))
-            continue
-        vals = dict(zip(cols, fields, strict=True))
+        vals = record_fields(fields, cols)
         if not steps and "." in vals.get("jobid", ""):
             if ignored is not None:
                 ignored["job_step"] += 1
@@ -421,6 +501,21 @@ def sacct_job_events(job: SacctJob) -> list[JobEvent]:
             )
         )
     return ev
+
+
+def iter_sacct_records(
+    lines: Iterable[str | bytes],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    tz: str | None = None,
+    steps: bool = False,
+    max_hosts: int = MAX_HOSTS,
+    ignored: Counter[str] | None = None,
+) -> Iterator[tuple[str | None, list[JobEvent]]]:
+    """Per record: its cluster (``Cluster``, None when not given) and its events, so that a
+    source can key jobs by (cluster, job id) (:mod:`models.records.jobid`)."""
+    for job in parse_sacct(lines, rejects, source, tz, steps, max_hosts, ignored):
+        yield job.cluster, sacct_job_events(job)
 
 
 def iter_sacct_events(

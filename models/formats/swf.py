@@ -8,6 +8,22 @@ then one job per line with 18 whitespace-separated numbers; ``-1`` means "unknow
 
 Pure: no file I/O here. A bad job line becomes a :class:`models.records.reject.Reject` and never
 stops the parse or loses the lines around it.
+
+Ranges (issue 31 class 4; :mod:`models.records.plausible`): beyond the standard's ``-1``
+(unknown) and ``negative_value``, each field has a physical range, and a job line with a value
+beyond it is rejected as ``bad_<field>`` (:data:`FIELD_NAMES`): the durations (wait, run,
+average CPU time, requested time, think time) 0 .. ten years, the processor counts
+0 .. 2**31 - 1, the memory fields (KiB) 0 .. 4 PiB, the numbers and ids (job, submit, status,
+user, group, application, queue, partition, preceding job) 0 .. 2**63 - 1; absolute times
+(UnixStartTime + submit ...) are checked against the run's bounds by the source.
+
+The header's MaxNodes and MaxProcs are a machine's size: 1 .. 2**31 - 1; UnixStartTime an
+integer 0 .. 2**63 - 1. A header value that is no such number (``MaxNodes: -5``) is what an
+operator expects a broken header field to be: ignored, as if the header lacked it (the section
+size and processors per node then come from the options or the jobs), and reported, not
+fatal: the line is a reject (``bad_max_nodes``, ``bad_max_procs``, ``bad_unix_start_time``)
+counted in the summary and written to ``--rejects`` with its line number, while every job of
+the trace is read.
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from models.records.plausible import MAX_COUNT, MAX_DURATION_S, MAX_MEMORY_KIB
 from models.records.reject import RecordError, Reject
 
 N_FIELDS = 18
@@ -74,6 +91,40 @@ class SwfJob:
     think_time: int | None
 
 
+FIELD_NAMES = (
+    "job",
+    "submit",
+    "wait",
+    "run",
+    "procs_alloc",
+    "cpu_avg",
+    "mem_used",
+    "procs_req",
+    "time_req",
+    "mem_req",
+    "status",
+    "user",
+    "group",
+    "app",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
+# Each field's largest value (physical ranges, see the module docstring); the rest: MAX_INT
+_LARGEST = {
+    **dict.fromkeys(("wait", "run", "cpu_avg", "time_req", "think_time"), MAX_DURATION_S),
+    **dict.fromkeys(("procs_alloc", "procs_req"), MAX_COUNT),
+    **dict.fromkeys(("mem_used", "mem_req"), MAX_MEMORY_KIB),
+}
+_MAX = tuple(_LARGEST.get(name, MAX_INT) for name in FIELD_NAMES)
+# Header fields read: (key, reason when bad, smallest, largest value)
+HEADER_FIELDS = (
+    ("MaxNodes", "bad_max_nodes", 1, MAX_COUNT),
+    ("MaxProcs", "bad_max_procs", 1, MAX_COUNT),
+    ("UnixStartTime", "bad_unix_start_time", 0, MAX_INT),
+)
+
 # Field kinds, in order: True = integer, False = float (may carry decimals in some traces).
 _INT_FIELD = (
     True,
@@ -117,7 +168,7 @@ def _number(tok: str, is_int: bool) -> int | float:
 
 def parse_swf_job(line: str) -> SwfJob:
     """One SWF job line -> SwfJob. Raises SwfError('wrong_field_count' | 'bad_number' |
-    'negative_value' | 'missing_required')."""
+    'negative_value' | 'missing_required' | 'bad_<field>': beyond the field's range)."""
     toks = line.split()
     if len(toks) != N_FIELDS:
         raise SwfError("wrong_field_count", f"{len(toks)} fields")
@@ -130,6 +181,8 @@ def parse_swf_job(line: str) -> SwfJob:
             vals.append(None)
         elif v < 0:
             raise SwfError("negative_value", f"field {i + 1} = {tok}")
+        elif v > _MAX[i]:
+            raise SwfError(f"bad_{FIELD_NAMES[i]}", f"field {i + 1} = {tok}")
         else:
             vals.append(v)
     if vals[0] is None or vals[1] is None:
@@ -138,14 +191,19 @@ def parse_swf_job(line: str) -> SwfJob:
     return SwfJob(*cast(list[Any], vals))
 
 
-def _int_or_none(s: str | None) -> int | None:
-    if s is None:
+def _header_int(s: str | None, lo: int, hi: int) -> int | None:
+    """The integer a header value starts with (``MaxNodes: 128 (2 procs each)``); None for an
+    absent or empty value. Raises ValueError for one that is no integer or lies outside
+    ``lo .. hi`` (the caller ignores it and reports its line)."""
+    if s is None or not s.split():
         return None
-    try:
-        n = int(s.split()[0])
-    except (ValueError, IndexError):
-        return None
-    return n if abs(n) <= MAX_INT else None
+    tok = s.split()[0]
+    if len(tok) > 30 or not tok.lstrip("+-").isascii() or not tok.lstrip("+-").isdigit():
+        raise ValueError(tok)
+    n = int(tok)
+    if not lo <= n <= hi:
+        raise ValueError(tok)
+    return n
 
 
 def _header_field(line: str) -> tuple[str, str] | None:
@@ -164,16 +222,28 @@ def _header_field(line: str) -> tuple[str, str] | None:
     return key, val
 
 
-def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
-    """Header fields from the leading ``;`` lines of a trace."""
+def parse_header(
+    comment_lines: Iterable[str],
+    rejects: list[Reject] | None = None,
+    source: str = "",
+    linenos: Iterable[int] | None = None,
+) -> SwfHeader:
+    """Header fields from the leading ``;`` lines of a trace. A MaxNodes, MaxProcs or
+    UnixStartTime that is no number in its range is ignored (None) and, when ``rejects`` is
+    given, appended to it with its reason and line (``linenos``: each comment line's number,
+    else counted from 1)."""
     raw: dict[str, str] = {}
+    where: dict[str, tuple[int, str]] = {}  # key -> its first line: number, text
     last: str | None = None
+    numbers = iter(linenos) if linenos is not None else itertools.count(1)
     for line in comment_lines:
+        no = next(numbers)
         s = line.rstrip("\r\n")
         kv = _header_field(s)
         if kv is not None:
             key, val = kv
             raw[key] = f"{raw[key]}\n{val}" if key in raw else val
+            where.setdefault(key, (no, s))
             last = key
         elif last is not None:
             cont = s.lstrip(";").strip()
@@ -182,10 +252,19 @@ def parse_header(comment_lines: Iterable[str]) -> SwfHeader:
             else:
                 last = None  # a bare ";" ends a continued field
     tzs = raw.get("TimeZoneString")
+    got: dict[str, int | None] = {}
+    for key, reason, lo, hi in HEADER_FIELDS:
+        try:
+            got[key] = _header_int(raw.get(key), lo, hi)
+        except ValueError:
+            got[key] = None
+            if rejects is not None:
+                no, text = where[key]
+                rejects.append(Reject(reason, source, no, text))
     return SwfHeader(
-        max_nodes=_int_or_none(raw.get("MaxNodes")),
-        max_procs=_int_or_none(raw.get("MaxProcs")),
-        unix_start_time=_int_or_none(raw.get("UnixStartTime")),
+        max_nodes=got["MaxNodes"],
+        max_procs=got["MaxProcs"],
+        unix_start_time=got["UnixStartTime"],
         time_zone_string=tzs.strip() if tzs else None,
         raw=raw,
     )
@@ -200,9 +279,11 @@ def parse_swf(
     """Split a trace into its header (read now, from the leading ``;`` lines) and a lazy iterator
     of jobs. Bad job lines are appended to ``rejects`` (when given) with their reason and 1-based
     line number, and skipped; blank lines and comment lines (the header's and later ones) are
-    skipped and counted in ``ignored`` (when given) as ``blank`` and ``comment``."""
+    skipped and counted in ``ignored`` (when given) as ``blank`` and ``comment``. A header
+    field out of its range is a reject (see :func:`parse_header`), not an ignored line."""
     it = iter(lines)
     header_lines: list[str] = []
+    header_nos: list[int] = []
     first: tuple[int, str] | None = None
     lineno = 0
     for raw_line in it:
@@ -214,14 +295,20 @@ def parse_swf(
         )
         st = line.strip()
         if not st or st.startswith(";"):
-            if ignored is not None:
-                ignored["comment" if st else "blank"] += 1
             if st:
                 header_lines.append(line)
+                header_nos.append(lineno)
+            elif ignored is not None:
+                ignored["blank"] += 1
             continue
         first = (lineno, line)
         break
-    header = parse_header(header_lines)
+    bad: list[Reject] = []
+    header = parse_header(header_lines, bad, source, header_nos)
+    if ignored is not None and len(header_lines) > len(bad):
+        ignored["comment"] += len(header_lines) - len(bad)
+    if rejects is not None:
+        rejects += bad
 
     def jobs() -> Iterator[SwfJob]:
         if first is None:

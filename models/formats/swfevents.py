@@ -31,6 +31,7 @@ from typing import Any
 
 from models.formats.swf import SwfHeader, SwfJob, parse_swf
 from models.records.jobevent import JobEvent
+from models.records.jobid import normalise_job_id
 from models.records.reject import Reject
 
 STATUS_STATE = {
@@ -70,7 +71,7 @@ def swf_job_events(
         nodes = cores
     state = None if job.status is None else STATUS_STATE.get(job.status, f"STATUS_{job.status}")
     common: dict[str, Any] = dict(
-        job=str(job.job),
+        job=normalise_job_id(job.job),  # an int >= 0: its digits
         user=_s(job.user),
         group=_s(job.group),
         partition=_s(job.partition if job.partition is not None else job.queue),

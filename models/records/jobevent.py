@@ -7,6 +7,16 @@ reservation the scheduler holds for the job, when its nodes are needed (seed 001
 start event may carry it too, when the reservation was made after the submit was written (the
 simulator: EASY reserves for a job only once it heads the queue); consumers take the submit's
 value, else the start's.
+
+The JSON-lines format (:func:`parse_jobevent_record`, what ``--format jobevents`` and ``ship jobs``
+read) normalises the job id (:func:`models.records.jobid.normalise_job_id`: ``123``, ``"123"``,
+``123.0`` and ``" 123"`` are one job) and checks every number against its physical range
+(:mod:`models.records.plausible`): counts 0 .. 2**31 - 1 (``bad_nodes``, ``bad_cores``),
+``req_walltime`` 0 .. ten years (``bad_req_walltime``), ``exit_code`` a C int
+(``bad_exit_code``); ``ts`` and ``reserved_start`` are checked against the run's time bounds
+by the source (``implausible_time``, ``implausible_reserved_start``). :func:`jobevent_from_dict`
+and the row form below are the schema checks of the worker's own topics (types, finite,
+int64), which the compiled reader (native/src/jobevents.rs) mirrors.
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ from typing import Any
 
 import orjson
 
+from models.records.jobid import JobIdError, normalise_job_id
+from models.records.plausible import EXIT_CODE_MAX, EXIT_CODE_MIN, count_ok, duration_ok
 from models.records.reject import RecordError
 
 EVENT_TYPES = ("submit", "start", "end")
@@ -205,6 +217,40 @@ def parse_jobevent_line(line: bytes | str) -> JobEvent:
     except orjson.JSONDecodeError as e:
         raise JobEventError("bad_json", str(e)) from e
     return jobevent_from_dict(d)
+
+
+def parse_jobevent_record(line: bytes | str) -> JobEvent:
+    """One line of the JSON-lines job-event format -> JobEvent, its job id normalised
+    (``missing_job``, ``bad_job``) and its numbers within their physical ranges
+    (:func:`check_ranges`); JobEventError with the reason otherwise."""
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise JobEventError("bad_json", str(e)) from e
+    if isinstance(d, dict) and "job" in d:
+        try:
+            job = normalise_job_id(d["job"])
+        except JobIdError as e:
+            raise JobEventError("bad_job", str(e)) from None
+        if job != d["job"]:
+            d["job"] = job
+    return check_ranges(jobevent_from_dict(d))
+
+
+def check_ranges(e: JobEvent) -> JobEvent:
+    """``e`` when its numbers lie within their physical ranges (issue 31, class 4): nodes and
+    cores 0 .. 2**31 - 1, req_walltime 0 .. ten years, exit_code a C int; else JobEventError
+    with the field's reason (``bad_nodes``, ``bad_cores``, ``bad_req_walltime``,
+    ``bad_exit_code``). Times are checked against the run's bounds by the source."""
+    if e.nodes is not None and not count_ok(e.nodes):
+        raise JobEventError("bad_nodes", repr(e.nodes))
+    if e.cores is not None and not count_ok(e.cores):
+        raise JobEventError("bad_cores", repr(e.cores))
+    if e.req_walltime is not None and not duration_ok(e.req_walltime):
+        raise JobEventError("bad_req_walltime", repr(e.req_walltime))
+    if e.exit_code is not None and not EXIT_CODE_MIN <= e.exit_code <= EXIT_CODE_MAX:
+        raise JobEventError("bad_exit_code", repr(e.exit_code))
+    return e
 
 
 # ---- the worker's internal form: a positional row --------------------------------------------

@@ -12,6 +12,33 @@ one source (a file, or one read chunk of a log) are cut into clusters wherever t
 times lie more than ``max_jump`` apart; a cluster that holds at most ``JUMP_SHARE`` of the
 source's records (at least one record), and is not the largest, is rejected. A scheduler that
 was really off for longer than ``max_jump`` leaves two large clusters, both kept.
+
+Physical ranges (issue 31, class 4: a value that parses but is absurd is a reject with its
+reason, never an exception, and never skews a run). Every numeric field a job or sample format
+reads has one; the parsers check them, each with its field's reason (``bad_<field>``):
+
+======================================  ==================================  ====================
+what                                    range                               constant
+======================================  ==================================  ====================
+event times (ts, submit, start, end)    the run's TimeBounds                ``implausible_time``
+a job event's ``reserved_start``        the run's TimeBounds (no jump rule) :data:`RESERVED_REASON`
+durations, wall times, time limits      0 .. ten years (315,360,000 s)      :data:`MAX_DURATION_S`
+node, core, CPU, processor counts       0 .. 2**31 - 1                      :data:`MAX_COUNT`
+a machine's MaxNodes / MaxProcs (SWF)   1 .. 2**31 - 1 (else ignored)       :data:`MAX_COUNT`
+memory (SWF KiB, sacct ReqMem MiB)      0 .. 2**42 KiB (4 PiB)              :data:`MAX_MEMORY_KIB`
+exit status ``rc:signal`` (sacct,       0 .. 255 each                       :data:`MAX_EXIT`
+jobcomp)
+a job event's integer ``exit_code``     a C int (-2**31 .. 2**31 - 1)       :data:`EXIT_CODE_MIN`
+uid, gid (sacct)                        0 .. 2**32 - 1 (uid_t)              :data:`MAX_UID`
+numeric ids (job numbers, SWF user,     0 .. 2**63 - 1                      :data:`MAX_ID`
+group, application, queue ...)
+node lists                              at most ``max_hosts`` hosts         ``hostlist_too_large``
+node samples                            models.records.nodesample           ``implausible_value``
+======================================  ==================================  ====================
+
+NaN and infinities are never in range. The memory bound is 4 PiB, not the node samples' 1 PiB:
+Slurm's 32-bit ReqMem once carried its per-CPU flag into the value (``2147486648Mn`` in Open
+XDMoD's phillips log is 0x80000000 + 4024 MB), and such a record is otherwise good.
 """
 
 from __future__ import annotations
@@ -31,6 +58,26 @@ DEFAULT_MAX_JUMP_MS = 30 * 86_400_000  # 30 days
 JUMP_SHARE = 0.001
 REASON = "implausible_time"
 JUMP_REASON = "time_jump"
+RESERVED_REASON = "implausible_reserved_start"
+
+# physical ranges (see the module docstring)
+MAX_DURATION_S = 3650 * 86_400  # ten years of 365 days
+MAX_COUNT = 2**31 - 1
+MAX_MEMORY_KIB = 1 << 42  # 4 PiB
+MAX_EXIT = 255
+EXIT_CODE_MIN, EXIT_CODE_MAX = -(2**31), 2**31 - 1
+MAX_UID = 2**32 - 1
+MAX_ID = 2**63 - 1
+
+
+def duration_ok(v: float) -> bool:
+    """A duration, wall time or time limit in seconds: 0 .. :data:`MAX_DURATION_S` (never NaN)."""
+    return 0 <= v <= MAX_DURATION_S
+
+
+def count_ok(v: int) -> bool:
+    """A node, core, CPU or processor count: 0 .. :data:`MAX_COUNT`."""
+    return 0 <= v <= MAX_COUNT
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +156,13 @@ def keep_plausible(
     source: str,
     text: Callable[[T], str],
     rejects: list[Reject],
+    lines: list[int] | None = None,
 ) -> list[T]:
     """The plausible records (``ts`` in epoch seconds, see :meth:`TimeBounds.reasons`); each
-    other one is appended to ``rejects`` with its reason and ``text(record)`` (line 0: the
-    record, not its line, is known here)."""
+    other one is appended to ``rejects`` with its reason, ``text(record)`` and its line.
+    ``lines``: each record's source line (the side array of ``records``); on return it holds
+    the kept records' lines, for the next step that may reject one. Every reject names its
+    line: without ``lines`` (records that are not lines of a file) the line is 0."""
     rs = list(records)
     ts = np.fromiter((r.ts for r in rs), dtype=np.float64, count=len(rs))
     # floored, not truncated toward zero by astype: -0.0005 s is -1 ms, before 0 ms, so that
@@ -123,9 +173,46 @@ def keep_plausible(
     ts_s = np.clip(np.where(np.isfinite(ts), ts, -lim_s), -lim_s, lim_s)
     why = bounds.reasons(np.floor(ts_s * 1000).astype(np.int64))
     kept: list[T] = []
-    for r, reason in zip(rs, why, strict=True):
+    at = [0] * len(rs) if lines is None else lines
+    kept_at: list[int] = []
+    for r, n, reason in zip(rs, at, why, strict=True):
         if reason is None:
             kept.append(r)
+            kept_at.append(n)
         else:
-            rejects.append(Reject(reason, source, 0, text(r)))
+            rejects.append(Reject(reason, source, n, text(r)))
+    if lines is not None:
+        lines[:] = kept_at
+    return kept
+
+
+def keep_within(
+    records: Iterable[T],
+    bounds: TimeBounds,
+    when: Callable[[T], float | None],
+    reason: str,
+    source: str,
+    text: Callable[[T], str],
+    rejects: list[Reject],
+    lines: list[int] | None = None,
+) -> list[T]:
+    """The records whose second time ``when(record)`` (epoch seconds; None: none) lies inside
+    ``bounds`` (absolute bounds only: a reservation is no record of its source's time line, so
+    the jump rule does not apply); each other one is appended to ``rejects`` with ``reason``
+    (e.g. :data:`RESERVED_REASON`: a job event's ``reserved_start`` of 1e300 or -1e15 would
+    otherwise end the run in an overflow or charge forecasts against a time that never was).
+    ``lines``: each record's source line, as in :func:`keep_plausible`."""
+    rs = list(records)
+    at = [0] * len(rs) if lines is None else lines
+    kept: list[T] = []
+    kept_at: list[int] = []
+    for r, n in zip(rs, at, strict=True):
+        t = when(r)
+        if t is None or bounds.contains_s(t):
+            kept.append(r)
+            kept_at.append(n)
+        else:
+            rejects.append(Reject(reason, source, n, text(r)))
+    if lines is not None:
+        lines[:] = kept_at
     return kept

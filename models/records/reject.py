@@ -6,6 +6,7 @@ never loses the good lines around it. ``reason`` is a short stable key used for 
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 
@@ -21,6 +22,12 @@ class RecordError(ValueError):
 
 @dataclass(slots=True, frozen=True)
 class Reject:
+    """One rejected record. ``lineno``: the line of ``source`` the record was read from, from 1,
+    counted as ``bytes.splitlines`` cuts (a line ends at LF, CRLF or a bare CR), also for a
+    record rejected after parsing (an event of a job's line, a sample): every reject of a file
+    names its line. A record of no file (a Kafka message, a Slurm snapshot) is placed by its
+    message instead (a dead letter's topic, partition and offset) and has line 0."""
+
     reason: str
     source: str
     lineno: int
@@ -34,3 +41,12 @@ class Reject:
 
 def count_reasons(rejects: list[Reject]) -> Counter[str]:
     return Counter(r.reason for r in rejects)
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A file name as messages, rejects and summaries show it: valid UTF-8 as it is, each byte
+    that is not (a name read from argv keeps it as a lone surrogate, surrogateescape) as a
+    backslash escape, ``jobs-\\xff.jsonl``; so no UTF-8 writer (orjson, a CSV or TSV file)
+    fails on it (issue 31, class 4)."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")

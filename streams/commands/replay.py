@@ -57,6 +57,8 @@ if TYPE_CHECKING:  # the run's modules (polars, numpy) are imported when a run s
     from streams.sinks.influx import InfluxSink
     from streams.stages import samples as sample_stages
 
+SUMMARY_MAX_BYTES = 64 << 20  # a summary larger than this is no summary of ours
+
 ENGINES: dict[str, str] = {
     "moab": "drain",
     "sacct": "jobs",
@@ -316,6 +318,7 @@ def run(args: argparse.Namespace) -> int:
         _check_adjust_out(args)
     if args.not_before >= args.not_after:
         raise UserError("--not-before must be earlier than --not-after")
+    _check_paths(args)
     args.early = None
     if args.format == "moab" and len(args.paths) == 1:  # cut while the run loads the rest
         from streams.sources import prefetch
@@ -326,6 +329,41 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if args.early is not None:
             args.early.close()
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """No path the run writes (or removes) is one it reads (streams/overlap.py)."""
+    from streams.overlap import check_disjoint, run_writes
+
+    reads = [("the input", p) for p in args.paths] + [("--jobs", p) for p in args.jobs]
+    settings_file = getattr(args, "config", None) or os.environ.get("DRAINWATCH_CONFIG")
+    if settings_file:
+        reads.append(("the settings file", settings_file))
+    _, owned = _engine_run(ENGINES[args.format])
+    names = sorted({*owned, *(["report.html"] if args.report else [])})
+    writes = run_writes(args.out, names)
+    writes += [(o, v) for o, v in (("--rejects", args.rejects), ("--adjust-out", args.adjust_out))
+               if v is not None]  # fmt: skip
+    check_disjoint(reads, writes)
+
+
+def previous_outputs(out: str | Path, engine: str, owned: Iterable[str]) -> list[str]:
+    """The files the previous run of ``engine`` in ``out`` listed in its summary as its
+    outputs, among those the engine writes: the only files a rerun may remove."""
+    import orjson
+
+    from streams.errors import read_small
+
+    path = Path(out) / f"summary_{engine}.json"
+    if not path.exists():
+        return []
+    try:
+        listed = orjson.loads(read_small(path, SUMMARY_MAX_BYTES)).get("outputs", {})
+    except (OSError, UserError, ValueError, AttributeError):
+        return []  # no summary of ours: nothing is removed
+    if not isinstance(listed, dict):
+        return []
+    return sorted(set(owned) & {str(k) for k in listed})
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -385,25 +423,41 @@ class _Without:
 
 
 def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
-    """The run through the driver: the directory sink, and InfluxDB with ``--influx``."""
+    """The run through the driver into one output set (tables, summary, rejects, the ADJUST
+    table, the report), committed as one: a failure or a stop at any step leaves the whole old
+    set; the directory sink, and InfluxDB with ``--influx``."""
     from streams import driver
+    from streams.atomic import OutputSet
     from streams.sinks.files import DirectorySink
 
     engine = ENGINES[args.format]
     build, owned = _engine_run(engine)
-    rejects = driver.RejectLog(args.rejects)
+    outputs = OutputSet()
     try:
+        rejects = driver.RejectLog(args.rejects, outputs)
+        args.outputs = outputs
         r = build(args, rejects)
-    except BaseException:
-        if rejects.file is not None:
-            rejects.file.abort()
-        raise
-    sinks: list[Sink] = [DirectorySink(args.out, owned=owned)]
-    if influx is not None:
-        from streams.stages.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
+        sinks: list[Sink] = [
+            DirectorySink(args.out, previous_outputs(args.out, engine, owned), outputs)
+        ]
+        if influx is not None:
+            from streams.stages.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
 
-        sinks = [_Without(sinks[0], LIVE_TABLES), influx]
-    summary = driver.run(r, sinks, rejects)
+            sinks = [_Without(sinks[0], LIVE_TABLES), influx]
+        summary = driver.run(r, sinks, rejects)
+        unusable = _unusable(args, engine, summary)
+        if args.report and unusable is None:
+            from streams.report import write_report
+
+            stage = outputs.stage_dir(args.out)
+            write_report([args.out], outputs.staged(Path(args.out) / "report.html"),
+                         staged=(Path(args.out), stage))  # fmt: skip
+        with driver.signals_held():
+            outputs.commit(last=[f"summary_{engine}.json"])
+    except BaseException:
+        with driver.signals_held():
+            outputs.abort()
+        raise
     if not args.no_progress or summary["rejected"]:
         print(report_line(f"replay {args.format}", summary, args.out), file=sys.stderr)
     if influx is not None and not args.no_progress:
@@ -413,9 +467,18 @@ def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
             f"{influx.bucket}",
             file=sys.stderr,
         )
+    if unusable is not None:
+        raise UnusableInput(unusable)
+    if args.report and not args.no_progress:
+        print(f"replay {args.format}: report {Path(args.out) / 'report.html'}", file=sys.stderr)
+    return 0
+
+
+def _unusable(args: argparse.Namespace, engine: str, summary: dict[str, Any]) -> str | None:
+    """Why the input is not usable (exit 3), or None."""
     records, rejected = summary["records"], summary["rejected"]
     if records == 0:
-        raise UnusableInput(
+        return (
             f"no usable record in {len(args.paths)} input(s) ({rejected} rejected); see "
             f"{args.out}/summary_{engine}.json" + (f" and {args.rejects}" if args.rejects else "")
         )
@@ -423,26 +486,21 @@ def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
     job_records = [i["records"] for i in summary["inputs"]
                    if os.path.abspath(i["path"]) in job_inputs]  # fmt: skip
     if args.jobs and not any(job_records):
-        raise UnusableInput(
+        return (
             f"no usable record in the --jobs input(s) {', '.join(args.jobs)}; see "
             f"{args.out}/summary_{engine}.json"
         )
-    # records out of order accrue nothing: as lost as rejected ones (a reversed file)
-    lost = rejected + summary["out_of_order"]
-    share = lost / (records + rejected)
+    # in records as the inputs hold them (a line once, however many events or rejects it
+    # gave); records out of order accrue nothing: as lost as rejected ones (a reversed file)
+    from streams.contracts import lost_share
+
+    share = lost_share(summary)
     if share > args.max_reject_share:
-        raise UnusableInput(
+        return (
             f"{share:.0%} of the records were rejected or out of time order (more than "
             f"--max-reject-share {args.max_reject_share:g}); see {args.out}/summary_{engine}.json"
         )
-    if args.report:
-        from streams.report import write_report
-
-        path = Path(args.out) / "report.html"
-        write_report([args.out], path)
-        if not args.no_progress:
-            print(f"replay {args.format}: report {path}", file=sys.stderr)
-    return 0
+    return None
 
 
 def report_line(what: str, s: dict[str, Any], out: str) -> str:
@@ -540,6 +598,7 @@ class _LazyJobFiles:
 
 
 def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run:
+    from models.records.reject import shown_path
     from streams import driver
     from streams.sinks.adjust import AdjustTableFile
     from streams.sources.jobevents import JobEventFiles, read_job_events, section_size
@@ -556,7 +615,7 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
         args.format, paths, events, args.section_nodes or args.nodes
     )
     refund = tuple(s.strip() for s in (args.refund_states or "").split(",") if s.strip())
-    resource = args.resource or Path(paths[0]).name.split(".")[0]
+    resource = args.resource or shown_path(Path(paths[0]).name).split(".")[0]
     tz = args.tz
     red, sections_reason = job_stages.red_black_sections(args.red_partitions, events)
     stages = job_stages.job_stages(
@@ -576,7 +635,9 @@ def _jobs_run(args: argparse.Namespace, rejects: driver.RejectLog) -> driver.Run
         capability_fraction=args.capability_fraction,
         # seed 004's modified CUP needs a backfill flag: none in SWF or 26-field sacct
         backfill_flags=any(e.backfill is not None for e in events),
-        on_adjust_tick=AdjustTableFile(args.adjust_out) if args.adjust_out else None,
+        on_adjust_tick=AdjustTableFile(args.outputs.staged(args.adjust_out))
+        if args.adjust_out
+        else None,
         red_partitions=red,
         sections_reason=sections_reason,
     )

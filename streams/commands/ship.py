@@ -103,7 +103,9 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
     if args.out != "-":
         raise UserError("--kafka sends the samples: give no --out")
     settings = load_settings(getattr(args, "config", None))
-    sampler = Sampler(resolver_by_name(args.resolver), node=args.node, job_class=args.job_class)
+    sampler = Sampler(
+        resolver_by_name(args.resolver), node=args.node, job_class=args.job_class, io=args.io
+    )
 
     async def connect() -> object:
         from aiokafka import AIOKafkaProducer
@@ -160,7 +162,9 @@ def _ship_samples(args: argparse.Namespace) -> int:
             raise UserError(f"--out {args.out} is not a regular file")
         if not out.parent.is_dir():
             raise UserError(f"--out {args.out}: directory {out.parent} does not exist")
-    sampler = Sampler(resolver_by_name(args.resolver), node=args.node, job_class=args.job_class)
+    sampler = Sampler(
+        resolver_by_name(args.resolver), node=args.node, job_class=args.job_class, io=args.io
+    )
     if args.out == "-":
         sink = JsonLinesSink(sys.stdout.buffer)
         n = _run(sampler, sink, args)
@@ -263,7 +267,8 @@ def _ship_slurm(args: argparse.Namespace) -> int:
             raise UserError(f"{opt} {path}: no such executable (give the client's path)")
     cmds = SlurmCommands(args.scontrol, args.squeue, args.slurm_format, args.timeout,
                          not args.no_reservations, settings.max_hosts,
-                         planned_flag=not args.sched_nodes_hold)  # fmt: skip
+                         planned_flag=not args.sched_nodes_hold,
+                         max_bytes=settings.max_snapshot_bytes)  # fmt: skip
 
     async def main() -> int:
         stop = _stop_on_signals()
@@ -298,7 +303,8 @@ def _ship_slurm(args: argparse.Namespace) -> int:
         summary(
             "slurm",
             f"{s.iterations:,} iterations, {s.records:,} records in {s.messages:,} messages, "
-            f"{s.skipped_iterations:,} skipped, {s.failed_attempts:,} failed attempts, "
+            f"{s.skipped_iterations:,} skipped, {s.refused_snapshots:,} refused as larger than "
+            f"bounds.max_snapshot_bytes, {s.failed_attempts:,} failed attempts, "
             f"{s.publish_failures:,} not acknowledged, {s.planned_unnamed:,} planned nodes "
             f"without a job, unknown flags: {flags}",
         )
@@ -374,7 +380,8 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
     poller = SacctPoller(args.sacct, cp, since, args.overlap, max_window=args.max_window,
                          bounds=bounds, max_line_bytes=settings.max_line_bytes,
                          max_hosts=settings.max_hosts,
-                         completion=args.sacct_completion, starts=args.starts)  # fmt: skip
+                         completion=args.sacct_completion, starts=args.starts,
+                         max_bytes=settings.max_snapshot_bytes)  # fmt: skip
 
     async def main() -> int:
         stop = _stop_on_signals()
@@ -442,6 +449,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
             "jobs",
             f"{poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} events in "
             f"{st.messages:,} messages, {poller.dropped:,} seen again and not re-sent, "
+            f"{poller.refused:,} polls refused as larger than bounds.max_snapshot_bytes, "
             f"{st.dead_letters:,} dead letters",
         )
         return 0
@@ -735,6 +743,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "/oar/<user>_<id> or job_<id> in the cpuset hierarchy), all (slurm then "
         "cpuset), cgroup (the cgroup v2 path itself, for machines without a batch "
         "system)",
+    )
+    s.add_argument(
+        "--io",
+        choices=("proc", "cgroup"),
+        default="proc",
+        help="I/O counters from: proc (/proc/<pid>/io per process; other users' need "
+        "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH), or cgroup (each job's cgroup v2 io.stat: no "
+        "capability, block devices only, no network file systems; deploy/systemd/README.md)",
     )
     s.add_argument("--node", default=None, help="node name (default: host name)")
     s.add_argument("--job-class", default="", help="class written with every sample")

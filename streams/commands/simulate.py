@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -75,7 +76,8 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
         workload_from_lublin,
         workload_from_swf,
     )
-    from streams.atomic import atomic_file
+    from streams.atomic import OutputSet
+    from streams.driver import signals_held
     from streams.sources.files import open_text, reading
 
     out = Path(args.out)
@@ -111,49 +113,66 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
         workload = concat(workload, findings_workload(cfg.nodes, cfg.start, cfg.end, cfg.seed,
                                                       first))  # fmt: skip
     outages = random_outages(cfg, args.outages, args.drained)
-    out.mkdir(parents=True, exist_ok=True)
     log_path = out / ("moab.log.gz" if args.gzip else "moab.log")
     jobs_path = out / "jobs.jsonl"
     n_lines = 0
     n_events = 0
+    n_samples = 0
     first_ts: float | None = None
     last_ts: float | None = None
     events: list[JobEvent] = []  # kept for the node samples only
-    with atomic_file(log_path) as raw, atomic_file(jobs_path) as jf:
-        log: IO[bytes] | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) if args.gzip else raw
-        )
-        try:
-            for chunk in simulate(workload, cfg, outages):
-                if chunk.n_lines:
-                    log.write(chunk.moab.encode())
-                    n_lines += chunk.n_lines
-                    if first_ts is None:
-                        first_ts = chunk.ts
-                    last_ts = chunk.ts
-                if chunk.events:
-                    jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
-                    n_events += len(chunk.events)
-                    if samples_hours:
-                        events.extend(chunk.events)
-        finally:
-            if log is not raw:
-                log.close()  # writes the gzip trailer; raw is closed by atomic_file
-    n_samples = 0
-    if samples_hours:
-        t1 = cfg.end
-        t0 = max(cfg.start, t1 - samples_hours * 3600.0)
-        with atomic_file(out / "samples.jsonl") as sf:
-            buf: list[bytes] = []
-            for sample in node_samples(events, t0, t1, cfg.seed):
-                buf.append(dumps(sample))
-                if len(buf) >= 8192:
+    outputs = OutputSet()  # the log, the job events and the samples change as one set
+    try:
+        with (
+            open(outputs.staged(log_path), "wb") as raw,
+            open(outputs.staged(jobs_path), "wb") as jf,
+        ):
+            log: IO[bytes] | gzip.GzipFile = (
+                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0)
+                if args.gzip
+                else raw
+            )
+            try:
+                for chunk in simulate(workload, cfg, outages):
+                    if chunk.n_lines:
+                        log.write(chunk.moab.encode())
+                        n_lines += chunk.n_lines
+                        if first_ts is None:
+                            first_ts = chunk.ts
+                        last_ts = chunk.ts
+                    if chunk.events:
+                        jf.write(b"".join(e.to_json() + b"\n" for e in chunk.events))
+                        n_events += len(chunk.events)
+                        if samples_hours:
+                            events.extend(chunk.events)
+            finally:
+                if log is not raw:
+                    log.close()  # writes the gzip trailer; raw is closed by its block
+            for done in (raw, jf):
+                done.flush()
+                os.fsync(done.fileno())
+        if samples_hours:
+            t1 = cfg.end
+            t0 = max(cfg.start, t1 - samples_hours * 3600.0)
+            with open(outputs.staged(out / "samples.jsonl"), "wb") as sf:
+                buf: list[bytes] = []
+                for sample in node_samples(events, t0, t1, cfg.seed):
+                    buf.append(dumps(sample))
+                    if len(buf) >= 8192:
+                        sf.write(b"\n".join(buf) + b"\n")
+                        n_samples += len(buf)
+                        buf.clear()
+                if buf:
                     sf.write(b"\n".join(buf) + b"\n")
                     n_samples += len(buf)
-                    buf.clear()
-            if buf:
-                sf.write(b"\n".join(buf) + b"\n")
-                n_samples += len(buf)
+                sf.flush()
+                os.fsync(sf.fileno())
+        with signals_held():
+            outputs.commit()
+    except BaseException:
+        with signals_held():
+            outputs.abort()
+        raise
     span = 0.0 if first_ts is None or last_ts is None else last_ts - first_ts + cfg.period
     return {
         "jobs": len(workload),
@@ -177,6 +196,10 @@ def run(args: argparse.Namespace) -> int:
     if args.swf:
         check_inputs([args.swf])
     check_output_dir(args.out)
+    from streams.overlap import check_disjoint, run_writes
+
+    names = ["moab.log.gz" if args.gzip else "moab.log", "jobs.jsonl", "samples.jsonl"]
+    check_disjoint([("--swf", args.swf)] if args.swf else [], run_writes(args.out, names))
     s = write_simulation(args)
     extra = ""
     if s["skipped_jobs"]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from streams.config import ConfigError, Settings, load_settings, setup_logging
 from streams.errors import EXIT_FAILED, EXIT_TEMPFAIL, EXIT_USAGE
+from streams.logs import mask
 
 EXIT_STOPPED = 0  # SIGINT/SIGTERM
 EXIT_CRASHED = EXIT_FAILED  # unexpected: restarted from the saved state
@@ -98,6 +99,13 @@ def check_influx_access(settings: Settings, token: str) -> None:
             ) from None
     except OSError:  # gone again since its ping: the writes retry until it is back
         pass
+    except ValueError:  # http.client.InvalidURL; its text may hold part of a password
+        raise ConfigError(
+            "influx_url",
+            f"{mask(settings.influx_url)} is not a URL (percent-encode its '/', "
+            "'?', '#' and '@' in a user name or password, or leave them out: the token "
+            "authenticates)",
+        ) from None
 
 
 def exit_code_of(reason: BaseException | None) -> int:
@@ -127,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(getattr(args, "config", None))
     except ConfigError as e:
-        print(f"drainwatch worker: configuration error: {e}", file=sys.stderr)
+        print(f"drainwatch worker: configuration error: {mask(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
-    if args.print_settings:
+    if args.print_settings:  # describe() masks every value (streams.logs.mask)
         for k, v in settings.describe().items():
             print(f"{k} = {v}")
         return 0
@@ -155,10 +163,10 @@ def run(args: argparse.Namespace) -> int:
         job_partitions, sample_partitions = asyncio.run(prepare())
         sink = None if args.no_influx else influx_sink(settings, "drainwatch worker")
     except Unreachable as e:
-        print(f"drainwatch worker: {e}", file=sys.stderr)
+        print(f"drainwatch worker: {mask(str(e))}", file=sys.stderr)
         return EXIT_TEMPFAIL
     except ConfigError as e:
-        print(f"drainwatch worker: configuration error: {e}", file=sys.stderr)
+        print(f"drainwatch worker: configuration error: {mask(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
     if settings.mmap_threshold:  # large arrays go back to the system when freed
         pin_mmap_threshold(settings.mmap_threshold * 1024)

@@ -7,7 +7,6 @@ shows, plots.py draws (matplotlib -> inline SVG), page.py writes the HTML.
 from __future__ import annotations
 
 import csv
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +24,14 @@ class Report:
 
 
 def build_report(
-    dirs: list[str], title: str = "drainwatch report", note: str | None = None
+    dirs: list[str],
+    title: str = "drainwatch report",
+    note: str | None = None,
+    staged: tuple[Path, Path] | None = None,
 ) -> Report:
-    outputs = data.load(dirs)
+    """The report of ``dirs``; ``staged`` (a directory, the staging directory of a run writing
+    into it) reads that run's new files in place of the directory's."""
+    outputs = data.load(dirs, staged)
     try:
         built = sections.build(outputs)
     except (csv.Error, KeyError, ValueError, IndexError, UnicodeDecodeError) as e:
@@ -44,17 +48,19 @@ def build_report(
 
 
 def write_report(
-    dirs: list[str], out: str | Path, title: str = "drainwatch report", note: str | None = None
+    dirs: list[str],
+    out: str | Path,
+    title: str = "drainwatch report",
+    note: str | None = None,
+    staged: tuple[Path, Path] | None = None,
 ) -> Report:
-    """Write the report of ``dirs`` to ``out`` atomically."""
-    report = build_report(dirs, title, note)
+    """Write the report of ``dirs`` to ``out`` atomically (a page to share: the umask's mode,
+    or the mode the page had)."""
+    report = build_report(dirs, title, note, staged)
     created = make_dirs(Path(out).parent)
     try:
         with atomic_file(Path(out)) as f:
             f.write(report.html.encode("utf-8"))
-            umask = os.umask(0o022)
-            os.umask(umask)
-            os.fchmod(f.fileno(), 0o666 & ~umask)  # a page to share, not a private temp file
     except BaseException:
         remove_dirs(created)
         raise

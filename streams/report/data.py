@@ -9,6 +9,7 @@ from the one directory that has it, and each table from the directory of its eng
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from streams.errors import UserError
+from streams.errors import UserError, open_regular, read_small
 from streams.stages import drain as drain_stages
 from streams.stages import jobs as job_stages
 from streams.stages import samples as sample_stages
 
 ENGINES = ("drain", "jobs", "samples")
+SUMMARY_CAP = 64 << 20  # a summary larger than this is none of ours
 # the files each engine can write: a table is looked up in its engine's directory only
 _ENGINE_FILES = {
     "drain": set(drain_stages.FILES),
@@ -55,7 +57,8 @@ class Table:
 
 
 def read_table(path: Path) -> Table:
-    with open(path, newline="", encoding="utf-8") as f:
+    """A replay table; a FIFO or a device in its place is refused (streams.errors)."""
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", newline="") as f:
         reader = csv.reader(f)
         header = next(reader, [])
         rows = [r for r in reader if r]
@@ -72,6 +75,7 @@ class ReplayOutputs:
     """The replay outputs a report is made from: per engine its directory and summary."""
 
     dirs: dict[str, Path] = field(default_factory=dict)
+    read_from: dict[str, Path] = field(default_factory=dict)  # engine -> a run's staged files
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     _tables: dict[str, Table | None] = field(default_factory=dict)
 
@@ -82,7 +86,8 @@ class ReplayOutputs:
         """``name`` (e.g. ``drain_daily.csv``) from its engine's directory; None when absent."""
         if name not in self._tables:
             t = None
-            for engine, d in self.dirs.items():
+            for engine, shown in self.dirs.items():
+                d = self.read_from.get(engine, shown)
                 if name in _ENGINE_FILES[engine] and (d / name).is_file():
                     t = read_table(d / name)
                     break
@@ -102,9 +107,11 @@ class ReplayOutputs:
         return min(firsts), max(lasts)
 
 
-def load(paths: list[str]) -> ReplayOutputs:
+def load(paths: list[str], staged: tuple[Path, Path] | None = None) -> ReplayOutputs:
     """The replay outputs in ``paths``; a path that is no directory, holds no summary, or holds
-    an engine another path holds too is a user error."""
+    an engine another path holds too is a user error. ``staged`` = (a directory of ``paths``,
+    the staging directory of a run writing into it): that run's engines are read from its
+    staged files (a replay's report drawn before its commit)."""
     out = ReplayOutputs()
     if not paths:
         raise UserError("give at least one replay output directory")
@@ -114,7 +121,9 @@ def load(paths: list[str]) -> ReplayOutputs:
             raise UserError(f"no such directory: {p}")
         if not d.is_dir():
             raise UserError(f"{p} is not a directory: give a replay --out directory")
-        found = [e for e in ENGINES if (d / f"summary_{e}.json").is_file()]
+        stage = staged[1] if staged is not None and d.resolve() == staged[0].resolve() else None
+        fresh = {e for e in ENGINES if stage and (stage / f"summary_{e}.json").is_file()}
+        found = [e for e in ENGINES if e in fresh or (d / f"summary_{e}.json").is_file()]
         if not found:
             raise UserError(
                 f"{p} holds no replay output (no summary_drain.json, summary_jobs.json or "
@@ -126,12 +135,15 @@ def load(paths: list[str]) -> ReplayOutputs:
                     f"{p} and {out.dirs[engine]} both hold summary_{engine}.json: give one "
                     "replay of each kind"
                 )
+            src = stage if stage is not None and engine in fresh else d
             try:
-                summary = json.loads((d / f"summary_{engine}.json").read_text("utf-8"))
+                summary = json.loads(read_small(src / f"summary_{engine}.json", SUMMARY_CAP))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise UserError(f"{d / f'summary_{engine}.json'} is not readable: {e}") from None
             if not isinstance(summary, dict):
                 raise UserError(f"{d / f'summary_{engine}.json'} is not a replay summary")
             out.dirs[engine] = d
+            if src is not d:
+                out.read_from[engine] = src
             out.summaries[engine] = summary
     return out

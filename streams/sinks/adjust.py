@@ -2,11 +2,11 @@
 atomically at each 3-minute tick (the seed's scheduler reads it every tick; its hook bsearches a
 table sorted by holder).
 
-:func:`write_adjust_table` is the one writer: the replay calls it (through
-:class:`AdjustTableFile`, the :class:`~streams.stages.jobs.ShortJobsStage` tick hook) each time
-event time closes a tick, and at the end of the run, so the file's last content is
-``fairshare_adjust.tsv``; the live agent calls it at each tick it closes. A reader sees the old
-table or the new one, never half of one (temporary file + ``os.replace``).
+:func:`write_adjust_table` is the one writer. The live agent calls it (through
+:class:`AdjustTableFile`) at each tick it closes: a reader sees the old table or the new one,
+never half of one (temporary file + ``os.replace``), and the file keeps its mode. The replay
+points the same hook at its staged copy of FILE, so FILE changes only in the replay's one
+commit, to the run's last table (``fairshare_adjust.tsv``).
 """
 
 from __future__ import annotations

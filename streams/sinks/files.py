@@ -1,11 +1,13 @@
-"""Sinks to a directory of files, written atomically.
+"""Sinks to a directory of files, committed with everything else the run writes.
 
 :class:`DirectorySink` writes every table and document into a staging directory inside the
-output directory and, at commit, renames each file into place (``os.replace``: a reader sees the
-old file or the new one, never half of one), the summary last. Files of the same engine from an
-earlier run that this run does not write (e.g. ``failure_to_launch.csv`` of a run with
-``--jobs``) are removed at commit, so nothing stale looks current. :class:`RejectFile` writes
-rejected records (``source, line, reason, text`` TSV) the same way.
+output directory; the run's :class:`~streams.atomic.OutputSet` renames them into place at its
+one commit (a reader sees the old file or the new one, never half of one), the summary last.
+Files the previous run of the engine listed in its summary as its outputs that this run does not
+write (e.g. ``failure_to_launch.csv`` of a run with ``--jobs``) are removed in the same commit,
+so nothing stale looks current; no other file in the directory is ever removed.
+:class:`RejectFile` writes rejected records (``source, line, reason, text`` TSV) the same way.
+Either sink given no output set makes its own and commits it alone.
 """
 
 from __future__ import annotations
@@ -13,42 +15,48 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from models.records.reject import Reject
-from streams.atomic import make_dirs, remove_dirs
+from streams.atomic import OutputSet
 from streams.contracts import Row, Table
 from streams.format import format_rows
 
+SUMMARY_PREFIX = "summary"
+
 
 class DirectorySink:
-    def __init__(self, out: str | Path, owned: Iterable[str] = ()) -> None:
+    """Tables and documents into ``out``. ``stale``: the files the previous run listed as its
+    outputs (and this engine may write); those this run does not write are removed."""
+
+    def __init__(
+        self, out: str | Path, stale: Iterable[str] = (), outputs: OutputSet | None = None
+    ) -> None:
         self.out = Path(out)
-        self._created: list[Path] = []  # directories this sink made (abort removes them)
-        self._staging: Path | None = None  # made by the first declare/document, not here
+        self._own = outputs is None  # commit/abort the set here, else its owner does
+        self.outputs = outputs if outputs is not None else OutputSet()
         self._files: dict[str, IO[str]] = {}
         self._writers: dict[str, object] = {}
         self._order: list[str] = []
         self.rows: dict[str, int] = {}
-        self._owned = set(owned)  # file names this engine may have written before
+        self._stale = set(stale)
 
     @property
     def _stage(self) -> Path:
         """The staging directory, made on first use: that is inside the driver's run, whose
-        abort removes it (and ``--out`` if this sink created it) on any error or Ctrl-C."""
-        if self._staging is None:
-            self._created = make_dirs(self.out)
-            self._staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.out))
-        return self._staging
+        abort removes it (and ``--out`` if the run created it) on any error or Ctrl-C."""
+        return self.outputs.stage_dir(self.out)
+
+    def staged(self, name: str) -> Path:
+        """Where the new content of ``name`` is (or is being) written."""
+        return self.outputs.staged(self.out / name)
 
     def declare(self, table: Table) -> None:
         if table.file in self._files:
             return
-        f = open(self._stage / table.file, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        f = open(self.staged(table.file), "w", newline="", encoding="utf-8")  # noqa: SIM115
         w = csv.writer(f, delimiter=table.delimiter, lineterminator="\n")
         if table.header:
             w.writerow(table.names)
@@ -68,52 +76,51 @@ class DirectorySink:
         return n
 
     def document(self, name: str, data: bytes) -> None:
-        (self._stage / name).write_bytes(data)
+        path = self.staged(name)
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         if name not in self._order:
             self._order.append(name)
 
     def commit(self) -> None:
+        """Every staged file made durable and the stale ones marked; the set is committed here
+        only if this sink made it."""
         for f in self._files.values():
             f.flush()
             os.fsync(f.fileno())
             f.close()
-        # summaries last: a reader that sees the new summary sees the new reports
-        order = sorted(self._order, key=lambda n: n.startswith("summary"))
-        for name in order:
-            os.replace(self._stage / name, self.out / name)
-        for stale in sorted(self._owned - set(order)):
-            try:
-                (self.out / stale).unlink()
-            except FileNotFoundError:
-                pass
-        shutil.rmtree(self._stage, ignore_errors=True)
+        for stale in sorted(self._stale - set(self._order)):
+            if "/" not in stale and stale not in (".", ".."):
+                self.outputs.remove(self.out / stale)
+        if self._own:
+            self.outputs.commit(last=[n for n in self._order if n.startswith(SUMMARY_PREFIX)])
 
     def abort(self) -> None:
         for f in self._files.values():
             with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
                 f.close()
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
-        remove_dirs(self._created)  # directories this run made and wrote nothing into go too
+        if self._own:
+            self.outputs.abort()
 
 
 class RejectFile:
-    """``--rejects FILE``: rejected records as TSV, replaced atomically at commit. The
-    temporary file (and the directories the path needs) are made by the first reject or the
-    commit; abort removes what was made."""
+    """``--rejects FILE``: rejected records as TSV, staged beside the file and replaced in the
+    run's commit. The staged file (and the directories the path needs) are made by the first
+    reject or the commit; abort removes what was made."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, outputs: OutputSet | None = None) -> None:
         self.path = Path(path)
+        self._own = outputs is None
+        self.outputs = outputs if outputs is not None else OutputSet()
         self._f: IO[str] | None = None
-        self._tmp: Path | None = None
-        self._created: list[Path] = []
 
     def _file(self) -> IO[str]:
         if self._f is None:
-            self._created = make_dirs(self.path.parent)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-            self._tmp = Path(tmp)
-            self._f = os.fdopen(fd, "w", encoding="utf-8", newline="")
+            self._f = open(  # noqa: SIM115 (closed by commit or abort)
+                self.outputs.staged(self.path), "w", encoding="utf-8", newline=""
+            )
         return self._f
 
     def add(self, r: Reject) -> None:
@@ -124,13 +131,12 @@ class RejectFile:
         f.flush()
         os.fsync(f.fileno())
         f.close()
-        assert self._tmp is not None
-        os.replace(self._tmp, self.path)
+        if self._own:
+            self.outputs.commit()
 
     def abort(self) -> None:
         if self._f is not None:
             with contextlib.suppress(OSError):  # closing flushes: a full disk fails here too
                 self._f.close()
-        if self._tmp is not None:
-            self._tmp.unlink(missing_ok=True)
-        remove_dirs(self._created)
+        if self._own:
+            self.outputs.abort()

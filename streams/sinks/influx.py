@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 from models.drain.live import LiveJob, LiveWindow
 from streams.contracts import Row, Table
 from streams.logs import get as get_logger
-from streams.logs import mask_url, mask_urls
+from streams.logs import mask
 from streams.sinks.jobpoints import Measurement, measurement_of
 from streams.sinks.lineproto import line
 
@@ -276,7 +276,7 @@ class InfluxSink:
         self.rows = LineSink(cluster, tz, self.write_lines, flush_points)  # the contract
 
     def __repr__(self) -> str:
-        return f"InfluxSink({mask_url(self.url)!r}, bucket={self.bucket!r})"
+        return f"InfluxSink({mask(self.url)!r}, bucket={self.bucket!r})"
 
     def close(self) -> None:
         if self._pool is not None:
@@ -372,7 +372,7 @@ class InfluxSink:
                     by = self.stats.by_status
                     by[str(status)] = by.get(str(status), 0) + 1
                 if status != 429 and status < 500:
-                    answer = mask_urls(str(e.body)[:300])
+                    answer = mask(str(e.body))[:300]  # masked, then cut
                     raise InfluxError(
                         f"InfluxDB refused the points: HTTP {status} {answer!r}"
                     ) from None
@@ -380,7 +380,7 @@ class InfluxSink:
                 why = f"HTTP {status}"
             except Exception as e:  # connection refused, reset, timeout: InfluxDB is down
                 wait = delay
-                why = mask_urls(f"{type(e).__name__}: {e}".splitlines()[0][:160])
+                why = mask(f"{type(e).__name__}: {e}".splitlines()[0])[:160]
             with self._stats_lock:
                 self.stats.retries += 1
                 self.stats.last_error = why

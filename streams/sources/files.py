@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, overload
 
 from models.records.reject import Reject
-from streams.errors import UserError
+from streams.errors import UserError, open_regular
 
 try:  # a dependency; without it zstd inputs are refused by name
     import zstandard as _zstd
@@ -145,8 +145,10 @@ def _refuse(path: str | Path, what: str, advice: str) -> UserError:
 def open_binary(path: str | Path) -> BinaryIO:
     """Open a file for binary reading, decompressing gzip, bz2, xz and zstd transparently (told
     by their magic bytes, not the name). Archives (zip, 7z, rar, tar, also compressed) and other
-    compressions are refused by name (UserError); a zstd file that ends inside a frame too."""
-    f = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    compressions are refused by name (UserError); a zstd file that ends inside a frame too.
+    Only a regular file is opened (a FIFO, a device or a directory is a UserError before a
+    byte is read: :func:`streams.errors.open_regular`)."""
+    f = open_regular(path)
     try:
         head = f.read(8)
         f.seek(0)
@@ -248,7 +250,87 @@ class LongLine:
         return Reject(LINE_TOO_LONG, source, first_lineno + self.index, text)
 
 
-def _skip_line(f: BinaryIO) -> None:
+def bare_cr_to_lf(data: bytes) -> bytes:
+    """``data`` with each bare CR (one no LF follows) made an LF, byte for byte.
+
+    The rule of every line reader here: a line ends at LF, CRLF or a bare CR, as
+    ``bytes.splitlines`` cuts (universal newlines), so a log whose writer ended some lines with
+    a lone CR loses none of them to its neighbour; CRLF stays (the parsers take its CR off).
+    Lengths and positions stay those of the input (seeking, progress, line caps). A CR that
+    ends ``data`` counts as bare: a reader that has more input decides it first
+    (:class:`_Universal`). No CR at all, or only CRLF: ``data`` itself (no copy)."""
+    crs = data.count(b"\r")
+    if crs == 0 or crs == data.count(b"\r\n"):
+        return data
+    return b"\r\n".join(part.replace(b"\r", b"\n") for part in data.split(b"\r\n"))
+
+
+class _Universal:
+    """A binary file as :func:`line_chunks` reads it: its bytes with each bare CR made an LF
+    (:func:`bare_cr_to_lf`), one byte for one, so positions are the file's. A CR at the end of
+    what was read is decided by the byte after it, read then and kept for the next call."""
+
+    __slots__ = ("ahead", "f")
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.ahead = b""  # read from the file, not given yet
+
+    def _take(self, n: int) -> bytes:
+        """Up to ``n`` bytes as the file has them, the kept ones first."""
+        if not self.ahead:
+            return self.f.read(n)
+        data, self.ahead = self.ahead[:n], self.ahead[n:]
+        return data + self.f.read(n - len(data)) if len(data) < n else data
+
+    def seekable(self) -> bool:
+        return self.f.seekable()
+
+    def seek_back(self, n: int) -> None:
+        """Go back ``n`` bytes of what was given (the kept ones are read again)."""
+        self.f.seek(-(n + len(self.ahead)), io.SEEK_CUR)
+        self.ahead = b""
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes (one more when they end in the CR of a CRLF)."""
+        data = self._take(n)
+        if b"\r" not in data:  # the common case: one memchr
+            return data
+        if data.endswith(b"\r"):
+            after = self._take(1)
+            if after == b"\n":
+                data += after
+            else:
+                self.ahead = after + self.ahead
+        return bare_cr_to_lf(data)
+
+    def readline(self, limit: int) -> bytes:
+        """The rest of the current line and its end (LF, CRLF, or a bare CR given as LF), at
+        most ``limit`` bytes. Cut after the CR of a CRLF, it ends in that CR (no line end: the
+        LF is the next call's), as the file's own ``readline`` would."""
+        if not self.ahead:
+            raw = self.f.readline(limit)
+        else:
+            lf = self.ahead.find(b"\n", 0, limit)
+            end = lf + 1 if lf >= 0 else limit
+            if end <= len(self.ahead):
+                raw, self.ahead = self.ahead[:end], self.ahead[end:]
+            else:
+                raw, self.ahead = self.ahead, b""
+                raw += self.f.readline(limit - len(raw))
+        cr = raw.find(b"\r")
+        if cr < 0 or (cr == len(raw) - 2 and raw.endswith(b"\n")):
+            return raw
+        if cr == len(raw) - 1:  # cut at the limit, or the end of the file: the next byte says
+            after = self._take(1)
+            self.ahead = after + self.ahead
+            if after == b"\n":
+                return raw
+        self.ahead = raw[cr + 1 :] + self.ahead
+        return raw[:cr] + b"\n"
+
+
+def _skip_line(f: _Universal) -> None:
     """Read past the end of the current line, in bounded pieces."""
     while True:
         piece = f.readline(_SKIP_PIECE)
@@ -284,7 +366,8 @@ def line_chunks(
     views: bool = False,
 ) -> Iterator[tuple[bytes | memoryview, list[LongLine]]]:
     """Chunks of whole lines: a block, completed up to the end of its last line (each chunk ends
-    with a newline except possibly the very last), and the lines in it that were longer than
+    with a newline except possibly the very last; a line ends at LF, CRLF or a bare CR, which
+    the chunk holds as LF: :func:`bare_cr_to_lf`), and the lines in it that were longer than
     ``max_line_bytes`` (without their newline). Such a line is replaced by an empty line, so the
     numbers of the others stay right, and is never held whole: its unread part is skipped in
     bounded pieces. A chunk holds at most ``chunk_bytes + max_line_bytes + 1`` bytes;
@@ -295,9 +378,10 @@ def line_chunks(
     time)."""
     cap = max_line_bytes
     size = min(first_bytes or chunk_bytes, chunk_bytes)
-    seek_back = views and f.seekable()
+    u = _Universal(f)  # lines end at LF, CRLF or a bare CR
+    seek_back = views and u.seekable()
     while True:
-        block = f.read(size)
+        block = u.read(size)
         size = chunk_bytes
         if not block:
             return
@@ -306,19 +390,19 @@ def line_chunks(
             start = block.rfind(b"\n") + 1
             have = len(block) - start
             if seek_back and 0 < start and have <= cap and not _long_inside(block, start, cap):
-                f.seek(-have, io.SEEK_CUR)  # the unfinished line starts the next block
+                u.seek_back(have)  # the unfinished line starts the next block
                 yield memoryview(block)[:start], []
                 continue
             if have <= cap:
-                more = f.readline(cap + 1 - have)
+                more = u.readline(cap + 1 - have)
                 block += more
                 have += len(more)
             if have > cap and not block.endswith(b"\n"):
                 tail = block[start : start + KEEP_BYTES]
-                more = f.readline(KEEP_BYTES - len(tail)) if len(tail) < KEEP_BYTES else b""
+                more = u.readline(KEEP_BYTES - len(tail)) if len(tail) < KEEP_BYTES else b""
                 tail += more.removesuffix(b"\n")
                 if not more.endswith(b"\n"):
-                    _skip_line(f)
+                    _skip_line(u)
                 block = block[:start] + b"\n"
         # overlong lines inside the block: hop from line start to the last newline within
         # cap + 1 bytes (about len/cap steps); none there means the line at pos is too long
@@ -371,7 +455,7 @@ def capped_lines(
     max_line_bytes: int = MAX_LINE_BYTES,
     chunk_bytes: int = 1 << 20,
 ) -> Iterator[bytes]:
-    """The lines of ``f`` without their newline (CRLF taken as a newline). A line longer than
+    """The lines of ``f`` without their line end (LF, CRLF or a bare CR). A line longer than
     ``max_line_bytes`` is yielded as an empty line (line numbers stay right) and appended to
     ``rejects`` as ``line_too_long`` with its first 200 bytes, in its place in the stream (when
     the line is reached, so rejects stay in line order with the parser's own)."""

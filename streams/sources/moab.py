@@ -5,7 +5,9 @@ Files are read in the order of their first record's time, whatever order they we
 time are refused unless ``allow_overlap`` (their records would be out of order and accrue
 nothing). Bad node-status lines go to the run's reject log with their reason; lines that are
 other Moab messages are counted as ignored; a line longer than ``max_line_bytes`` is rejected as
-``line_too_long`` without being held whole.
+``line_too_long`` without being held whole. A line ends at LF, CRLF or a bare CR (universal
+newlines: ``streams.sources.files.line_chunks``): every record is read and counted as one, and
+line numbers are those of ``bytes.splitlines``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from streams.sources.files import (
     MAX_LINE_BYTES,
     LongLine,
     Progress,
+    bare_cr_to_lf,
     line_chunks,
     open_binary,
     raw_position,
@@ -50,9 +53,11 @@ _Cut = tuple[bytes | memoryview, list[LongLine], Tokens | None, int]
 
 
 def first_record_ms(path: str) -> int | None:
-    """Time of the earliest record in the first MiB of a Moab log (None: none there)."""
+    """Time of the earliest record in the first MiB of a Moab log (None: none there). Its lines
+    end at LF, CRLF or a bare CR, as the replay reads them (a CR that ends the MiB ends a line
+    whichever it is)."""
     with reading(path), open_binary(path) as f:
-        head = f.read(PEEK_BYTES)
+        head = bare_cr_to_lf(f.read(PEEK_BYTES))
     if len(head) == PEEK_BYTES and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]
     b = parse_moab_chunk(head, Codebook(), source=path).batch
@@ -119,6 +124,7 @@ class MoabFiles:
                     self.ignored += parsed.ignored
                     rejects.extend(parsed.rejects)
                     stats.rejected += len(parsed.rejects)
+                    stats.rejected_lines += len({r.lineno for r in parsed.rejects})
                     b = parsed.batch
                     stats.records += len(b)
                     if len(b):

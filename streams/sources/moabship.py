@@ -21,9 +21,11 @@ sent twice, which the worker's accounting ignores (a record not later than its n
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +40,13 @@ from streams.atomic import atomic_file
 from streams.codecs.base import MESSAGE_MAX_BYTES
 from streams.codecs.deadletter import dead_letter_message
 from streams.codecs.nodestatus import MAX_ROWS, encode, partition_of
+from streams.errors import FileRefused, UserError, open_regular, read_small
 from streams.sources.files import (
     KEEP_BYTES,
     LINE_TOO_LONG,
     MAX_LINE_BYTES,
     LongLine,
+    bare_cr_to_lf,
     line_chunks,
     open_binary,
     reading,
@@ -112,7 +116,7 @@ class MoabShipper:
         parsed = parse_plausible(chunk, self.book, self.bounds, source, first_line, longs)
         self.stats.lines += parsed.lines
         self.stats.ignored += parsed.ignored
-        futures = await self.send_batch(parsed.batch, f"moab:{source}")
+        futures = await self.send_batch(parsed.batch, f"moab:{source}", parsed.row_lines)
         for r in parsed.rejects:
             futures.append(await self.dead_letter(r))
         if futures:
@@ -133,36 +137,53 @@ class MoabShipper:
             self.book = Codebook()
             self.part_of = np.empty(0, dtype=np.int64)
 
-    async def send_batch(self, b: NodeStatusBatch, source: str) -> list[Any]:
+    async def send_batch(
+        self,
+        b: NodeStatusBatch,
+        source: str,
+        lines: Callable[[], np.ndarray] | None = None,
+    ) -> list[Any]:
         """Send ``b`` (codes of ``self.book``) as one message per partition and MAX_ROWS rows;
-        the send futures, not awaited. ``source`` names the input in every message."""
+        the send futures, not awaited. ``source`` names the input in every message; ``lines``
+        gives the source line of each row (a file's: ``ParsedChunk.row_lines``), which a
+        dead-lettered row names."""
         futures: list[Any] = []
         if len(b):
             owners = self._owners(b)
             for p in range(self.partitions):
                 rows = np.flatnonzero(owners == p)
                 for lo in range(0, rows.size, self.max_rows):
-                    await self._send_rows(b, rows[lo : lo + self.max_rows], p, source, futures)
+                    await self._send_rows(
+                        b, rows[lo : lo + self.max_rows], p, source, futures, lines
+                    )
             self.stats.records += len(b)
             self.markers.seen(int(b.ts_ms.max()) / 1000)
         return futures
 
     async def _send_rows(
-        self, b: NodeStatusBatch, rows: np.ndarray, p: int, source: str, futures: list[Any]
+        self,
+        b: NodeStatusBatch,
+        rows: np.ndarray,
+        p: int,
+        source: str,
+        futures: list[Any],
+        lines: Callable[[], np.ndarray] | None = None,
     ) -> None:
         """Rows ``rows`` of ``b`` as one message on partition ``p``, or, over ``max_bytes``
         (long names), as halves in order, cut again until each fits; a single record that
-        does not fit is dead-lettered (``too_large``)."""
+        does not fit is dead-lettered (``too_large``, naming its line when ``lines`` is given;
+        a record of no file, a Slurm snapshot's, has none: 0)."""
         value = encode(b.take(rows), self.book, source)
         if len(value) > self.max_bytes:
             if rows.size > 1:
                 self.stats.split += 1
                 half = rows.size // 2
-                await self._send_rows(b, rows[:half], p, source, futures)
-                await self._send_rows(b, rows[half:], p, source, futures)
+                await self._send_rows(b, rows[:half], p, source, futures, lines)
+                await self._send_rows(b, rows[half:], p, source, futures, lines)
                 return
             text = value[:4096].decode("utf-8", "replace")
-            futures.append(await self.dead_letter(Reject("too_large", source, 0, text)))
+            line = int(lines()[rows[0]]) if lines is not None else 0
+            futures.append(await self.dead_letter(Reject("too_large", source, line, text)))
             return
         key = f"p{p}".encode()
         futures.append(await self.producer.send(self.topic, value, key=key, partition=p))
@@ -182,11 +203,14 @@ class MoabShipper:
 
 
 def _whole_lines(data: bytes, final: bool) -> bytes:
-    """``data`` up to its last newline (all of it when ``final``)."""
-    if final or data.endswith(b"\n"):
-        return data
-    cut = data.rfind(b"\n")
-    return data[: cut + 1] if cut >= 0 else b""
+    """``data`` up to its last line end (all of it when ``final``), bare CRs made LF byte for
+    byte (:func:`~streams.sources.files.bare_cr_to_lf`: a line ends at LF, CRLF or a bare CR,
+    as the replay reads it). A CR that ends ``data`` waits for the byte after it (unless
+    ``final``): it may be the CR of a CRLF."""
+    if not final and not data.endswith(b"\n"):
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+        data = data[: cut + 1]
+    return bare_cr_to_lf(data)
 
 
 async def ship_files(shipper: MoabShipper, paths: list[str], progress: bool = True) -> None:
@@ -217,13 +241,16 @@ class Checkpoint:
 
     @classmethod
     def load(cls, file: str) -> Checkpoint | None:
+        """The checkpoint in ``file``, None when there is none yet. It must be a regular file
+        of at most 1 MiB (a FIFO or a device is a user error, before it is read)."""
         try:
-            with open(file, encoding="utf-8") as f:
-                d = json.load(f)
-            return cls(str(d["path"]), int(d["dev"]), int(d["ino"]), int(d["offset"]),
-                       int(d["line"]))  # fmt: skip
-        except FileNotFoundError:
-            return None
+            data = read_small(file)
+        except FileRefused as e:
+            if e.errno == errno.ENOENT:
+                return None
+            raise UserError(f"checkpoint {e}") from None
+        d = json.loads(data)
+        return cls(str(d["path"]), int(d["dev"]), int(d["ino"]), int(d["offset"]), int(d["line"]))
 
     def save(self, file: str) -> None:
         with atomic_file(file) as f:
@@ -271,8 +298,10 @@ async def follow(
     last_status = time.monotonic()
     while not stop.is_set():
         try:
-            f = open(cur_path, "rb")  # noqa: SIM115 - closed below, reopened on rotation
-        except FileNotFoundError:
+            f = open_regular(cur_path)  # closed below, reopened on rotation
+        except FileRefused as e:
+            if e.errno != errno.ENOENT:  # a FIFO or a device in the log's place
+                raise
             await shipper.mark()
             await _sleep(stop, poll_s)
             continue

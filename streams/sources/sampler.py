@@ -4,9 +4,12 @@ Seed 003 (Emeras et al., JSSPP 2013) §3.1: a daemon per node measures each job 
 /proc (memory from status, I/O counters from io, CPU from stat, network bytes), tags each measure
 with its time stamp, and writes the raw values out; processing happens later. Job membership
 comes from the job's cpuset / cgroup (see :mod:`models.formats.procfs` resolvers). No root is needed
-beyond what /proc lets a user read: /proc/<pid>/io of other users' processes needs root (or
-CAP_SYS_PTRACE); when it is unreadable the I/O counters are written as 0 (``wchar`` left out:
-unknown) and counted in ``stats['io_denied']``.
+beyond what /proc lets a user read: /proc/<pid>/io of other users' processes needs
+CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH together (deploy/systemd/README.md); when it is unreadable
+the I/O counters are written as 0 (``wchar`` left out: unknown) and counted in
+``stats['io_denied']``. ``io="cgroup"`` needs no capability: it opens no /proc/<pid>/io and
+reads each job's I/O from its cgroup's ``io.stat`` (block devices only; see
+:mod:`streams.sources.cgroupio`).
 
 Output goes to a *sink*: any callable taking the list of samples of one sweep. The JSON-lines
 sink writes :mod:`models.formats.sampletrace` lines; a Kafka sink can be swapped in.
@@ -19,12 +22,17 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import IO
 
 from models.formats import procfs
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
+from streams.sources import cgroupio
+
+IO_SOURCES = ("proc", "cgroup")  # where a process's I/O counters come from (see the module doc)
 
 # (pid, text of /proc/<pid>/cgroup) -> job id, or None for "not a job process"
 PidResolver = Callable[[int, str], "str | None"]
@@ -48,8 +56,13 @@ class Sampler:
         proc: str | Path = "/proc",
         clock: Callable[[], float] = time.time,
         job_class: str = "",
+        io: str = "proc",
+        cgroup_root: str | Path = cgroupio.DEFAULT_ROOT,
     ) -> None:
+        if io not in IO_SOURCES:
+            raise ValueError(f"io source {io!r} is not one of {', '.join(IO_SOURCES)}")
         self.resolver = resolver
+        self.job_io = cgroupio.JobIo(cgroup_root) if io == "cgroup" else None
         self.node = node or socket.gethostname()
         self.proc = Path(proc)
         self.clock = clock
@@ -75,21 +88,25 @@ class Sampler:
             self.stats["net_unreadable"] += 1
         out: list[NodeSample] = []
         seen: dict[tuple[int, int], tuple[int, float]] = {}
+        # io="cgroup": job -> (index in out, (pid, start ticks), the job's cgroup) per process
+        members: dict[str, list[tuple[int, tuple[int, int], str | None]]] = {}
         for name in os.listdir(self.proc):
             if not name.isdigit():
                 continue
             pid = int(name)
             try:
-                job = self.resolver(pid, self._read(f"{name}/cgroup"))
+                cgroup = self._read(f"{name}/cgroup")
+                job = self.resolver(pid, cgroup)
                 if job is None:
                     continue
                 st = procfs.parse_stat(self._read(f"{name}/stat"))
                 status = procfs.parse_status(self._read(f"{name}/status"))
-                try:
-                    io = procfs.parse_io(self._read(f"{name}/io"))
-                except PermissionError:
-                    io = None
-                    self.stats["io_denied"] += 1
+                io = None
+                if self.job_io is None:
+                    try:
+                        io = procfs.parse_io(self._read(f"{name}/io"))
+                    except PermissionError:
+                        self.stats["io_denied"] += 1
                 try:
                     cores = len(os.sched_getaffinity(pid))
                 except OSError:
@@ -116,6 +133,9 @@ class Sampler:
                 self.clk_tck,
             )
             seen[key] = (ticks, up)
+            if self.job_io is not None:
+                path = cgroupio.job_cgroup(cgroup, job, partial(self.resolver, pid))
+                members.setdefault(job, []).append((len(out), key, path))
             out.append(
                 NodeSample(
                     ts=round(now, 3),
@@ -140,9 +160,33 @@ class Sampler:
                     wchar=io.wchar if io else None,
                 )
             )
+        if self.job_io is not None:
+            out = self._carry_job_io(out, members)
         self._prev = seen  # processes gone since the last sweep are forgotten
         self.stats["sweeps"] += 1
         self.stats["samples"] += len(out)
+        return out
+
+    def _carry_job_io(
+        self,
+        out: list[NodeSample],
+        members: dict[str, list[tuple[int, tuple[int, int], str | None]]],
+    ) -> list[NodeSample]:
+        """io="cgroup": each job's io.stat counters on its oldest process's sample (the
+        carrier; :class:`streams.sources.cgroupio.JobIo`), 0 on the others."""
+        assert self.job_io is not None
+        now: dict[str, tuple[tuple[int, int], cgroupio.CgroupIo]] = {}
+        where: dict[str, int] = {}
+        for job, procs in members.items():
+            index, key, path = min(procs, key=lambda m: (m[1][1], m[1][0]))
+            counters = self.job_io.read(path) if path is not None else None
+            if counters is None:
+                self.stats["io_cgroup_unreadable"] += 1
+                continue
+            now[job], where[job] = (key, counters), index
+        for job, (_, io) in self.job_io.carry(now).items():
+            i = where[job]
+            out[i] = replace(out[i], read_bytes=io.rbytes, write_bytes=io.wbytes)
         return out
 
     def run(

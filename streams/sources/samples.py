@@ -20,9 +20,9 @@ from models.records.nodesample import NodeSample
 from models.records.plausible import TimeBounds, keep_plausible
 from models.records.reject import Reject
 from streams.contracts import InputStats, LlviewJob, RejectLog
-from streams.errors import UserError
+from streams.errors import UserError, check_regular, open_regular
 from streams.sources.files import MAX_LINE_BYTES, check_format, open_binary, read_text, reading
-from streams.sources.jobevents import text_lines, too_long
+from streams.sources.jobevents import text_lines, too_long, with_lines
 
 BATCH = 65_536  # samples per batch
 
@@ -53,11 +53,13 @@ class SampleTraceFiles:
             long_lines = 0
             with reading(p), open_binary(p) as f:
                 lines = text_lines(f, p, bad, self.max_line_bytes, st)
-                parsed = parse_trace(lines, p, bad, skipped)
+                at: list[int] = []  # each sample's line, for its reject
+                parsed = with_lines(parse_trace(lines, p, bad, skipped), st, at)
                 while chunk := list(itertools.islice(parsed, self.batch)):
                     samples = keep_plausible(
-                        chunk, self.bounds, p, lambda smp: dumps(smp).decode(), bad
+                        chunk, self.bounds, p, lambda smp: dumps(smp).decode(), bad, at
                     )
+                    at.clear()
                     long_lines += too_long(bad)
                     st.tally([s.ts for s in samples], bad, rejects)
                     bad.clear()
@@ -96,8 +98,12 @@ class LlviewDirs:
         if not self.groups:
             raise UserError("no LoadMem_<job>_node.dat among the inputs")
         self.cores_per_node = cores_per_node
+        # every member a regular file before any is read (a FIFO would block, a link to a
+        # device never end); opened with the same check (open_binary, open_regular)
         self.inputs = [
-            InputStats(str(g["loadmem"].parent), bytes=sum(os.path.getsize(f) for f in g.values()))
+            InputStats(
+                str(g["loadmem"].parent), bytes=sum(check_regular(f).st_size for f in g.values())
+            )
             for g in self.groups
         ]
 
@@ -128,7 +134,8 @@ class LlviewDirs:
             cls = "normal"
             if "report" in g:
                 try:
-                    cls = llview.parse_job_report(g["report"].read_bytes()).queue or cls
+                    with open_regular(g["report"]) as f:
+                        cls = llview.parse_job_report(f.read()).queue or cls
                 except ValueError as e:  # orjson.JSONDecodeError is a ValueError
                     raise UserError(f"{g['report']}: not an LLview job report: {e}") from None
             job = LlviewJob(

@@ -45,8 +45,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "streams.atomic",
         ),
     ),
-    # the record codecs (-> contracts, format, topics) and the settings (-> errors, logs)
-    ("codecs and settings", ("streams.codecs", "streams.config")),
+    # the record codecs (-> contracts, format, topics), the settings (-> errors, logs) and the
+    # check that a run's reads and writes are apart (-> errors)
+    ("codecs and settings", ("streams.codecs", "streams.config", "streams.overlap")),
     # the Kafka plumbing shared by the shippers, the state store and the worker (-> config,
     # topics)
     ("plumbing", ("streams.kafka",)),

@@ -198,18 +198,45 @@ def test_rate_limit_forgets_old_templates_past_its_cap() -> None:
         ("http://host/?password=hunter2", "http://host/?password=***"),
         ("kafka://u:pw@broker:9093", "kafka://u:***@broker:9093"),
         ("http://127.0.0.1:18086", "http://127.0.0.1:18086"),
-        ("http://host:8086/a@b", "http://host:8086/a@b"),
-        ("not a url: user:pass@host", "not a url: user:pass@host"),
+        # userinfo runs to the URL's last "@": a password with "/", "?", "#" or "@" unencoded
+        # is masked whole; a path with an "@" loses its host instead (never a password shown)
+        ("http://u:s3c/ret@127.0.0.1:1", "http://u:***@127.0.0.1:1"),
+        ("http://u:s3c@ret@127.0.0.1:1", "http://u:***@127.0.0.1:1"),
+        ("http://u:s3c?r#t@h:1/p", "http://u:***@h:1/p"),
+        ("http://host:8086/a@b", "http://host:***@b"),
+        ("http://h/?e=a@b.c", "http://***@b.c"),
+        ("http://a:b@h1/x http://c:d@h2/y", "http://a:***@h1/x http://c:***@h2/y"),
+        ("'kafka://u:p@h1:1,kafka://v:q@h2:2'", "'kafka://u:***@h1:1,kafka://v:***@h2:2'"),
+        # host lists without a scheme (a Kafka bootstrap, aiokafka's repr of an address)
+        ("u:pw@b1:9092,b2:9092", "u:***@b1:9092,b2:9092"),
+        ("u:p@ss@h1:9092,v:q@h2:9092", "u:***@h1:9092,v:***@h2:9092"),
+        (
+            "Unable to bootstrap from [('u:pw@10.0.0.1', 1)]",
+            "Unable to bootstrap from [('u:***@10.0.0.1', 1)]",
+        ),
+        ("127.0.0.1:19092", "127.0.0.1:19092"),
+        # query secrets by name, Authorization values
+        (
+            "https://s3/x?X-Amz-Signature=ab&X-Amz-Credential=AK/2&a=1",
+            "https://s3/x?X-Amz-Signature=***&X-Amz-Credential=***&a=1",
+        ),
+        (
+            "?access_token=1&client_secret=2&api_key=3&key=4&author=5&design=6",
+            "?access_token=***&client_secret=***&api_key=***&key=***&author=5&design=6",
+        ),
+        ("{'Authorization': 'Token dw:s3cret'}", "{'Authorization': 'Token ***'}"),
+        ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
+        # what is not a credential stays
+        (
+            "2026-11-26T18:02:06.123Z INFO worker: ready at 10:00",
+            "2026-11-26T18:02:06.123Z INFO worker: ready at 10:00",
+        ),
+        ("mail bob@example.org", "mail bob@example.org"),
         ("", ""),
     ],
 )
-def test_mask_url(url: str, masked: str) -> None:
-    assert logs.mask_url(url) == masked
-
-
-def test_mask_bootstrap() -> None:
-    assert logs.mask_bootstrap("u:pw@b1:9092,b2:9092") == "u:***@b1:9092,b2:9092"
-    assert logs.mask_bootstrap("127.0.0.1:19092") == "127.0.0.1:19092"
+def test_mask(url: str, masked: str) -> None:
+    assert logs.mask(url) == masked
 
 
 def test_no_credential_reaches_a_log_line() -> None:

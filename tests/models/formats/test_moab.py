@@ -127,6 +127,7 @@ def same(fast: ParsedChunk, fb: Codebook, slow: ParsedChunk, sb: Codebook) -> No
     assert fb.jobs.names == sb.jobs.names
     for k in ("ts_ms", "node", "state", "rsv", "has_job", "run_row", "run_job"):
         assert np.array_equal(getattr(fast.batch, k), getattr(slow.batch, k)), k
+    assert fast.row_lines().tolist() == slow.row_lines().tolist()  # each row's source line
 
 
 def both(data: bytes, source: str = "t", first_lineno: int = 1) -> tuple[ParsedChunk, Codebook]:
@@ -425,6 +426,19 @@ def test_reject_line_numbers_count_from_first_lineno_across_chunks() -> None:
         part, _ = both(data_of(lines[a:b]), first_lineno=a + 1)
         got += [(r.reason, r.lineno) for r in part.rejects]
     assert got == want
+
+
+def test_row_lines_name_the_line_of_each_row() -> None:
+    """The side array a reject made after parsing names its line by: rows are the node-status
+    lines the format accepts, fast or rescued, in line order."""
+    variant = mk(ts="2014-12-31T00:03:19Z", node="2")  # left to the line parser: rescued
+    bad = mk(node="")
+    lines = [SEED_LINE, "junk", "", variant, bad, mk(node="3") + "  ", mk(node="4", job="5")]
+    p, _ = both(data_of(lines), first_lineno=10)
+    want = [10 + k for k, ln in enumerate(lines) if isinstance(classify_line(ln), NodeStatus)]
+    assert p.row_lines().tolist() == want == [10, 13, 15, 16]
+    assert len(p.batch) == len(want)
+    assert parse_moab_chunk(b"", Codebook()).row_lines().tolist() == []
 
 
 # ---- bytes: encodings, line ends, chunk ends ----------------------------------------------

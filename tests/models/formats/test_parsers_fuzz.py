@@ -800,7 +800,8 @@ def _skipped(fmt: str, line: str) -> bool:
         return s.startswith(";")
     if fmt == "sacct":
         f = line.rstrip("\r\n").split("|")
-        return f[0].strip().lower() == "jobid" or (len(f) in (26, 27) and "." in f[0])
+        # a step of 26 fields or more (more: a '|' in the job name, joined back)
+        return f[0].strip().lower() == "jobid" or (len(f) >= 26 and "." in f[0])
     return False
 
 
@@ -1273,8 +1274,9 @@ FOUND: list[tuple[str, Callable[[], str], str]] = [
     ("swf bytes not UTF-8", lambda: _swf([b"\xff" + SWF_JOB.encode()]), "bad_number"),
     ("swf submit 400 digits", lambda: _swf([SWF_JOB.replace(" 0 ", " " + "9" * 400 + " ", 1)]),
      "bad_number"),
+    # ignored (trace-relative times) and, since issue 31 class 4, reported as a reject
     ("swf UnixStartTime 400 digits", lambda: _swf(["; UnixStartTime: " + "9" * 400, SWF_JOB]),
-     "3 events"),
+     "bad_unix_start_time"),
     ("llview report not an object", lambda: _reason(lambda: llview.parse_job_report(b"[]")),
      "ValueError"),
     ("llview report job not an object",

@@ -1,4 +1,5 @@
-"""DirectorySink: nothing visible before commit, abort keeps the old files, stale files go."""
+"""DirectorySink: nothing visible before commit, abort keeps the old files, the previous run's
+stale files go."""
 
 from __future__ import annotations
 
@@ -33,10 +34,10 @@ def test_abort_keeps_the_previous_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
 
 
-def test_stale_files_of_the_engine_are_removed_others_kept(tmp_path: Path) -> None:
+def test_stale_files_of_the_previous_run_are_removed_others_kept(tmp_path: Path) -> None:
     (tmp_path / "old.csv").write_text("x\n")
     (tmp_path / "foreign.csv").write_text("y\n")
-    s = DirectorySink(tmp_path, owned=["t.csv", "old.csv"])
+    s = DirectorySink(tmp_path, stale=["t.csv", "old.csv"])
     s.declare(T)
     s.commit()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.csv", "t.csv"]

@@ -108,10 +108,10 @@ def files(contents: list[bytes]) -> Iterator[list[str]]:
 
 
 def lines_in(data: bytes) -> int:
-    """Lines as the sources count them: a leading UTF-8 byte-order mark is not part of line 1
+    """Lines as the sources count them: a line ends at LF, CRLF or a bare CR, as
+    ``bytes.splitlines`` cuts; a leading UTF-8 byte-order mark is not part of line 1
     (open_binary skips it), so a file holding only one has no line."""
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return len(data.removeprefix(b"\xef\xbb\xbf").splitlines())
 
 
 def plausible_s(ts: float) -> bool:
