@@ -43,7 +43,7 @@ XDMoD's phillips log is 0x80000000 + 4024 MB), and such a record is otherwise go
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -172,8 +172,21 @@ def keep_plausible(
     lim_s = 2.0**62 / 1000
     ts_s = np.clip(np.where(np.isfinite(ts), ts, -lim_s), -lim_s, lim_s)
     why = bounds.reasons(np.floor(ts_s * 1000).astype(np.int64))
-    kept: list[T] = []
+    return _sift(rs, list(why), source, text, rejects, lines)
+
+
+def _sift(
+    rs: list[T],
+    why: Sequence[str | None],
+    source: str,
+    text: Callable[[T], str],
+    rejects: list[Reject],
+    lines: list[int] | None,
+) -> list[T]:
+    """The records whose reason is None; each other one rejected with its reason and line;
+    ``lines`` (the records' side array) left holding the kept records' lines."""
     at = [0] * len(rs) if lines is None else lines
+    kept: list[T] = []
     kept_at: list[int] = []
     for r, n, reason in zip(rs, at, why, strict=True):
         if reason is None:
@@ -203,16 +216,5 @@ def keep_within(
     otherwise end the run in an overflow or charge forecasts against a time that never was).
     ``lines``: each record's source line, as in :func:`keep_plausible`."""
     rs = list(records)
-    at = [0] * len(rs) if lines is None else lines
-    kept: list[T] = []
-    kept_at: list[int] = []
-    for r, n in zip(rs, at, strict=True):
-        t = when(r)
-        if t is None or bounds.contains_s(t):
-            kept.append(r)
-            kept_at.append(n)
-        else:
-            rejects.append(Reject(reason, source, n, text(r)))
-    if lines is not None:
-        lines[:] = kept_at
-    return kept
+    why = [None if (t := when(r)) is None or bounds.contains_s(t) else reason for r in rs]
+    return _sift(rs, why, source, text, rejects, lines)

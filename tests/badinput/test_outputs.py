@@ -383,41 +383,14 @@ def test_sigterm_and_sighup_stop_a_run_like_sigint(site: Path, sig: signal.Signa
     big = site / "big.log"
     big.write_bytes(gzip.decompress((INPUTS / "moab.log.gz").read_bytes()) * 3)
     before = snapshot(site)
-    code = None
+    writing = lambda: bool(list((site / "o").glob(".staging-*/node_states.csv")))  # noqa: E731
+    argv = replay("--format", "moab", "big.log", "--out", "o", "--rejects", "r.tsv", "--report")
     for _ in range(4):
-        p = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streams.cli",
-                *replay(
-                    "--format", "moab", "big.log", "--out", "o", "--rejects", "r.tsv", "--report"
-                ),
-            ],
-            cwd=site,
-            env=_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 60
-        while p.poll() is None and not list((site / "o").glob(".staging-*/node_states.csv")):
-            assert time.monotonic() < deadline
-            time.sleep(0.002)
-        if p.poll() is None:
-            p.send_signal(sig)
-        _, err = p.communicate(timeout=120)
-        code = p.returncode
-        if code == 0:  # it finished first: put the old set back and try again
-            shutil.rmtree(site / "o")
-            for rel, (kind, mode, data) in before.items():
-                if kind == "file" and rel.startswith("o/") or rel == "r.tsv":
-                    (site / rel).parent.mkdir(exist_ok=True)
-                    (site / rel).write_bytes(data)
-                    os.chmod(site / rel, mode)
-            continue
-        break
-    assert code == 128 + sig, err
+        code, err = _stop_when(site, argv, writing, sig)
+        if code != 0:
+            break
+        shutil.rmtree(site / "o")  # it finished first: put the old set back and try again
+        _restore(site, before)
     one_line(err, code, 128 + sig, f"stopped by {sig.name}", "previous outputs are unchanged")
     assert snapshot(site) == before
     no_staging(site)
