@@ -10,6 +10,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from models.records.jobevent import JobEvent
 
@@ -344,3 +345,48 @@ def job_specs():
         st.one_of(st.none(), st.integers(60, 3 * 86400).map(float)),
     )
     return st.lists(spec, min_size=0, max_size=40)
+
+
+def release_order_ref(
+    held: dict[str, tuple[int, float | None, str | None]], now: float
+) -> list[tuple[float, str, int, str | None, bool]]:
+    """The running jobs' releases at ``now`` as forecast_release orders them, by sorting all of
+    them: jobs without an end or nodes release nothing; a job past its end releases at ``now``;
+    by release time, then job id. (release time, job, nodes, name, checkpointed)."""
+    return sorted(
+        (max(end, now), job, nodes, name, False)
+        for job, (nodes, end, name) in held.items()
+        if end is not None and nodes > 0
+    )
+
+
+def release_stage_ref(section_nodes: int, provisional: bool = False) -> Any:
+    """The forecast stage as first written: every submit sums the running jobs and hands them
+    all to forecast_release (which sorts them), instead of keeping sums and an order as jobs
+    start and end. Only :meth:`_forecast` differs from the stage's."""
+    from models.drain.release import Holder, forecast_release
+    from streams.stages.jobs import ReleaseForecastStage
+
+    class ReleaseStageRef(ReleaseForecastStage):
+        def _forecast(self, e: JobEvent) -> Any:
+            nodes = e.nodes or 0
+            if nodes <= 0:
+                return None
+            if nodes > self.section_nodes:
+                self.too_large += 1
+                return None
+            busy = sum(n for n, _, _ in self.running.values())
+            holders = []
+            for j, (n, end, name) in self.running.items():
+                if end is None:
+                    self.holders_without_walltime += 1
+                else:
+                    holders.append(Holder(j, n, end, name))
+            at = e.ts if e.reserved_start is None else e.reserved_start
+            free = max(0, self.section_nodes - busy)
+            f = forecast_release(nodes, at, free, holders, now=e.ts)
+            self.forecasts += 1
+            self.pending[e.job] = (e.ts, f, e.reserved_start)
+            return f
+
+    return ReleaseStageRef(section_nodes, provisional)

@@ -7,13 +7,17 @@ for each job its nodes and the remaining Need after its release (Figure 9's "Fre
 columns: 48 -> 32 -> 16 -> 0), the time the reservation is complete and how late that is.
 Checkpointable jobs (Figure 9's "Chkpt") may be taken as released at ``now``.
 
-The live forecast stage's running and pending jobs (with their forecasts) go into the worker's
-state as columns: :func:`held_snapshot`, :func:`pending_snapshot` and their ``_restore``.
+:class:`RunningReleases` keeps the running jobs in that order as they start and end, for the
+forecast stage that makes a forecast at every submit. The live forecast stage's running and
+pending jobs (with their forecasts) go into the worker's state as columns:
+:func:`held_snapshot`, :func:`pending_snapshot` and their ``_restore``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import heapq
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +151,214 @@ def _walk(
             break
     late = None if ready is None else max(0.0, ready - at)
     return ReleaseForecast(need, at, held, missing, ready, late, tuple(steps), tuple(in_the_way))
+
+
+# ---- the running jobs in release order, as jobs start and end ----------------------------------
+_GONE = (0, 0.0, None, 0)  # the record of a job not held (entries are numbered from 1)
+
+
+class RunningReleases:
+    """The running jobs that can release nodes (an expected end and nodes > 0), yielded in
+    :func:`forecast_release`'s order at ``now`` by :meth:`releases`, for
+    :func:`forecast_in_order`'s walk.
+
+    Rule: the cost grows with the releases a walk takes, never with the jobs still running.
+    The jobs past their end at the last ``now`` (released at any moment, in job order) and the
+    others (by end, then job) are two binary heaps (heapq), O(log n) a push or pop:
+
+    * a start is one push; an end only forgets the job (its entry, now stale, is dropped by the
+      first pop that meets it, and a heap with three times as many stale entries as live ones
+      (and over a thousand) is rebuilt: O(1) amortised, and memory O(jobs running));
+    * a job crosses from the second heap to the first once, as ``now`` passes its end;
+    * a walk that takes k releases pops all but the last (and the stale entries before them,
+      each popped once ever) and pushes them back before the next change or walk.
+
+    So a walk costs O((k + stale) log n), and jobs that never end cost O(log n) each however
+    many forecasts are made while they run. ``now`` is expected to move forward (the stages'
+    input is in time order); a step back moves the jobs not yet past their end at the earlier
+    time back, a pass over those past their end.
+
+    Counted for the cost tests: ``heap_ops`` (pushes and pops, O(log n) each), ``walked``
+    (releases the walks took), ``stale`` (stale entries popped), ``rebuilt`` (entries the
+    rebuilds went over), ``rewinds`` (steps back in time)."""
+
+    __slots__ = (
+        "held",
+        "_due",
+        "_ahead",
+        "_live",
+        "_taken_due",
+        "_taken_ahead",
+        "_now",
+        "_seq",
+        "_heap_ops",
+        "_walked",
+        "stale",
+        "rebuilt",
+        "rewinds",
+    )
+
+    rebuild_over = 1024  # a heap is rebuilt only above this many entries (and 4 x its jobs)
+
+    def __init__(self) -> None:
+        # job -> nodes, end, name, and the number of the entry that stands for it
+        self.held: dict[str, tuple[int, float, str | None, int]] = {}
+        self._due: list[tuple[str, int]] = []  # (job, entry) of jobs with end <= _now
+        self._ahead: list[tuple[float, str, int]] = []  # (end, job, entry), end > _now
+        self._live = [0, 0]  # jobs in _due, in _ahead
+        # popped by the last walk, to push back before the next change or walk
+        self._taken_due: list[tuple[str, int]] = []
+        self._taken_ahead: list[tuple[float, str, int]] = []
+        self._now = -math.inf
+        self._seq = 0
+        self._heap_ops = self._walked = self.stale = self.rebuilt = self.rewinds = 0
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    @property
+    def walked(self) -> int:
+        """Releases the walks have taken."""
+        return self._walked
+
+    @property
+    def heap_ops(self) -> int:
+        """Heap pushes and pops so far (a release a walk went past: a pop, and a push to give
+        it back)."""
+        return self._heap_ops + 2 * (len(self._taken_due) + len(self._taken_ahead))
+
+    def put(self, job: str, nodes: int, end: float | None, name: str | None) -> None:
+        """``job`` runs from now on with ``nodes`` until ``end`` (replacing what it had); a job
+        without an end or nodes releases nothing the forecast can count on, and is not kept."""
+        if self._taken_due or self._taken_ahead:
+            self._give_back()
+        held = self.held
+        if job in held:
+            self.drop(job)
+        if end is None or nodes <= 0:
+            return
+        self._seq = seq = self._seq + 1
+        held[job] = (nodes, end, name, seq)
+        self._heap_ops += 1
+        if end <= self._now:  # as drop tells where a job is
+            heapq.heappush(self._due, (job, seq))
+            self._live[0] += 1
+        else:
+            heapq.heappush(self._ahead, (end, job, seq))
+            self._live[1] += 1
+
+    def drop(self, job: str) -> None:
+        """``job`` no longer runs (nothing if it was not kept)."""
+        old = self.held.pop(job, None)
+        if old is None:
+            return
+        k = 0 if old[1] <= self._now else 1
+        live = self._live
+        live[k] -= 1
+        heap: list[Any] = self._ahead if k else self._due
+        if len(heap) > 4 * live[k] + self.rebuild_over:
+            if self._taken_due or self._taken_ahead:
+                self._give_back()
+            self._rebuild(heap, k)
+
+    def _rebuild(self, heap: list[Any], k: int) -> None:
+        """Drop the stale entries of one heap (``k``: 0 ``_due``, 1 ``_ahead``)."""
+        held = self.held
+        self.rebuilt += len(heap)
+        heap[:] = [e for e in heap if (held.get(e[k]) or _GONE)[3] == e[-1]]
+        heapq.heapify(heap)
+
+    def releases(self, now: float) -> Iterator[tuple[float, str, int, str | None, bool]]:
+        """The releases at ``now`` in :func:`forecast_in_order`'s order: the jobs past their end
+        (``end <= now``: released at ``now``) by job id, then the others by end and job id, as
+        (release time, job, nodes, name, checkpointed: never here). Lazy: a walk that stops
+        early costs only the entries it took. The jobs must not change while it is consumed."""
+        if self._taken_due or self._taken_ahead:
+            self._give_back()
+        if now != self._now:
+            ahead = self._ahead
+            if now < self._now or (ahead and ahead[0][0] <= now):
+                self._move_to(now)
+            else:
+                self._now = now
+        held = self.held
+        pop = heapq.heappop
+        # each release is looked at on the heap's top and popped only when the walk goes on
+        # (most walks stop at their first release and pop nothing)
+        due, taken = self._due, self._taken_due
+        while due:
+            e = due[0]
+            h = held.get(e[0])
+            if h is None or h[3] != e[1]:
+                pop(due)
+                self.stale += 1
+                self._heap_ops += 1
+                continue
+            self._walked += 1
+            yield now, e[0], h[0], h[2], False
+            taken.append(pop(due))
+        ahead, taken_ahead = self._ahead, self._taken_ahead
+        while ahead:
+            f = ahead[0]
+            h = held.get(f[1])
+            if h is None or h[3] != f[2]:
+                pop(ahead)
+                self.stale += 1
+                self._heap_ops += 1
+                continue
+            self._walked += 1
+            yield f[0], f[1], h[0], h[2], False
+            taken_ahead.append(pop(ahead))
+
+    def _give_back(self) -> None:
+        """Push back the entries the last walk took (popped in order: the smallest first)."""
+        push = heapq.heappush
+        taken, heap = self._taken_due, self._due
+        n = len(taken)
+        for e in taken:
+            push(heap, e)
+        taken.clear()
+        taken_ahead, ahead = self._taken_ahead, self._ahead
+        n += len(taken_ahead)
+        for f in taken_ahead:
+            push(ahead, f)
+        taken_ahead.clear()
+        self._heap_ops += 2 * n
+
+    def _move_to(self, now: float) -> None:
+        """Make ``now`` the edge between the two heaps."""
+        due, ahead, held, live = self._due, self._ahead, self.held, self._live
+        if now < self._now:  # the jobs that are not past their end at `now` go back
+            self.rewinds += 1
+            self.rebuilt += len(due)
+            keep: list[tuple[str, int]] = []
+            for job, seq in due:
+                h = held.get(job)
+                if h is not None and h[3] == seq:
+                    if h[1] > now:
+                        heapq.heappush(ahead, (h[1], job, seq))
+                        self._heap_ops += 1
+                        live[1] += 1
+                    else:
+                        keep.append((job, seq))
+            heapq.heapify(keep)
+            due[:] = keep
+            live[0] = len(keep)
+            self._now = now
+            return
+        self._now = now
+        pop, push = heapq.heappop, heapq.heappush
+        while ahead and ahead[0][0] <= now:
+            end, job, seq = pop(ahead)
+            self._heap_ops += 1
+            h = held.get(job)
+            if h is None or h[3] != seq:
+                self.stale += 1
+                continue
+            push(due, (job, seq))
+            self._heap_ops += 1
+            live[0] += 1
+            live[1] -= 1
 
 
 # ---- durable state (the live worker's snapshot) -------------------------------------------------

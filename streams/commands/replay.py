@@ -191,7 +191,10 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
         "--chunk-mb",
         type=option_type(int, 0, False, 1024),
         default=8,
-        help="read size per parse batch, 1..1024 MB (8)",
+        help="read size per parse batch, 1..1024 MB (8); lowered, with a note, so that the "
+        "chunks in flight (one accounted, one being cut, up to 64 MB more waiting; about twice "
+        "their size each in memory) take at most a quarter of the memory available "
+        "(MemAvailable, or the cgroup's limit)",
     )
     g.add_argument(
         "--reorder-window",
@@ -320,9 +323,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--not-before must be earlier than --not-after")
     _check_paths(args)
     args.early = None
-    if args.format == "moab" and len(args.paths) == 1:  # cut while the run loads the rest
+    if args.format == "moab":  # chunk sizes bounded by memory, not only by --chunk-mb's maximum
         from streams.sources import prefetch
 
+        args.chunk_mb, note = prefetch.chunk_mb_for_memory(args.chunk_mb)
+        if note is not None:
+            print(f"replay moab: {note}", file=sys.stderr)
+    if args.format == "moab" and len(args.paths) == 1:  # cut while the run loads the rest
         args.early = prefetch.start(args.paths[0], args.chunk_mb << 20, args.max_line_bytes)
     try:
         return _run(args)

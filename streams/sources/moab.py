@@ -188,7 +188,10 @@ def parse_plausible(
     node, job or window behind. ``tokens``: the chunk's, when cut already."""
     mark = book.mark()
     parsed = parse_moab_chunk(chunk, book, source=path, first_lineno=lineno, tokens=tokens)
-    if bounds.all_plausible(parsed.batch.ts_ms):
+    ts = parsed.batch.ts_ms
+    # min and max first; the exact check only when they fail: a chunk spanning more than
+    # max_jump (large chunks do) with no stray record must not take the line-by-line path
+    if bounds.all_plausible(ts) or not any(bounds.reasons(ts)):
         if longs:
             _too_long(parsed, longs, path, lineno)
         return parsed

@@ -15,6 +15,13 @@ acknowledged the poll's events; a shipper killed in between sends that poll agai
 (at-least-once, the worker's job analytics key events by job). A window is at most
 ``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
 
+sacct's output goes to a temporary file as it comes (never whole in memory), at most
+``max_bytes`` (``bounds.max_snapshot_bytes``, streams.sources.slurmship.run_capped): a query
+that prints more is killed and the poll refused (:class:`SnapshotTooLarge`, counted in
+``refused``), and the next windows are half as long, down to a second, until a poll succeeds
+(then they grow back, doubling, to ``max_window``): a busy day is read in smaller windows
+instead of being refused at every poll.
+
 With ``starts``, two more queries (``--state PD`` and ``--state R``: pending or running during
 the window) send each submit and start that happened in the window right away, so every
 event reaches Kafka within about a period of its time (the worker's lateness must cover the
@@ -28,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,7 +51,7 @@ from streams.atomic import atomic_file
 from streams.sources.files import MAX_LINE_BYTES
 from streams.sources.jobevents import read_job_events
 from streams.sources.jobship import RejectCollector
-from streams.sources.slurmship import SnapshotFailed
+from streams.sources.slurmship import MAX_SNAPSHOT_BYTES, SnapshotTooLarge, run_capped
 
 END_STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"  # every state a job ends in (sacct --state)
 RUNNING = 1e18  # the "end" of a started job whose end was not seen yet: never pruned
@@ -104,6 +110,7 @@ class SacctPoller:
         env: dict[str, str] | None = None,
         completion: bool = False,
         starts: bool = False,
+        max_bytes: int = MAX_SNAPSHOT_BYTES,
     ) -> None:
         self.sacct = sacct
         self.completion = completion  # sacct -c: the jobcomp/filetxt file, no slurmdbd
@@ -114,8 +121,11 @@ class SacctPoller:
         self.max_line_bytes, self.max_hosts = max_line_bytes, max_hosts
         self.env = {**(os.environ if env is None else env), "TZ": "UTC"}
         self.cp = SacctCheckpoint.load(checkpoint) or SacctCheckpoint(since, since=since)
+        self.max_bytes = max_bytes  # one query's output, at most
+        self.window = max_window  # the next window's length, at most (halved on a refusal)
         self.polls = 0
         self.dropped = 0  # events seen again in an overlap, not sent twice
+        self.refused = 0  # polls refused: a query printed more than max_bytes
 
     def _start(self, hwm: float) -> float:
         """The next window's start: whole seconds, as sacct reads ``--starttime``."""
@@ -128,22 +138,14 @@ class SacctPoller:
                 "--starttime", _iso(start), "--endtime", _iso(end)]  # fmt: skip
 
     def _query(self, start: float, end: float, states: str) -> tuple[list[JobEvent], list[Reject]]:
-        """sacct's records of the window, read as the replay reads a file."""
-        try:
-            r = subprocess.run(self.argv(start, end, states), capture_output=True, env=self.env,
-                               timeout=self.timeout, stdin=subprocess.DEVNULL)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise SnapshotFailed(f"sacct timed out after {self.timeout:g} s") from None
-        except OSError as oe:
-            raise SnapshotFailed(f"{self.sacct}: {oe.strerror or oe}") from None
-        if r.returncode != 0:
-            err = r.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SnapshotFailed(f"sacct exited {r.returncode}: {err[-1] if err else ''}")
+        """sacct's records of the window, read as the replay reads a file (sacct's output goes
+        to a temporary file as it comes, at most ``max_bytes``)."""
         rejects = RejectCollector()
         fd, tmp = tempfile.mkstemp(prefix="sacct-", suffix=".txt")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(r.stdout)
+                argv = self.argv(start, end, states)
+                run_capped(argv, self.timeout, self.max_bytes, self.env, f, "sacct")
             events, _ = read_job_events("sacct", [tmp], rejects, self.bounds,
                                         self.max_line_bytes, self.max_hosts)  # fmt: skip
         finally:
@@ -154,18 +156,25 @@ class SacctPoller:
     def poll(self, now: float) -> Poll:
         """The events of jobs that ended in [hwm - overlap, min(now - lag, hwm + max_window)]
         not sent before (with ``starts``: also the submit and start of jobs that started in
-        it). Raises SnapshotFailed when sacct fails or times out."""
+        it). Raises SnapshotFailed when sacct fails or times out, SnapshotTooLarge (counted,
+        the next window halved) when it prints more than ``max_bytes``."""
         start = self._start(self.cp.hwm)
         # whole seconds, as sacct reads them: the next window starts exactly where pruning cuts
-        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.max_window),
+        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.window),
                                    self.cp.hwm)))  # fmt: skip
-        events, bad = self._query(start, end, END_STATES)
-        running: list[JobEvent] = []
-        if self.starts:
-            pending, bad2 = self._query(start, end, "PD")
-            running, bad3 = self._query(start, end, "R")
-            running = pending + running
-            bad += bad2 + bad3
+        try:
+            events, bad = self._query(start, end, END_STATES)
+            running: list[JobEvent] = []
+            if self.starts:
+                pending, bad2 = self._query(start, end, "PD")
+                running, bad3 = self._query(start, end, "R")
+                running = pending + running
+                bad += bad2 + bad3
+        except SnapshotTooLarge:
+            self.refused += 1
+            self.window = max(1.0, self.window / 2)
+            raise
+        self.window = min(self.max_window, self.window * 2)
         sent = self.cp.sent
         new = []
         ends: dict[str, float] = {}

@@ -5,10 +5,14 @@ slices per partition, ``streams.sources.moabship.MoabShipper.send_batch``), with
 publisher's watermark markers every ``worker.marker_interval`` (ts: the latest iteration's
 time) and one round when it stops.
 
-Commands run without a shell, with a timeout. A snapshot is whole or nothing: when a command
-fails, times out or prints what cannot be read, the whole snapshot is taken again (up to
-``retries`` more times) and, if it still fails, the iteration is skipped and counted — never a
-partial iteration. Each iteration is stamped with the time its first command started.
+Commands run without a shell, with a timeout, and their output is read as it comes with a cap
+(``bounds.max_snapshot_bytes``, :func:`run_capped`): a command that prints more is killed and
+its snapshot refused (:class:`SnapshotTooLarge`), counted and skipped at once (taking it again
+would print as much), so memory stays bounded by the cap whatever a client prints. A snapshot
+is whole or nothing: when a command fails, times out or prints what cannot be read, the whole
+snapshot is taken again (up to ``retries`` more times) and, if it still fails, the iteration
+is skipped and counted — never a partial iteration. Each iteration is stamped with the time
+its first command started.
 
 ``text``: ``scontrol --all --oneliner show node``, ``squeue --format=%i|%T|%S|%Y|%N``,
 ``scontrol --oneliner show reservation``; ``json``: the ``--json`` forms (Slurm 23.02+;
@@ -19,7 +23,9 @@ writes them. ``auto`` asks ``scontrol --version`` once and picks json from 23.02
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import selectors
 import subprocess
 import time
 from collections import Counter
@@ -52,8 +58,84 @@ log = logs.get("ship.slurm")
 JSON_SINCE = (23, 2)  # first release with `scontrol --json show node`
 
 
+MAX_SNAPSHOT_BYTES = 256 << 20  # bounds.max_snapshot_bytes's default
+STDERR_KEPT = 64 << 10  # the end of a child's stderr kept for its error message
+READ_BYTES = 1 << 16
+
+
 class SnapshotFailed(RuntimeError):
     """One attempt at a snapshot failed: a command failed, timed out or printed garbage."""
+
+
+class SnapshotTooLarge(SnapshotFailed):
+    """A command printed more than the cap: it was killed and its output dropped."""
+
+
+def run_capped(
+    argv: Sequence[str],
+    timeout: float,
+    max_bytes: int,
+    env: dict[str, str] | None = None,
+    into: IO[bytes] | None = None,
+    what: str | None = None,
+) -> bytearray:
+    """stdout of ``argv`` (no shell), read as it comes: into ``into`` (then nothing is kept),
+    else kept and returned. Rule: memory is bounded by ``max_bytes`` whatever the child prints:
+    past ``max_bytes`` of stdout the child is killed and :class:`SnapshotTooLarge` raised;
+    only the last ``STDERR_KEPT`` bytes of its stderr are kept. :class:`SnapshotFailed` on a
+    non-zero exit, a timeout (the child killed) or a command that cannot be started; ``what``
+    names the command in their messages (default: its first words)."""
+    pipe, null = subprocess.PIPE, subprocess.DEVNULL
+    try:
+        p = subprocess.Popen(list(argv), stdin=null, stdout=pipe, stderr=pipe, env=env)
+    except OSError as e:
+        raise SnapshotFailed(f"{argv[0]}: {e.strerror or e}") from None
+    assert p.stdout is not None and p.stderr is not None
+    out, err = bytearray(), bytearray()
+    n = 0
+    deadline = time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(p.stdout, selectors.EVENT_READ, True)
+        sel.register(p.stderr, selectors.EVENT_READ, False)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SnapshotFailed(f"{what or argv[0]} timed out after {timeout:g} s")
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, READ_BYTES)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif not key.data:
+                    err += chunk
+                    del err[:-STDERR_KEPT]
+                else:
+                    n += len(chunk)
+                    if n > max_bytes:
+                        raise SnapshotTooLarge(
+                            f"{what or argv[0]} printed more than {max_bytes:,} bytes "
+                            "(bounds.max_snapshot_bytes): killed, its output refused"
+                        )
+                    if into is None:
+                        out += chunk
+                    else:
+                        into.write(chunk)
+        try:
+            code = p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise SnapshotFailed(f"{what or argv[0]} timed out after {timeout:g} s") from None
+    finally:
+        sel.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+    if code != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        last = lines[-1] if lines else "(no message)"
+        raise SnapshotFailed(f"{what or ' '.join(argv[:3])} exited {code}: {last}")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,21 +150,11 @@ class SlurmCommands:
     max_hosts: int = MAX_HOSTS
     env: dict[str, str] | None = None  # None: this process's environment
     planned_flag: bool = True  # False: SchedNodes alone hold an idle node (Slurm < 21.08)
+    max_bytes: int = MAX_SNAPSHOT_BYTES  # a command's output, at most (bounds.max_snapshot_bytes)
 
     def run(self, argv: Sequence[str]) -> str:
-        """stdout of ``argv`` (no shell); SnapshotFailed on a non-zero exit or a timeout."""
-        try:
-            r = subprocess.run(list(argv), capture_output=True, timeout=self.timeout,
-                               env=self.env, stdin=subprocess.DEVNULL)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise SnapshotFailed(f"{argv[0]} timed out after {self.timeout:g} s") from None
-        except OSError as e:
-            raise SnapshotFailed(f"{argv[0]}: {e.strerror or e}") from None
-        if r.returncode != 0:
-            err = r.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SnapshotFailed(f"{' '.join(argv[:3])} exited {r.returncode}: "
-                                 f"{err[-1] if err else '(no message)'}")  # fmt: skip
-        return r.stdout.decode("utf-8", "replace")
+        """stdout of ``argv`` (:func:`run_capped`: no shell, a timeout, at most ``max_bytes``)."""
+        return run_capped(argv, self.timeout, self.max_bytes, self.env).decode("utf-8", "replace")
 
     def resolved_form(self) -> str:
         """``json`` or ``text``; ``auto`` asks ``scontrol --version`` (e.g. 'slurm 22.05.8')."""
@@ -126,6 +198,7 @@ class SlurmShipStats:
     failed_attempts: int = 0  # snapshots taken again
     skipped_iterations: int = 0  # every attempt failed: nothing sent for that period
     publish_failures: int = 0  # iterations the broker did not acknowledge
+    refused_snapshots: int = 0  # a command printed more than the cap: skipped, not retried
     planned_unnamed: int = 0  # IDLE+PLANNED node-iterations no pending job named
     unknown_flags: Counter[str] = field(default_factory=Counter)
     last_error: str = ""
@@ -159,6 +232,11 @@ class SlurmShipper:
                 if self.form is None:
                     self.form = await asyncio.to_thread(self.cmds.resolved_form)
                 return await asyncio.to_thread(take_snapshot, self.cmds, self.form, self.clock)
+            except SnapshotTooLarge as e:  # taking it again would print as much
+                self.stats.refused_snapshots += 1
+                self.stats.last_error = str(e)
+                log.warning("snapshot refused, iteration skipped: %s", e)
+                break
             except SnapshotFailed as e:
                 self.stats.failed_attempts += 1
                 self.stats.last_error = str(e)

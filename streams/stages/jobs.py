@@ -16,16 +16,16 @@ configured zone: streams.sources.jobevents) and closes its days itself, in event
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import attrgetter, itemgetter
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from models.drain.release import (
     Holder,
     ReleaseForecast,
+    RunningReleases,
     forecast_in_order,
     forecast_release,
     held_restore,
@@ -732,9 +732,6 @@ class FairShareStage(_DailyStage):
         self.m.restore(dict_in(tree["model"]))
 
 
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
-
-
 class ReleaseForecastStage:
     """Seed 001's node-release forecast (models.drain.release) at every submit: the job's nodes
     are needed at its submit time; the nodes not held by running jobs are free (the section's
@@ -755,7 +752,7 @@ class ReleaseForecastStage:
         self.provisional = provisional
         self.running: dict[str, tuple[int, float | None, str | None]] = {}  # nodes, end, name
         self._running_sums: tuple[int, int] = (0, 0)  # their nodes, those without end
-        self._ends: list[tuple[float, str]] = []  # (end, job) of those with one, sorted
+        self._order = RunningReleases()  # those with an end and nodes, in release order
         self.pending: dict[str, tuple[float, ReleaseForecast, float | None]] = {}
         self.fresh: dict[str, None] = {}  # provisional: pending jobs forecast since last taken
         self.forecasts = 0
@@ -778,29 +775,13 @@ class ReleaseForecastStage:
         old = self.running.pop(job, None)
         if old is not None:
             busy, no_end = busy - old[0], no_end - (old[1] is None)
-            if old[1] is not None:
-                del self._ends[bisect.bisect_left(self._ends, (old[1], job))]
         if held is not None:
             self.running[job] = held
             busy, no_end = busy + held[0], no_end + (held[1] is None)
-            if held[1] is not None:
-                bisect.insort(self._ends, (held[1], job))
+            self._order.put(job, held[0], held[1], held[2])
+        elif old is not None:
+            self._order.drop(job)
         self._running_sums = (busy, no_end)
-
-    def _releases(self, now: float) -> Iterator[tuple[float, str, int, str | None, bool]]:
-        """The running jobs with an end in :func:`forecast_release`'s order at ``now``: those
-        past their end (released any moment now) by job id, then the rest by end and job id,
-        as (release time, job, nodes, name, checkpointed: never here); the walk takes them
-        until the nodes are free."""
-        ends, running = self._ends, self.running
-        i = bisect.bisect_right(ends, now, key=_FIRST)
-        if i:
-            for _end, job in sorted(ends[:i], key=_SECOND):
-                n, _, name = running[job]
-                yield now, job, n, name, False
-        for end, job in itertools.islice(ends, i, None):
-            n, _, name = running[job]
-            yield end, job, n, name, False
 
     def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
         nodes = e.nodes or 0
@@ -814,8 +795,10 @@ class ReleaseForecastStage:
         free = max(0, self.section_nodes - busy)
         now = e.ts
         at = now if e.reserved_start is None else e.reserved_start
-        # the running jobs' releases matter only when nodes are missing
-        f = forecast_in_order(nodes, at, free, self._releases(now) if nodes > free else (), now)
+        # the running jobs' releases matter only when nodes are missing (RunningReleases:
+        # O(log n) a start or an end, O(k log k) a walk that takes k releases)
+        releases = self._order.releases(now) if nodes > free else ()
+        f = forecast_in_order(nodes, at, free, releases, now)
         self.forecasts += 1
         self.pending[e.job] = (e.ts, f, e.reserved_start)
         return f
@@ -906,7 +889,7 @@ class ReleaseForecastStage:
     def snapshot(self) -> dict[str, Any]:
         """The running jobs, the pending ones with their forecasts, the pending jobs whose
         provisional rows are still to be written (in order), and the summary's counters and
-        exact partial sums. The running jobs' node sums and ordered ends are not saved: they
+        exact partial sums. The running jobs' node sums and release order are not saved: they
         are made again from the running jobs."""
         return {
             "running": held_snapshot(self.running),
@@ -938,7 +921,9 @@ class ReleaseForecastStage:
         vals = running.values()
         self.running, self.pending, self.fresh = running, pending, fresh
         self._running_sums = (sum(v[0] for v in vals), sum(v[1] is None for v in vals))
-        self._ends = sorted((v[1], job) for job, v in running.items() if v[1] is not None)
+        self._order = RunningReleases()
+        for job, v in running.items():
+            self._order.put(job, *v)
         for k, n in zip(_RELEASE_COUNTS, counts, strict=True):
             setattr(self, k, n)
         self.late_sum, self.wait_sum, self.late_max = late_sum, wait_sum, late_max

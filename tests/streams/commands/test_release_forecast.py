@@ -16,6 +16,7 @@ from hypothesis import strategies as hst
 from models.records.jobevent import JobEvent, JobEventError, parse_jobevent_line
 from streams.cli import main
 from streams.stages.jobs import RELEASE_FORECAST, ReleaseForecastStage
+from tests.reference_jobs import release_stage_ref
 
 
 def T(hms: str) -> str:
@@ -216,32 +217,6 @@ def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any], e
     assert live.summary() == replay.summary()
 
 
-class _ReferenceStage(ReleaseForecastStage):
-    """The forecast as first written: every submit sums the running jobs and lists them all."""
-
-    def _forecast(self, e: JobEvent) -> Any:
-        from models.drain.release import Holder, forecast_release
-
-        nodes = e.nodes or 0
-        if nodes <= 0:
-            return None
-        if nodes > self.section_nodes:
-            self.too_large += 1
-            return None
-        busy = sum(n for n, _, _ in self.running.values())
-        holders = []
-        for j, (n, end, name) in self.running.items():
-            if end is None:
-                self.holders_without_walltime += 1
-            else:
-                holders.append(Holder(j, n, end, name))
-        at = e.ts if e.reserved_start is None else e.reserved_start
-        f = forecast_release(nodes, at, max(0, self.section_nodes - busy), holders, now=e.ts)
-        self.forecasts += 1
-        self.pending[e.job] = (e.ts, f, e.reserved_start)
-        return f
-
-
 @st_settings(max_examples=300, deadline=None)
 @given(
     hst.lists(
@@ -267,7 +242,7 @@ def test_running_sums_kept_as_jobs_start_and_end_equal_summing_them(
          for t, ts, j, n, w in events),
         key=lambda e: e.ts,
     )  # fmt: skip
-    fast, ref = ReleaseForecastStage(section, provisional=True), _ReferenceStage(section, True)
+    fast, ref = ReleaseForecastStage(section, provisional=True), release_stage_ref(section, True)
     for e in evs:
         assert list(fast.step([e])) == list(ref.step([e]))
         assert fast.provisional_rows() == ref.provisional_rows()
