@@ -46,7 +46,7 @@ import orjson
 from models.formats.hostlist import HostlistError, expand_hostlist
 from models.records.jobevent import JobEvent, JobEventError
 from models.records.jobid import JobIdError, normalise_job_id
-from models.records.plausible import (
+from models.records.ranges import (
     EXIT_CODE_MAX,
     EXIT_CODE_MIN,
     MAX_EXIT,

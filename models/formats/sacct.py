@@ -60,7 +60,7 @@ from zoneinfo import ZoneInfo
 from models.formats.hostlist import MAX_HOSTS, HostlistError, expand_hostlist
 from models.records.jobevent import JobEvent
 from models.records.jobid import normalise_job_id
-from models.records.plausible import (
+from models.records.ranges import (
     MAX_COUNT,
     MAX_EXIT,
     MAX_MEMORY_KIB,

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from models.records.plausible import MAX_COUNT, MAX_DURATION_S, MAX_MEMORY_KIB
+from models.records.ranges import MAX_COUNT, MAX_DURATION_S, MAX_MEMORY_KIB
 from models.records.reject import RecordError, Reject
 
 N_FIELDS = 18

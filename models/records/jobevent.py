@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from models.records.jobid import JobIdError, normalise_job_id
-from models.records.plausible import EXIT_CODE_MAX, EXIT_CODE_MIN, count_ok, duration_ok
+from models.records.ranges import EXIT_CODE_MAX, EXIT_CODE_MIN, count_ok, duration_ok
 from models.records.reject import RecordError
 
 EVENT_TYPES = ("submit", "start", "end")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from models.records.plausible import MAX_ID
+from models.records.ranges import MAX_ID
 
 
 class JobIdError(ValueError):

@@ -50,7 +50,35 @@ from typing import Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from models.records.ranges import (  # the physical ranges, re-exported beside the time bounds
+    EXIT_CODE_MAX,
+    EXIT_CODE_MIN,
+    MAX_COUNT,
+    MAX_DURATION_S,
+    MAX_EXIT,
+    MAX_ID,
+    MAX_MEMORY_KIB,
+    MAX_UID,
+    count_ok,
+    duration_ok,
+)
 from models.records.reject import Reject
+
+__all__ = [
+    "EXIT_CODE_MAX",
+    "EXIT_CODE_MIN",
+    "MAX_COUNT",
+    "MAX_DURATION_S",
+    "MAX_EXIT",
+    "MAX_ID",
+    "MAX_MEMORY_KIB",
+    "MAX_UID",
+    "TimeBounds",
+    "count_ok",
+    "duration_ok",
+    "keep_plausible",
+    "keep_within",
+]
 
 DEFAULT_NOT_BEFORE_MS = 0  # 1970-01-01T00:00:00Z
 DEFAULT_NOT_AFTER_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
@@ -59,25 +87,6 @@ JUMP_SHARE = 0.001
 REASON = "implausible_time"
 JUMP_REASON = "time_jump"
 RESERVED_REASON = "implausible_reserved_start"
-
-# physical ranges (see the module docstring)
-MAX_DURATION_S = 3650 * 86_400  # ten years of 365 days
-MAX_COUNT = 2**31 - 1
-MAX_MEMORY_KIB = 1 << 42  # 4 PiB
-MAX_EXIT = 255
-EXIT_CODE_MIN, EXIT_CODE_MAX = -(2**31), 2**31 - 1
-MAX_UID = 2**32 - 1
-MAX_ID = 2**63 - 1
-
-
-def duration_ok(v: float) -> bool:
-    """A duration, wall time or time limit in seconds: 0 .. :data:`MAX_DURATION_S` (never NaN)."""
-    return 0 <= v <= MAX_DURATION_S
-
-
-def count_ok(v: int) -> bool:
-    """A node, core, CPU or processor count: 0 .. :data:`MAX_COUNT`."""
-    return 0 <= v <= MAX_COUNT
 
 
 @dataclass(frozen=True, slots=True)
