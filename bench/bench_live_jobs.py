@@ -715,7 +715,7 @@ def in_process(fmt: str, path: Path, events: int, settings: Settings, per_flush:
     import cProfile
     import pstats
 
-    from streams.memory import tune_gc
+    from streams.tuning import tune_gc
 
     msgs = _messages(fmt, path, settings)
     tune_gc()  # as the worker does before its first record

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models.drain.live import DrainCombiner, PartitionDrain  # noqa: E402
 from models.records.nodestatus import IDLE, NO_JOB, RUNNING, NodeStatusBatch  # noqa: E402
 from streams.codecs.nodestatus import partition_of  # noqa: E402
-from streams.memory import pin_mmap_threshold  # noqa: E402
+from streams.tuning import pin_mmap_threshold  # noqa: E402
 
 PARTS = 8
 

@@ -193,7 +193,7 @@ def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> 
     import cProfile
     import pstats
 
-    from streams.memory import tune_gc
+    from streams.tuning import tune_gc
 
     msgs = _messages(trace, settings)
     tune_gc()  # as the worker does before its first record

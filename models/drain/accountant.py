@@ -762,12 +762,3 @@ class DrainAccountant:
             for k in [k for k in d if k < before_ms]:
                 del d[k]
         return len(old)
-
-    def window_partials(self, since_ms: int) -> dict[int, tuple[int, list[int]]]:
-        """Finest windows starting at or after ``since_ms``: start -> (distinct nodes, the
-        category sums). Absolute values (not deltas), so a re-sent partial is harmless."""
-        return {
-            k: (self._win_nodes.get(k, 0), v.tolist())
-            for k, v in self._win.items()
-            if k >= since_ms
-        }

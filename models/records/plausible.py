@@ -101,9 +101,6 @@ class TimeBounds:
         if self.max_jump_ms < 0:
             raise ValueError("max_jump must be >= 0")
 
-    def contains_ms(self, ts_ms: int) -> bool:
-        return self.not_before_ms <= ts_ms < self.not_after_ms
-
     def contains_s(self, ts: float) -> bool:
         """Epoch seconds (NaN is never plausible)."""
         return self.not_before_ms <= ts * 1000 < self.not_after_ms

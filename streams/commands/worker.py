@@ -145,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     from streams import logs
     from streams.app import APP_ID, create_app
     from streams.kafka import Unreachable, ensure_topics, wait_for_kafka
-    from streams.memory import pin_mmap_threshold, tune_gc
     from streams.topics import topic_names
+    from streams.tuning import pin_mmap_threshold, tune_gc
 
     if logs.handler() is None:  # run() called directly, not through streams.cli.main
         setup_logging(args)

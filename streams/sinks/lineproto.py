@@ -48,10 +48,6 @@ def float_text(v: float) -> str | None:
     return s[:-2] if s.endswith(".0") else s
 
 
-def int_text(v: int) -> str:
-    return f"{v}i"
-
-
 def string_text(v: Any) -> str:
     s = str(v)
     # STRING_TABLE's escapes by two C-level replaces (backslashes first: the quotes' escapes

@@ -144,6 +144,7 @@ def _ship_jobs(live: Live, *args: str) -> subprocess.Popen[bytes]:
     return p
 
 
+@pytest.mark.skipif(not KTH.exists(), reason=f"{KTH} (public test data) absent")
 def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     live.env["DRAINWATCH_LIVE_JOBS"] = "on"
     live.env["DRAINWATCH_SECTION_NODES"] = "100"  # KTH's MaxNodes, what the replay uses

@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "streams.errors",
             "streams.topics",
             "streams.logs",
-            "streams.memory",
+            "streams.tuning",
             "streams.atomic",
         ),
     ),

@@ -80,9 +80,13 @@ def test_merged_short_job_penalties_equal_the_replay(parts: int, seed: int) -> N
     assert merger.late == 0 and (parts == 1 or merger.duplicates > 0)
 
 
+KTH = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+@pytest.mark.skipif(not KTH.exists(), reason=f"{KTH} (public test data) absent")
 def test_on_the_kth_trace() -> None:
     """The whole KTH SP2 trace (28,000 jobs) through 8 partitions."""
-    path = DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+    path = KTH
     events = sort_events(iter_job_events("swf", gzip.open(path, "rb")))
     rows, tsv, _ = _live(events, 8, 7)
     expect_rows, expect_tsv = _replay(events)

@@ -1,10 +1,10 @@
-"""The worker's malloc and collector settings (streams/memory.py), on this machine."""
+"""The worker's malloc and collector settings (streams/tuning.py), on this machine."""
 
 from __future__ import annotations
 
 import platform
 
-from streams.memory import pin_mmap_threshold, tune_gc
+from streams.tuning import pin_mmap_threshold, tune_gc
 
 
 def test_pin_mmap_threshold_is_accepted_by_glibc() -> None:
