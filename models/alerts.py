@@ -379,9 +379,13 @@ class JobAlerts:
                     deadline - r.start,
                     deadline - r.start,
                     "run",
-                    details={"user": r.user, "name": r.name, "start": r.start,
-                             "expected_end": r.expected_end},
-                )  # fmt: skip
+                    details={
+                        "user": r.user,
+                        "name": r.name,
+                        "start": r.start,
+                        "expected_end": r.expected_end,
+                    },
+                )
                 if a is not None:
                     out.append(a)
         return out
@@ -435,9 +439,11 @@ class DrainAlerts:
     __slots__ = ("book", "sliding_ms", "quiet_ms", "_held", "_done")
 
     def __init__(
-        self, book: AlertBook | None = None, sliding_node_hours: float = 100.0,
+        self,
+        book: AlertBook | None = None,
+        sliding_node_hours: float = 100.0,
         quiet_s: float = 3600.0,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.book = book or AlertBook()
         self.sliding_ms = sliding_node_hours * 3_600_000.0
         self.quiet_ms = quiet_s * 1000.0
@@ -589,9 +595,17 @@ class StallWatch:
         for topic in sorted(self.last):
             quiet = now - self.last[topic]
             if quiet > self.after:
-                a = self.book.fire("stalled", f"{topic}@{self.worker}", now, quiet, self.after,
-                                   "wall clock", severity="critical", since=self.last[topic],
-                                   details={"topic": topic, "worker": self.worker})  # fmt: skip
+                a = self.book.fire(
+                    "stalled",
+                    f"{topic}@{self.worker}",
+                    now,
+                    quiet,
+                    self.after,
+                    "wall clock",
+                    severity="critical",
+                    since=self.last[topic],
+                    details={"topic": topic, "worker": self.worker},
+                )
                 if a is not None:
                     out.append(a)
         return out

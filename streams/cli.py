@@ -258,8 +258,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as e:  # a bug: still one line, the traceback with --debug
         if args.debug:
             raise
-        print(f"{where}: internal error ({type(e).__name__}: {one_line(str(e))}); run with "
-              "--debug for the traceback", file=sys.stderr)  # fmt: skip
+        print(
+            f"{where}: internal error ({type(e).__name__}: {one_line(str(e))}); run with "
+            "--debug for the traceback",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return int(rc or 0)
 

@@ -16,9 +16,30 @@ from pathlib import Path
 from streams.cli import main as cli
 
 NODES, DAYS, SEED, TZ = "300", "3", "2", "America/Chicago"
-SIM = ["simulate", "--model", "lublin", "--nodes", NODES, "--days", DAYS, "--period", "120",
-       "--seed", SEED, "--outages", "3", "--drained", "2", "--depth", "2", "--tz", TZ,
-       "--findings", "--samples-hours", "36"]  # fmt: skip
+SIM = [
+    "simulate",
+    "--model",
+    "lublin",
+    "--nodes",
+    NODES,
+    "--days",
+    DAYS,
+    "--period",
+    "120",
+    "--seed",
+    SEED,
+    "--outages",
+    "3",
+    "--drained",
+    "2",
+    "--depth",
+    "2",
+    "--tz",
+    TZ,
+    "--findings",
+    "--samples-hours",
+    "36",
+]
 NOTE = (
     f"Simulated data: {DAYS} days of a {NODES}-node machine (Lublin-Feitelson workload, EASY "
     "backfill, seed 2) with one finding of each kind added (users user095-user099) and node "
@@ -43,7 +64,7 @@ def main(out: str = ".drainwatch/demo") -> int:
             str(sim / "jobs.jsonl"),
             "--nodes",
             NODES,
-        ],  # fmt: skip
+        ],
         [
             "--format",
             "jobevents",
@@ -52,7 +73,7 @@ def main(out: str = ".drainwatch/demo") -> int:
             NODES,
             "--resource",
             "demo",
-        ],  # fmt: skip
+        ],
         ["--format", "samples", str(sim / "samples.jsonl"), "--mem-per-core", "6"],
     ]
     for argv, d in zip(runs, dirs.values(), strict=True):
@@ -62,8 +83,9 @@ def main(out: str = ".drainwatch/demo") -> int:
     from streams.report import write_report
 
     path = base / "report.html"
-    report = write_report([str(d) for d in dirs.values()], path,
-                          title="drainwatch demo report", note=NOTE)  # fmt: skip
+    report = write_report(
+        [str(d) for d in dirs.values()], path, title="drainwatch demo report", note=NOTE
+    )
     print(f"\nreport: {path.resolve()} ({time.perf_counter() - t0:.1f} s in all)")
     print(f"replay outputs in {', '.join(str(d) for d in dirs.values())}\n")
     width = max(len(k) for k in report.headline)

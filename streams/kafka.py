@@ -111,8 +111,13 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
                 continue
             config = {"max.message.bytes": str(LIMIT_BYTES)}
             if t.compacted:
-                config.update({"cleanup.policy": "compact", "segment.ms": "600000",
-                               "min.cleanable.dirty.ratio": "0.1"})  # fmt: skip
+                config.update(
+                    {
+                        "cleanup.policy": "compact",
+                        "segment.ms": "600000",
+                        "min.cleanable.dirty.ratio": "0.1",
+                    }
+                )
             new.append(
                 NewTopic(
                     name,
@@ -152,8 +157,9 @@ async def read_latest(settings: Settings, topic: str, prefix: bytes) -> dict[byt
     # that assign() starts can finish after seek_to_beginning() and leave the position at the
     # end, so nothing is read and a saved snapshot looks absent (seen: a restarted worker
     # began from an empty state)
-    consumer = AIOKafkaConsumer(**_kw(settings), enable_auto_commit=False, group_id=None,
-                                auto_offset_reset="earliest")  # fmt: skip
+    consumer = AIOKafkaConsumer(
+        **_kw(settings), enable_auto_commit=False, group_id=None, auto_offset_reset="earliest"
+    )
     await consumer.start()
     try:
         tp = TopicPartition(topic, 0)

@@ -155,7 +155,7 @@ NODE_SAMPLE_SCHEMA: dict[str, Any] = {
         "core",
         "receive",
         "transmit",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "ts": _NUM,
@@ -235,7 +235,7 @@ METRICS_DRAIN_SCHEMA: dict[str, Any] = {
         "nodes",
         *_WINDOW_PROPS,
         "provisional",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "v": {"const": 1},
@@ -273,7 +273,7 @@ METRICS_JOBS_SCHEMA: dict[str, Any] = {
         "first_charged",
         "last_charged",
         "nodes_running",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "v": {"const": 1},
@@ -466,7 +466,7 @@ METRICS_SHORTJOBS_SCHEMA: dict[str, Any] = {
         "n_short",
         "penalty_seconds",
         "adjust",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "v": {"const": 1},

@@ -416,10 +416,16 @@ class DrainJobJoin:
             if job in self._ranked:
                 continue
             self._ranked.add(job)
-            a = self.book.fire("sliding_rank", job, at, -key, float(k), "job",
-                               details={"rank": rank[job], "drain_node_hours":
-                                        j.drain_s / 3600, "size": j.size},
-                               since=j.first_charged_ms / 1000)  # fmt: skip
+            a = self.book.fire(
+                "sliding_rank",
+                job,
+                at,
+                -key,
+                float(k),
+                "job",
+                details={"rank": rank[job], "drain_node_hours": j.drain_s / 3600, "size": j.size},
+                since=j.first_charged_ms / 1000,
+            )
             if a is not None:
                 alerts.append(a)
         for job in sorted(self._ranked - set(rank)):

@@ -165,8 +165,17 @@ class JobDrain:
 
 def drain_jobs_row(j: JobDrain, drain_ms: int) -> tuple[object, ...]:
     """``drain_jobs.csv``'s row with job events (drain in exact node-milliseconds)."""
-    return (j.job, drain_ms, j.nodes_charged, j.first_charged_ms, j.last_charged_ms, j.size,
-            j.runtime_s, j.drain_per_node, j.drain_runtime_ratio)  # fmt: skip
+    return (
+        j.job,
+        drain_ms,
+        j.nodes_charged,
+        j.first_charged_ms,
+        j.last_charged_ms,
+        j.size,
+        j.runtime_s,
+        j.drain_per_node,
+        j.drain_runtime_ratio,
+    )
 
 
 def sliding_jobs(jobs: Iterable[JobDrain]) -> list[JobDrain]:

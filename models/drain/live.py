@@ -82,7 +82,7 @@ class Partial:
             [
                 (str(u), int(st), {str(k): [int(x) for x in v] for k, v in sd.items()})
                 for u, st, sd in d.get("states", [])
-            ],  # fmt: skip
+            ],
         )
 
 
@@ -342,12 +342,26 @@ class LiveWindow:
         states: dict[str, list[int]] | None = None,
     ) -> LiveWindow:
         """A window's row with its basis (seed 000 §III-B.3), as the replay computes it."""
-        b = window_basis(w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms,
-                         basis_nodes, quality_min)  # fmt: skip
-        return cls(unit, w.start_ms, w.length_ms, w.nodes, w.accounted_ms, w.drain_ms,
-                   w.idle_unallocated_ms, w.down_ms, w.unaccounted_ms, b.drain_pct_static,
-                   b.drain_pct_dynamic, b.seconds_per_node, b.quality, provisional,
-                   states)  # fmt: skip
+        b = window_basis(
+            w.drain_ms, w.accounted_ms, w.down_ms, w.nodes, w.length_ms, basis_nodes, quality_min
+        )
+        return cls(
+            unit,
+            w.start_ms,
+            w.length_ms,
+            w.nodes,
+            w.accounted_ms,
+            w.drain_ms,
+            w.idle_unallocated_ms,
+            w.down_ms,
+            w.unaccounted_ms,
+            b.drain_pct_static,
+            b.drain_pct_dynamic,
+            b.seconds_per_node,
+            b.quality,
+            provisional,
+            states,
+        )
 
 
 @dataclass(slots=True)
@@ -395,10 +409,12 @@ class _JobTable:
         n, nj = len(self.slots), len(self.book)
         if n > self.row_job.size:
             cap = max(64, n + n // 4)
-            self.vals = np.concatenate([self.vals, np.zeros((cap - self.vals.shape[0], 6),
-                                                            dtype=np.int64)])  # fmt: skip
-            self.row_job = np.concatenate([self.row_job, np.zeros(cap - self.row_job.size,
-                                                                  dtype=np.int32)])  # fmt: skip
+            self.vals = np.concatenate(
+                [self.vals, np.zeros((cap - self.vals.shape[0], 6), dtype=np.int64)]
+            )
+            self.row_job = np.concatenate(
+                [self.row_job, np.zeros(cap - self.row_job.size, dtype=np.int32)]
+            )
         if nj > self.time_ms.size:
             cap = max(64, nj + nj // 4)
             self.time_ms = np.concatenate(
@@ -441,7 +457,7 @@ class _JobTable:
                 int(last[i]),
                 int(running[i]),
                 int(self.time_ms[jobs[i]]),
-            )  # fmt: skip
+            )
             for name, i in zip(names, idx.tolist(), strict=True)
         ]
         rows.sort(key=lambda r: r.job)
@@ -517,8 +533,11 @@ class DrainCombiner:
         self.partitions = partitions
         self.basis_nodes = basis_nodes
         self.quality_min = quality_min
-        self.keep_ms = keep_ms or {"minute": 3 * 3_600_000, "hour": 2 * 86_400_000,
-                                   "day": 8 * 86_400_000}  # fmt: skip
+        self.keep_ms = keep_ms or {
+            "minute": 3 * 3_600_000,
+            "hour": 2 * 86_400_000,
+            "day": 8 * 86_400_000,
+        }
         self.grids = {u: WindowGrid(tz, u) for u in UNITS}
         self.windows: dict[tuple[str, int], dict[int, tuple[int, ...]]] = {}
         self.states: dict[tuple[str, int], dict[int, dict[str, list[int]]]] = {}
@@ -567,8 +586,11 @@ class DrainCombiner:
                 parts_s[p.partition] = sd
                 self.dirty_windows.add(key)
         if p.jobs:
-            self.jobs.add(p.partition, [j[0] for j in p.jobs],
-                          np.array([j[1:] for j in p.jobs], dtype=np.int64))  # fmt: skip
+            self.jobs.add(
+                p.partition,
+                [j[0] for j in p.jobs],
+                np.array([j[1:] for j in p.jobs], dtype=np.int64),
+            )
 
     def take(self) -> tuple[list[LiveWindow], list[LiveJob]]:
         """Rows to write now: changed windows (provisional while open), windows that just
@@ -592,8 +614,11 @@ class DrainCombiner:
                 self.corrections += 1
             if closed:
                 self.final.add(key)
-            rows.append(LiveWindow.of(key[0], row, basis, self.quality_min, not closed,
-                                      self._state_sum(key)))  # fmt: skip
+            rows.append(
+                LiveWindow.of(
+                    key[0], row, basis, self.quality_min, not closed, self._state_sum(key)
+                )
+            )
         self.dirty_windows.clear()
         jobs = self.jobs.take()
         if wm is not None:
@@ -640,11 +665,11 @@ class DrainCombiner:
             "windows": [
                 [u, s, [[p, list(v)] for p, v in parts.items()]]
                 for (u, s), parts in self.windows.items()
-            ],  # fmt: skip
+            ],
             "states": [
                 [u, s, [[p, sd] for p, sd in parts.items()]]
                 for (u, s), parts in self.states.items()
-            ],  # fmt: skip
+            ],
             "final": sorted([u, s] for u, s in self.final),
             "marks": sorted(self.marks.items()),
             "nodes": sorted(self.nodes.items()),
@@ -661,10 +686,12 @@ class DrainCombiner:
     def restore(self, data: bytes) -> dict[str, Any]:
         """Load :meth:`dumps` bytes into this combiner; returns their ``extra``."""
         arrays, d = unpack(data)
-        self.windows = {(u, int(s)): {int(p): tuple(v) for p, v in parts}
-                        for u, s, parts in d["windows"]}  # fmt: skip
-        self.states = {(u, int(s)): {int(p): dict(sd) for p, sd in parts}
-                       for u, s, parts in d["states"]}  # fmt: skip
+        self.windows = {
+            (u, int(s)): {int(p): tuple(v) for p, v in parts} for u, s, parts in d["windows"]
+        }
+        self.states = {
+            (u, int(s)): {int(p): dict(sd) for p, sd in parts} for u, s, parts in d["states"]
+        }
         self.final = {(u, int(s)) for u, s in d["final"]}
         self.marks = {int(p): int(m) for p, m in d["marks"]}
         self.nodes = {int(p): int(n) for p, n in d["nodes"]}

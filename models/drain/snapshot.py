@@ -86,8 +86,9 @@ def pack(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:
     """Arrays and a JSON-able ``meta`` (its ``format`` set here) as one npz archive."""
     meta = {**meta, "format": FORMAT}
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-             **arrays)  # fmt: skip
+    np.savez(
+        buf, allow_pickle=False, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays
+    )
     return buf.getvalue()
 
 

@@ -422,10 +422,20 @@ def parse_moab_chunk(
         ok_u8 = np.empty(n_lines, dtype=np.uint8)
         split_len = np.fromiter(map(len, job_split), dtype=np.int64, count=len(job_split))
         n_rows, n_runs = moab_accept(
-            tokens.ok.view(np.uint8), sec_codes, tail_codes, node_codes, state_codes,
-            job_codes, sec_lut, BAD_SECONDS, tail_ok.view(np.uint8), node_ok.view(np.uint8),
-            state_ok.view(np.uint8), split_len, ok_u8,
-        )  # fmt: skip
+            tokens.ok.view(np.uint8),
+            sec_codes,
+            tail_codes,
+            node_codes,
+            state_codes,
+            job_codes,
+            sec_lut,
+            BAD_SECONDS,
+            tail_ok.view(np.uint8),
+            node_ok.view(np.uint8),
+            state_ok.view(np.uint8),
+            split_len,
+            ok_u8,
+        )
         ok = ok_u8.view(bool)
         rows_known: npt.NDArray[np.int64] | None = None
         all_canonical = n_rows == int(np.count_nonzero(tokens.ok))
@@ -529,10 +539,30 @@ def parse_moab_chunk(
         has_job = np.empty(n_rows, dtype=bool)
         run_row, run_job = np.empty(n_runs, dtype=np.int64), np.empty(n_runs, dtype=np.int64)
         moab_assemble(
-            ok_u8, tokens.ms, sec_codes, tail_codes, node_codes, state_codes, rsv_codes, job_codes,
-            sec_lut, tail_lut, node_lut, state_lut, rsv_lut, job_len, job_off, job_flat,
-            ts_col, node_col, state_col, rsv_col, has_job.view(np.uint8), run_row, run_job,
-        )  # fmt: skip
+            ok_u8,
+            tokens.ms,
+            sec_codes,
+            tail_codes,
+            node_codes,
+            state_codes,
+            rsv_codes,
+            job_codes,
+            sec_lut,
+            tail_lut,
+            node_lut,
+            state_lut,
+            rsv_lut,
+            job_len,
+            job_off,
+            job_flat,
+            ts_col,
+            node_col,
+            state_col,
+            rsv_col,
+            has_job.view(np.uint8),
+            run_row,
+            run_job,
+        )
         batch = NodeStatusBatch(ts_col, node_col, state_col, rsv_col, has_job, run_row, run_job)
     else:
         assert ts_ms is not None

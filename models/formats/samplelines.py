@@ -87,12 +87,26 @@ def _u4(b: bytes) -> np.ndarray:
 
 def _parse_native(data: bytes) -> ParsedLines:
     assert _native is not None
-    (status, bounds, ts, start, core, pid, wb, rb, rss, swap, cores, jc, nc, jobs,
-     nodes) = _native(data)  # fmt: skip
+    (status, bounds, ts, start, core, pid, wb, rb, rss, swap, cores, jc, nc, jobs, nodes) = _native(
+        data
+    )
     st = np.frombuffer(status, np.uint8)
     lb = np.frombuffer(bounds, np.uint64).astype(np.int64).reshape(-1, 2)
-    batch = SampleBatch(_f8(ts), _u4(jc), _u4(nc), _i8(pid), _f8(start), _i8(wb), _i8(rb),
-                        _f8(core), _i8(rss), _i8(swap), _i8(cores), jobs, nodes)  # fmt: skip
+    batch = SampleBatch(
+        _f8(ts),
+        _u4(jc),
+        _u4(nc),
+        _i8(pid),
+        _f8(start),
+        _i8(wb),
+        _i8(rb),
+        _f8(core),
+        _i8(rss),
+        _i8(swap),
+        _i8(cores),
+        jobs,
+        nodes,
+    )
     taken = st == 1
     other = np.flatnonzero(st == 2)
     if not other.size:
@@ -113,5 +127,4 @@ def _parse_native(data: bytes) -> ParsedLines:
     both = SampleBatch.concat([batch, _from_rows(rows)])
     line = np.concatenate([np.flatnonzero(taken), np.array(at, np.int64)])
     order = np.argsort(line, kind="stable")
-    return ParsedLines(both.take(order), np.concatenate([lb[taken], _bounds(rb_)])[order],
-                       rejects)  # fmt: skip
+    return ParsedLines(both.take(order), np.concatenate([lb[taken], _bounds(rb_)])[order], rejects)

@@ -176,8 +176,29 @@ def _plain_fields(d: object) -> list[Any] | None:
         or max(peak, size, rss, swap) > (MAX_MEMORY_KB)
     ):
         return None
-    return [float(ts), job, pid, node, command, peak, size, rss, swap, syscr, syscw, rb, wb,
-            float(core), rx, tx, float(start), cores, cls, (), wchar]  # fmt: skip
+    return [
+        float(ts),
+        job,
+        pid,
+        node,
+        command,
+        peak,
+        size,
+        rss,
+        swap,
+        syscr,
+        syscw,
+        rb,
+        wb,
+        float(core),
+        rx,
+        tx,
+        float(start),
+        cores,
+        cls,
+        (),
+        wchar,
+    ]
 
 
 def _checked(d: object) -> NodeSample:

@@ -65,15 +65,30 @@ RESERVED_UNKNOWN = "reserved"  # rsvlist of a RESERVED node no listed reservatio
 _DOWN_BASES = frozenset({"DOWN", "UNKNOWN", "ERROR", "FUTURE"})
 _BUSY_BASES = frozenset({"ALLOCATED", "ALLOC", "MIXED"})
 _DRAIN_FLAGS = frozenset({"DRAIN", "FAIL"})
-_OFF_FLAGS = frozenset({"POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "REBOOT_ISSUED",
-                        "NOT_RESPONDING", "POWER_UP"})  # fmt: skip
+_OFF_FLAGS = frozenset(
+    {"POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "REBOOT_ISSUED", "NOT_RESPONDING", "POWER_UP"}
+)
 _RESERVED_FLAGS = frozenset({"RESERVED", "MAINTENANCE", "MAINT"})
 # flags that exist and change nothing here (power-save requests, cloud, registration...)
-_QUIET_FLAGS = frozenset({"CLOUD", "DYNAMIC_NORM", "DYNAMIC_FUTURE", "INVALID_REG",
-                          "POWER_DOWN", "POWER_DRAIN", "POWER", "REBOOT_REQUESTED", "REBOOT",
-                          "RESUME", "UNDRAIN", "NO_RESPOND", "BLOCKED", "EXTERNAL"})  # fmt: skip
-KNOWN_FLAGS = (_DRAIN_FLAGS | _OFF_FLAGS | _RESERVED_FLAGS | _QUIET_FLAGS
-               | {"PLANNED", "COMPLETING"})  # fmt: skip
+_QUIET_FLAGS = frozenset(
+    {
+        "CLOUD",
+        "DYNAMIC_NORM",
+        "DYNAMIC_FUTURE",
+        "INVALID_REG",
+        "POWER_DOWN",
+        "POWER_DRAIN",
+        "POWER",
+        "REBOOT_REQUESTED",
+        "REBOOT",
+        "RESUME",
+        "UNDRAIN",
+        "NO_RESPOND",
+        "BLOCKED",
+        "EXTERNAL",
+    }
+)
+KNOWN_FLAGS = _DRAIN_FLAGS | _OFF_FLAGS | _RESERVED_FLAGS | _QUIET_FLAGS | {"PLANNED", "COMPLETING"}
 # sinfo's long state words, accepted as a base: what they mean in base + flags
 _WORDS = {
     "ALLOC": ("ALLOCATED", ()),
@@ -86,9 +101,17 @@ _WORDS = {
     "FAILING": ("ALLOCATED", ("FAIL",)),
 }
 _PENDING = frozenset({"PENDING", "PD"})
-_SHORT_STATES = {"R": "RUNNING", "CG": "COMPLETING", "CF": "CONFIGURING", "S": "SUSPENDED",
-                 "ST": "STOPPED", "SO": "STAGE_OUT", "SI": "SIGNALING", "RQ": "REQUEUED",
-                 "RS": "RESIZING"}  # fmt: skip
+_SHORT_STATES = {
+    "R": "RUNNING",
+    "CG": "COMPLETING",
+    "CF": "CONFIGURING",
+    "S": "SUSPENDED",
+    "ST": "STOPPED",
+    "SO": "STAGE_OUT",
+    "SI": "SIGNALING",
+    "RQ": "REQUEUED",
+    "RS": "RESIZING",
+}
 
 
 class SlurmOutputError(RecordError):
@@ -267,8 +290,15 @@ def parse_nodes_json(text: str | bytes) -> list[SlurmNode]:
 
 SQUEUE_FORMAT = "%i|%T|%S|%Y|%N"  # what `ship slurm` asks squeue for
 _FIELD = re.compile(r"%[.]?\d*([A-Za-z])")
-_HEADERS = {"i": "JOBID", "A": "JOBID", "T": "STATE", "t": "ST", "S": "START_TIME",
-            "Y": "SCHEDNODES", "N": "NODELIST"}  # fmt: skip
+_HEADERS = {
+    "i": "JOBID",
+    "A": "JOBID",
+    "T": "STATE",
+    "t": "ST",
+    "S": "START_TIME",
+    "Y": "SCHEDNODES",
+    "N": "NODELIST",
+}
 
 
 def format_fields(fmt: str) -> tuple[str, list[str]]:
@@ -276,8 +306,10 @@ def format_fields(fmt: str) -> tuple[str, list[str]]:
     letters = _FIELD.findall(fmt)
     seps = {s for s in _FIELD.split(fmt)[0::2][1:-1]}
     if len(seps) != 1 or not next(iter(seps)).strip():  # padded blanks make empty cells vanish
-        raise SlurmOutputError("bad_squeue_format", f"{fmt!r}: fields joined by one delimiter "
-                               "other than blanks, e.g. '%i|%T|%S|%Y|%N'")  # fmt: skip
+        raise SlurmOutputError(
+            "bad_squeue_format",
+            f"{fmt!r}: fields joined by one delimiter other than blanks, e.g. '%i|%T|%S|%Y|%N'",
+        )
     need = {"Y", "N"} | ({"i"} if "A" not in letters else set())
     if not need <= set(letters) or not {"T", "t"} & set(letters):
         raise SlurmOutputError("bad_squeue_format", f"{fmt!r} needs %i, %T (or %t), %Y and %N")
@@ -324,8 +356,15 @@ def parse_squeue_text(
         if not job_id:
             raise SlurmOutputError("bad_squeue_line", line[:120])
         state = _job_state(d.get("T") or d.get("t") or "")
-        out.append(SlurmJob(job_id, state, _names(d["N"], max_hosts), _names(d["Y"], max_hosts),
-                            _text_time(d.get("S", ""))))  # fmt: skip
+        out.append(
+            SlurmJob(
+                job_id,
+                state,
+                _names(d["N"], max_hosts),
+                _names(d["Y"], max_hosts),
+                _text_time(d.get("S", "")),
+            )
+        )
     return out
 
 
@@ -363,8 +402,15 @@ def parse_squeue_json(text: str | bytes, max_hosts: int = MAX_HOSTS) -> list[Slu
             raise SlurmOutputError("bad_job_record", f"job {job_id} without a state")
         nodes = d.get("nodes") if isinstance(d.get("nodes"), str) else ""
         sched = d.get("scheduled_nodes") if isinstance(d.get("scheduled_nodes"), str) else ""
-        out.append(SlurmJob(job_id, _job_state(states[0]), _names(nodes, max_hosts),
-                            _names(sched, max_hosts), _number(d.get("start_time"))))  # fmt: skip
+        out.append(
+            SlurmJob(
+                job_id,
+                _job_state(states[0]),
+                _names(nodes, max_hosts),
+                _names(sched, max_hosts),
+                _number(d.get("start_time")),
+            )
+        )
     return out
 
 
@@ -375,9 +421,14 @@ def parse_reservations_text(text: str, max_hosts: int = MAX_HOSTS) -> list[Slurm
     """``scontrol show reservation [--oneliner]``; active when ``State=ACTIVE``."""
     out = []
     for d in _records(text, "ReservationName"):
-        out.append(SlurmReservation(d["ReservationName"], _names(d.get("Nodes"), max_hosts),
-                                    d.get("State", "").upper() == "ACTIVE",
-                                    _text_time(d.get("StartTime", ""))))  # fmt: skip
+        out.append(
+            SlurmReservation(
+                d["ReservationName"],
+                _names(d.get("Nodes"), max_hosts),
+                d.get("State", "").upper() == "ACTIVE",
+                _text_time(d.get("StartTime", "")),
+            )
+        )
     return out
 
 
@@ -435,8 +486,10 @@ def slurm_iteration(
             for n in dict.fromkeys(j.nodes):
                 running.setdefault(n, []).append(j.job_id)
     held: dict[str, list[str]] = {}
-    for r in sorted((r for r in reservations if r.active),
-                    key=lambda r: (r.start if r.start is not None else 0.0, r.name)):  # fmt: skip
+    for r in sorted(
+        (r for r in reservations if r.active),
+        key=lambda r: (r.start if r.start is not None else 0.0, r.name),
+    ):
         for n in dict.fromkeys(r.nodes):
             held.setdefault(n, []).append(r.name)
     it = SlurmIteration([])

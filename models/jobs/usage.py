@@ -360,8 +360,15 @@ class UsageAccumulator:
             return (d.isoformat(), resource, 0.0, 0.0, 0.0, 0, 0)
         cpu, node, wall, started, ended = rec
         f = math.fsum
-        return (d.isoformat(), resource, f(cpu) / 3600.0, f(node) / 3600.0, f(wall) / 3600.0,
-                started, ended)  # fmt: skip
+        return (
+            d.isoformat(),
+            resource,
+            f(cpu) / 3600.0,
+            f(node) / 3600.0,
+            f(wall) / 3600.0,
+            started,
+            ended,
+        )
 
     def rows(self, resource: str = "") -> list[tuple[str, str, float, float, float, int, int]]:
         """Every day from the first job start to the last job end (empty days as zeros)."""

@@ -269,9 +269,24 @@ def jobevent_row(d: Any) -> list[Any]:
     row = _plain_row(d)
     if row is None:
         e = jobevent_from_dict(d)
-        row = [e.type, e.ts, e.job, e.user, e.group, e.account, e.partition, e.name, e.nodes,
-               e.cores, e.req_walltime, e.node_list, e.state, e.exit_code, e.backfill,
-               e.reserved_start]  # fmt: skip
+        row = [
+            e.type,
+            e.ts,
+            e.job,
+            e.user,
+            e.group,
+            e.account,
+            e.partition,
+            e.name,
+            e.nodes,
+            e.cores,
+            e.req_walltime,
+            e.node_list,
+            e.state,
+            e.exit_code,
+            e.backfill,
+            e.reserved_start,
+        ]
     return row
 
 

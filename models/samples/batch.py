@@ -65,13 +65,21 @@ class SampleBatch:
         fs = {i: x.fs_rates for i, x in enumerate(s) if x.fs_rates}
         i8, f8 = np.int64, np.float64
         return cls(
-            np.array([x.ts for x in s], f8), np.array(job, i8), np.array(node, i8),
-            np.array([x.pid for x in s], i8), np.array([x.start for x in s], f8),
-            np.array([x.write_bytes for x in s], i8), np.array([x.read_bytes for x in s], i8),
-            np.array([x.core for x in s], f8), np.array([x.vm_rss_kb for x in s], i8),
-            np.array([x.vm_swap_kb for x in s], i8), np.array([x.cores for x in s], i8),
-            list(jobs), list(nodes), fs,
-        )  # fmt: skip
+            np.array([x.ts for x in s], f8),
+            np.array(job, i8),
+            np.array(node, i8),
+            np.array([x.pid for x in s], i8),
+            np.array([x.start for x in s], f8),
+            np.array([x.write_bytes for x in s], i8),
+            np.array([x.read_bytes for x in s], i8),
+            np.array([x.core for x in s], f8),
+            np.array([x.vm_rss_kb for x in s], i8),
+            np.array([x.vm_swap_kb for x in s], i8),
+            np.array([x.cores for x in s], i8),
+            list(jobs),
+            list(nodes),
+            fs,
+        )
 
     @classmethod
     def concat(cls, batches: Sequence[SampleBatch]) -> SampleBatch:
@@ -92,12 +100,21 @@ class SampleBatch:
                 fs.update({base + i: r for i, r in b.fs.items()})
         cat = np.concatenate
         return cls(
-            cat([b.ts for b in batches]), job, node, cat([b.pid for b in batches]),
-            cat([b.start for b in batches]), cat([b.write for b in batches]),
-            cat([b.read for b in batches]), cat([b.core for b in batches]),
-            cat([b.rss for b in batches]), cat([b.swap for b in batches]),
-            cat([b.cores for b in batches]), jobs, nodes, fs,
-        )  # fmt: skip
+            cat([b.ts for b in batches]),
+            job,
+            node,
+            cat([b.pid for b in batches]),
+            cat([b.start for b in batches]),
+            cat([b.write for b in batches]),
+            cat([b.read for b in batches]),
+            cat([b.core for b in batches]),
+            cat([b.rss for b in batches]),
+            cat([b.swap for b in batches]),
+            cat([b.cores for b in batches]),
+            jobs,
+            nodes,
+            fs,
+        )
 
     def take(self, idx: np.ndarray) -> SampleBatch:
         """The rows ``idx`` (indices, or a boolean mask), in that order."""
@@ -107,27 +124,56 @@ class SampleBatch:
         if self.fs:
             fs = {new: self.fs[old] for new, old in enumerate(idx.tolist()) if old in self.fs}
         return SampleBatch(
-            self.ts[idx], self.job[idx], self.node[idx], self.pid[idx], self.start[idx],
-            self.write[idx], self.read[idx], self.core[idx], self.rss[idx], self.swap[idx],
-            self.cores[idx], self.jobs, self.nodes, fs,
-        )  # fmt: skip
+            self.ts[idx],
+            self.job[idx],
+            self.node[idx],
+            self.pid[idx],
+            self.start[idx],
+            self.write[idx],
+            self.read[idx],
+            self.core[idx],
+            self.rss[idx],
+            self.swap[idx],
+            self.cores[idx],
+            self.jobs,
+            self.nodes,
+            fs,
+        )
 
     def slice(self, lo: int, hi: int) -> SampleBatch:
         """Rows ``lo:hi`` (views of these columns)."""
         fs = {i - lo: r for i, r in self.fs.items() if lo <= i < hi}
         return SampleBatch(
-            self.ts[lo:hi], self.job[lo:hi], self.node[lo:hi], self.pid[lo:hi],
-            self.start[lo:hi], self.write[lo:hi], self.read[lo:hi], self.core[lo:hi],
-            self.rss[lo:hi], self.swap[lo:hi], self.cores[lo:hi], self.jobs, self.nodes, fs,
-        )  # fmt: skip
+            self.ts[lo:hi],
+            self.job[lo:hi],
+            self.node[lo:hi],
+            self.pid[lo:hi],
+            self.start[lo:hi],
+            self.write[lo:hi],
+            self.read[lo:hi],
+            self.core[lo:hi],
+            self.rss[lo:hi],
+            self.swap[lo:hi],
+            self.cores[lo:hi],
+            self.jobs,
+            self.nodes,
+            fs,
+        )
 
     def to_bytes(self, head: dict[str, Any]) -> bytes:
         """This batch and ``head`` (JSON values) as one message: ``DWS1``, the header's length
         (u32), the header (JSON: ``head``, the name lists, the per-file-system speeds), then the
         columns (little-endian: ts, start, core as f64; pid, write, read, rss, swap, cores as
         i64; job and node codes as u32)."""
-        h = orjson.dumps({**head, "rows": len(self), "jobs": self.jobs, "nodes": self.nodes,
-                          "fs": [[i, r] for i, r in sorted(self.fs.items())]})  # fmt: skip
+        h = orjson.dumps(
+            {
+                **head,
+                "rows": len(self),
+                "jobs": self.jobs,
+                "nodes": self.nodes,
+                "fs": [[i, r] for i, r in sorted(self.fs.items())],
+            }
+        )
         cols = [getattr(self, k).astype("<f8", copy=False) for k in _F8]
         cols += [getattr(self, k).astype("<i8", copy=False) for k in _I8]
         cols += [self.job.astype("<u4"), self.node.astype("<u4")]
@@ -142,17 +188,34 @@ class SampleBatch:
         head = orjson.loads(data[8 : 8 + n])
         rows, at = int(head["rows"]), 8 + n
         cols: dict[str, np.ndarray] = {}
-        for k, dt in [*((k, "<f8") for k in _F8), *((k, "<i8") for k in _I8),
-                      ("job", "<u4"), ("node", "<u4")]:  # fmt: skip
+        for k, dt in [
+            *((k, "<f8") for k in _F8),
+            *((k, "<i8") for k in _I8),
+            ("job", "<u4"),
+            ("node", "<u4"),
+        ]:
             cols[k] = np.frombuffer(data, dt, rows, at)
             at += rows * cols[k].itemsize
         if at != len(data):
             raise ValueError("sample batch: length does not match its header")
         fs = {int(i): tuple((n, float(w), float(r)) for n, w, r in x) for i, x in head["fs"]}
         c = cols
-        b = cls(c["ts"], c["job"].astype(np.int64), c["node"].astype(np.int64), c["pid"],
-                c["start"], c["write"], c["read"], c["core"], c["rss"], c["swap"], c["cores"],
-                head["jobs"], head["nodes"], fs)  # fmt: skip
+        b = cls(
+            c["ts"],
+            c["job"].astype(np.int64),
+            c["node"].astype(np.int64),
+            c["pid"],
+            c["start"],
+            c["write"],
+            c["read"],
+            c["core"],
+            c["rss"],
+            c["swap"],
+            c["cores"],
+            head["jobs"],
+            head["nodes"],
+            fs,
+        )
         return b, head
 
     def ranks(self, which: str) -> np.ndarray:
@@ -175,14 +238,46 @@ class SampleBatch:
 
     def to_samples(self) -> list[NodeSample]:
         """Records with these fields (the others empty)."""
-        cols = [self.ts.tolist(), self.job_names(), self.pid.tolist(), self.node_names(),
-                self.write.tolist(), self.read.tolist(), self.core.tolist(), self.rss.tolist(),
-                self.swap.tolist(), self.start.tolist(), self.cores.tolist()]  # fmt: skip
+        cols = [
+            self.ts.tolist(),
+            self.job_names(),
+            self.pid.tolist(),
+            self.node_names(),
+            self.write.tolist(),
+            self.read.tolist(),
+            self.core.tolist(),
+            self.rss.tolist(),
+            self.swap.tolist(),
+            self.start.tolist(),
+            self.cores.tolist(),
+        ]
         out = []
         rows = enumerate(zip(*cols, strict=True))
         for i, (ts, job, pid, node, w, r, core, rss, swap, start, cores) in rows:
-            out.append(NodeSample(ts, job, pid, node, "", 0, 0, rss, swap, 0, 0, r, w, core, 0,
-                                  0, start, cores, "", self.fs.get(i, ())))  # fmt: skip
+            out.append(
+                NodeSample(
+                    ts,
+                    job,
+                    pid,
+                    node,
+                    "",
+                    0,
+                    0,
+                    rss,
+                    swap,
+                    0,
+                    0,
+                    r,
+                    w,
+                    core,
+                    0,
+                    0,
+                    start,
+                    cores,
+                    "",
+                    self.fs.get(i, ()),
+                )
+            )
         return out
 
     # ---- durable state ----------------------------------------------------------------------
@@ -201,8 +296,22 @@ class SampleBatch:
         f = {k: np.array(d[k], np.float64) for k in _F8}
         i = {k: np.array(d[k], np.int64) for k in _I8}
         fs = {int(r): tuple((n, float(w), float(x)) for n, w, x in v) for r, v in d["fs"]}
-        return cls(f["ts"], job, node, i["pid"], f["start"], i["write"], i["read"], f["core"],
-                   i["rss"], i["swap"], i["cores"], list(jobs), list(nodes), fs)  # fmt: skip
+        return cls(
+            f["ts"],
+            job,
+            node,
+            i["pid"],
+            f["start"],
+            i["write"],
+            i["read"],
+            f["core"],
+            i["rss"],
+            i["swap"],
+            i["cores"],
+            list(jobs),
+            list(nodes),
+            fs,
+        )
 
     def to_tree(self) -> dict[str, Any]:
         """The batch as a state tree (:mod:`models.state`): the columns as they are (arrays,

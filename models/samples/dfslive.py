@@ -80,9 +80,24 @@ class _Episode:
 
 
 class DfsStream:
-    __slots__ = ("period", "unit", "threshold", "top", "max_gap", "alert_minutes", "forget_s",
-                 "book", "_procs", "_last", "_minutes", "_closed", "_ep", "_forget_at",
-                 "job_io", "subject")  # fmt: skip
+    __slots__ = (
+        "period",
+        "unit",
+        "threshold",
+        "top",
+        "max_gap",
+        "alert_minutes",
+        "forget_s",
+        "book",
+        "_procs",
+        "_last",
+        "_minutes",
+        "_closed",
+        "_ep",
+        "_forget_at",
+        "job_io",
+        "subject",
+    )
 
     def __init__(
         self,
@@ -138,8 +153,14 @@ class DfsStream:
         pw[1:], pr[1:] = w[:-1], r[:-1]
         fi, li = np.flatnonzero(first), np.flatnonzero(last)
         nodes, procs = b.nodes, self._procs
-        keys = list(zip([nodes[c] for c in b.node[order[fi]].tolist()], b.pid[order[fi]].tolist(),
-                        b.start[order[fi]].tolist(), strict=True))  # fmt: skip
+        keys = list(
+            zip(
+                [nodes[c] for c in b.node[order[fi]].tolist()],
+                b.pid[order[fi]].tolist(),
+                b.start[order[fi]].tolist(),
+                strict=True,
+            )
+        )
         get = procs.get
         slot = np.array([get(k, -1) for k in keys], np.int64)
         known = slot >= 0
@@ -174,8 +195,9 @@ class DfsStream:
         sw = np.bincount(key, dw, at.size).tolist()
         sr = np.bincount(key, dr, at.size).tolist()
         jobs, minutes = b.jobs, self._minutes
-        for m, j, nd, a, c in zip(minute[at].tolist(), job[at].tolist(), node[at].tolist(),
-                                  sw, sr, strict=True):  # fmt: skip
+        for m, j, nd, a, c in zip(
+            minute[at].tolist(), job[at].tolist(), node[at].tolist(), sw, sr, strict=True
+        ):
             rows = minutes.get(m)
             if rows is None:
                 rows = minutes[m] = {}
@@ -223,8 +245,14 @@ class DfsStream:
             add_exact(io[1], a[0] / unit)
         return rates
 
-    def _hot(self, m: int, write: float, rates: dict[tuple[str, str], tuple[float, float]],
-             zones: list[ZoneRow], alerts: list[Alert]) -> None:  # fmt: skip
+    def _hot(
+        self,
+        m: int,
+        write: float,
+        rates: dict[tuple[str, str], tuple[float, float]],
+        zones: list[ZoneRow],
+        alerts: list[Alert],
+    ) -> None:
         ep = self._ep
         if ep is not None and m - ep.last > self.max_gap + 1:
             self._final(zones, alerts)
@@ -238,9 +266,17 @@ class DfsStream:
             add_exact(ep.per_job.setdefault(job, []), w)
         if m - ep.run_start + 1 == self.alert_minutes:
             details = {"top_jobs": self._top(ep)}
-            a = self.book.fire("hot_zone", self.subject, (m + 1) * MINUTE, ep.peak, self.threshold,
-                               f"{self.alert_minutes} min", severity="critical",
-                               details=details, since=ep.start * MINUTE)  # fmt: skip
+            a = self.book.fire(
+                "hot_zone",
+                self.subject,
+                (m + 1) * MINUTE,
+                ep.peak,
+                self.threshold,
+                f"{self.alert_minutes} min",
+                severity="critical",
+                details=details,
+                since=ep.start * MINUTE,
+            )
             if a is not None:
                 alerts.append(a)
 

@@ -129,15 +129,23 @@ class JobUtilStream:
             touched[code] = j
         # measures: the job's distinct buckets, in order (a bucket seen at the last close
         # is not counted again)
-        for code, bkt, sw in zip(gj[bj_at].tolist(), gb[bj_at].tolist(), swap_bj.tolist(),
-                                 strict=True):  # fmt: skip
+        for code, bkt, sw in zip(
+            gj[bj_at].tolist(), gb[bj_at].tolist(), swap_bj.tolist(), strict=True
+        ):
             j = touched[code]
             if j.last_b != bkt:
                 j.n += 1
                 j.last_b = bkt
             j.swap_max = max(j.swap_max, sw)
-        per_node = zip(gj.tolist(), gn.tolist(), gcores.tolist(), mem.tolist(), core.tolist(),
-                       gts.tolist(), strict=True)  # fmt: skip
+        per_node = zip(
+            gj.tolist(),
+            gn.tolist(),
+            gcores.tolist(),
+            mem.tolist(),
+            core.tolist(),
+            gts.tolist(),
+            strict=True,
+        )
         for code, nd, c, m, cu, t in per_node:
             j = touched[code]
             name = nodes[nd]
@@ -172,12 +180,24 @@ class JobUtilStream:
             mem_mean = mem_max = math.nan
         else:
             mem_mean = math.fsum(j.mem) / n / (mpc * cores)
-            mem_max = max(m / c for (_c, m), c in zip(j.nodes.values(), node_cores,
-                                                      strict=True)) / mpc  # fmt: skip
+            mem_max = (
+                max(m / c for (_c, m), c in zip(j.nodes.values(), node_cores, strict=True)) / mpc
+            )
         run = j.t1 - j.t0 + self.period
         wmax, wtot = io
-        return (job, len(j.nodes), cores, n, core_util, mem_mean, mem_max, j.swap_max,
-                cores * run, wmax, wtot)  # fmt: skip
+        return (
+            job,
+            len(j.nodes),
+            cores,
+            n,
+            core_util,
+            mem_mean,
+            mem_max,
+            j.swap_max,
+            cores * run,
+            wmax,
+            wtot,
+        )
 
     def first_ts(self, job: str) -> float:
         """The job's first measure time (what identifies its row over time)."""

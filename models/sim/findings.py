@@ -67,16 +67,22 @@ def findings_workload(
     # overrun: 30 min runs (a little spread), then one of 100 min, 3 h requested each time
     for k in range(f.overrun_runs):
         rt = 6000.0 if k == f.overrun_runs - 1 else float(1800 + rng.integers(-30, 31))
-        job(start + f.overrun_first * span + k * 4 * 3600.0, min(8, nodes), rt, 10800.0,
-            OVERRUN_USER)  # fmt: skip
+        job(
+            start + f.overrun_first * span + k * 4 * 3600.0,
+            min(8, nodes),
+            rt,
+            10800.0,
+            OVERRUN_USER,
+        )
     # short-job flood: one-node jobs of 2-20 s within 6 minutes
     t0 = start + f.flood_at * span
     for k in range(f.flood_jobs):
         job(t0 + k * 360.0 / f.flood_jobs, 1, float(rng.integers(2, 21)), 300.0, FLOOD_USER)
     # sliding: a two-node job runs past the end; the whole machine is asked for behind it
     lead = f.sliding_lead_h * 3600.0
-    job(end - lead - 3 * 3600.0, min(2, nodes), span + 2 * 86400.0, span + 3 * 86400.0,
-        BLOCKER_USER)  # fmt: skip
+    job(
+        end - lead - 3 * 3600.0, min(2, nodes), span + 2 * 86400.0, span + 3 * 86400.0, BLOCKER_USER
+    )
     job(end - lead, nodes, 3600.0, 7200.0, SLIDING_USER)
     n = len(sub)
     return Workload(

@@ -80,10 +80,19 @@ def node_samples(
     for job, nodes, start, end in running_jobs(events, t0, t1):
         low = rng.random() < 0.2
         util = float(rng.uniform(0.03, 0.25) if low else rng.uniform(0.6, 1.0))
-        jobs.append(_Job(job, nodes, start, end, util, float(rng.uniform(0.1, 0.9)),
-                         min(float(rng.exponential(m.job_mb_s)), m.job_mb_s_max) / len(nodes),
-                         min(float(rng.exponential(m.job_mb_s / 2)), m.job_mb_s_max) / len(nodes),
-                         rng.lognormal(-0.045, 0.3, n_steps)))  # fmt: skip
+        jobs.append(
+            _Job(
+                job,
+                nodes,
+                start,
+                end,
+                util,
+                float(rng.uniform(0.1, 0.9)),
+                min(float(rng.exponential(m.job_mb_s)), m.job_mb_s_max) / len(nodes),
+                min(float(rng.exponential(m.job_mb_s / 2)), m.job_mb_s_max) / len(nodes),
+                rng.lognormal(-0.045, 0.3, n_steps),
+            )
+        )
     mid = t0 + m.burst_at * (t1 - t0)
     burst_lo = mid - mid % m.period
     burst_hi = burst_lo + m.burst_minutes * 60.0

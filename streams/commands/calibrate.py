@@ -159,28 +159,38 @@ def run_dfs(args: argparse.Namespace) -> int:
     except OSError:
         free = None
     if free is not None and need > free:
-        raise UserError(f"{args.path}: the test needs {need / MB:g} MB, {free / MB:.0f} MB free "
-                        "(use fewer --writers or a smaller --size)")  # fmt: skip
+        raise UserError(
+            f"{args.path}: the test needs {need / MB:g} MB, {free / MB:.0f} MB free "
+            "(use fewer --writers or a smaller --size)"
+        )
     name = args.name or (_mount_point(path).name or "/")
     out = sys.stdout
-    print(f"calibrate dfs {args.path} (file system mounted on {_mount_point(path)}): "
-          f"{args.writers} writers x {args.size:g} MB, fsync each file, {args.repeats} repeats",
-          file=out)  # fmt: skip
+    print(
+        f"calibrate dfs {args.path} (file system mounted on {_mount_point(path)}): "
+        f"{args.writers} writers x {args.size:g} MB, fsync each file, {args.repeats} repeats",
+        file=out,
+    )
 
     def report(r: int, rate: float, seconds: float) -> None:
         print(f"  repeat {r}: {rate:.1f} MB/s ({need / MB:g} MB in {seconds:.3f} s)", file=out)
         out.flush()
 
     c = calibrate(path, args.writers, size, args.repeats, report)
-    print(f"mean {c.mean:.1f} MB/s, sigma {c.std:.1f} MB/s (population, as IOR reports it)",
-          file=out)  # fmt: skip
+    print(
+        f"mean {c.mean:.1f} MB/s, sigma {c.std:.1f} MB/s (population, as IOR reports it)", file=out
+    )
     if c.threshold <= 0:
-        raise UserError(f"mean - sigma = {c.threshold:.3g} MB/s is not above 0: the repeats vary "
-                        "too much; use a larger --size or more --repeats")  # fmt: skip
+        raise UserError(
+            f"mean - sigma = {c.threshold:.3g} MB/s is not above 0: the repeats vary "
+            "too much; use a larger --size or more --repeats"
+        )
     print(f"hot-zone threshold (seed 003: mean - sigma): {c.threshold:.1f} MB/s", file=out)
     print(f"replay option: --hot-zone-fs {name}={_fmt(c.threshold)}MB/s", file=out)
-    print(f"  (name the file system as your data does, --name; alone: --hot-zone-bw "
-          f"{_fmt(c.mean)}MB/s,{_fmt(c.std)}MB/s)", file=out)  # fmt: skip
+    print(
+        f"  (name the file system as your data does, --name; alone: --hot-zone-bw "
+        f"{_fmt(c.mean)}MB/s,{_fmt(c.std)}MB/s)",
+        file=out,
+    )
     return 0
 
 
@@ -200,13 +210,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "removed at the end.",
     )
     d.add_argument("path", metavar="PATH", help="a writable directory on the file system")
-    d.add_argument("--writers", type=option_type(int, 1, True, MAX_WRITERS), default=4,
-                   metavar="N", help="parallel writers (4)")  # fmt: skip
-    d.add_argument("--size", type=option_type(float, 0.0, False, MAX_SIZE_MB), default=64.0,
-                   metavar="MB", help="MB (10**6 bytes) per writer and repeat (64)")  # fmt: skip
-    d.add_argument("--repeats", type=option_type(int, 2, True, MAX_REPEATS), default=5,
-                   metavar="R", help="repeats, at least 2 for sigma (5)")  # fmt: skip
-    d.add_argument("--name", default=None, metavar="FS",
-                   help="the file system's name in your data, for the printed option "
-                   "(default: the last part of its mount point)")  # fmt: skip
+    d.add_argument(
+        "--writers",
+        type=option_type(int, 1, True, MAX_WRITERS),
+        default=4,
+        metavar="N",
+        help="parallel writers (4)",
+    )
+    d.add_argument(
+        "--size",
+        type=option_type(float, 0.0, False, MAX_SIZE_MB),
+        default=64.0,
+        metavar="MB",
+        help="MB (10**6 bytes) per writer and repeat (64)",
+    )
+    d.add_argument(
+        "--repeats",
+        type=option_type(int, 2, True, MAX_REPEATS),
+        default=5,
+        metavar="R",
+        help="repeats, at least 2 for sigma (5)",
+    )
+    d.add_argument(
+        "--name",
+        default=None,
+        metavar="FS",
+        help="the file system's name in your data, for the printed option "
+        "(default: the last part of its mount point)",
+    )
     d.set_defaults(func=run_dfs)

@@ -215,38 +215,105 @@ def _drain_arguments(p: argparse.ArgumentParser) -> None:
 def _job_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("job analytics (--format sacct|swf|jobevents|jobcomp)")
     a = g.add_argument
-    a("--resource", default=None, metavar="NAME",
-      help="resource name in usage_daily.csv (default: input file stem)")  # fmt: skip
-    a("--short-threshold", type=positive_float, default=DEFAULT_THRESHOLD_S, metavar="S",
-      help="jobs shorter than this are short (seed 002; default 600 s)")  # fmt: skip
-    a("--short-min-runtime", type=positive_float, default=None, metavar="S",
-      help="run time short jobs are charged as (default: the threshold)")  # fmt: skip
-    a("--short-interval", type=positive_float, default=DEFAULT_INTERVAL_S, metavar="S",
-      help="penalty update period (seed 002: 180 s)")  # fmt: skip
-    a("--short-lambda", type=fraction, default=DEFAULT_LAMBDA, metavar="L",
-      help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)")  # fmt: skip
-    a("--adjust-out", default=None, metavar="FILE",
-      help="rewrite seed 002's ADJUST table (fairshare_adjust.tsv) atomically here at each "
-           "tick of the replay (event time)")  # fmt: skip
-    a("--turnover-window", type=positive_float, default=DEFAULT_WINDOW_S, metavar="S",
-      help="window T of U = sum(w)/T (default 3600 s)")  # fmt: skip
-    a("--turnover-max-gap", type=positive_float, default=DEFAULT_MAX_GAP_S, metavar="S",
-      help="longer gaps are idle time, not turnover (default 3600 s)")  # fmt: skip
-    a("--history", "--history-runs", dest="history_runs", type=positive_int,
-      default=DEFAULT_HISTORY, metavar="N",
-      help="predict run times from the last N runs of each (user, job name) only (default: "
-           "every run, as seed 001)")  # fmt: skip
-    a("--half-life", type=positive_float, default=DEFAULT_HALF_LIFE_S / 86400, metavar="DAYS",
-      help="fair-share usage half-life (default 7 days)")  # fmt: skip
-    a("--refund-states", default="NODE_FAIL", metavar="STATES",
-      help="comma-separated end states refunded in fair share ('' = none)")  # fmt: skip
-    a("--capability-fraction", type=fraction, default=DEFAULT_FRACTION, metavar="F",
-      help="large job: >= F of the section (seed 004: 0.40)")  # fmt: skip
-    a("--section-nodes", type=positive_int, default=None, metavar="N",
-      help="capability section size (default: --nodes, SWF MaxNodes, ...)")  # fmt: skip
-    a("--red-partitions", default=None, metavar="P,...",
-      help="partitions of seed 004's Red section, every other one is Black (default: the "
-           "Red/Black columns of capability_daily.csv stay empty)")  # fmt: skip
+    a(
+        "--resource",
+        default=None,
+        metavar="NAME",
+        help="resource name in usage_daily.csv (default: input file stem)",
+    )
+    a(
+        "--short-threshold",
+        type=positive_float,
+        default=DEFAULT_THRESHOLD_S,
+        metavar="S",
+        help="jobs shorter than this are short (seed 002; default 600 s)",
+    )
+    a(
+        "--short-min-runtime",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="run time short jobs are charged as (default: the threshold)",
+    )
+    a(
+        "--short-interval",
+        type=positive_float,
+        default=DEFAULT_INTERVAL_S,
+        metavar="S",
+        help="penalty update period (seed 002: 180 s)",
+    )
+    a(
+        "--short-lambda",
+        type=fraction,
+        default=DEFAULT_LAMBDA,
+        metavar="L",
+        help="A(t) = L A(t-1) + (1-L) T_s(t) (seed 002: 0.9)",
+    )
+    a(
+        "--adjust-out",
+        default=None,
+        metavar="FILE",
+        help="also write seed 002's ADJUST table (fairshare_adjust.tsv) here, replaced in the "
+        "run's one commit with the other outputs (its mode kept)",
+    )
+    a(
+        "--turnover-window",
+        type=positive_float,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help="window T of U = sum(w)/T (default 3600 s)",
+    )
+    a(
+        "--turnover-max-gap",
+        type=positive_float,
+        default=DEFAULT_MAX_GAP_S,
+        metavar="S",
+        help="longer gaps are idle time, not turnover (default 3600 s)",
+    )
+    a(
+        "--history",
+        "--history-runs",
+        dest="history_runs",
+        type=positive_int,
+        default=DEFAULT_HISTORY,
+        metavar="N",
+        help="predict run times from the last N runs of each (user, job name) only (default: "
+        "every run, as seed 001)",
+    )
+    a(
+        "--half-life",
+        type=positive_float,
+        default=DEFAULT_HALF_LIFE_S / 86400,
+        metavar="DAYS",
+        help="fair-share usage half-life (default 7 days)",
+    )
+    a(
+        "--refund-states",
+        default="NODE_FAIL",
+        metavar="STATES",
+        help="comma-separated end states refunded in fair share ('' = none)",
+    )
+    a(
+        "--capability-fraction",
+        type=fraction,
+        default=DEFAULT_FRACTION,
+        metavar="F",
+        help="large job: >= F of the section (seed 004: 0.40)",
+    )
+    a(
+        "--section-nodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="capability section size (default: --nodes, SWF MaxNodes, ...)",
+    )
+    a(
+        "--red-partitions",
+        default=None,
+        metavar="P,...",
+        help="partitions of seed 004's Red section, every other one is Black (default: the "
+        "Red/Black columns of capability_daily.csv stay empty)",
+    )
 
 
 def _check_adjust_out(args: argparse.Namespace) -> None:
@@ -265,31 +332,71 @@ def _check_adjust_out(args: argparse.Namespace) -> None:
 def _sample_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("samples / llview (seed 003: utilisation and DFS hot zones)")
     a = g.add_argument
-    a("--mem-per-core", type=positive_float, default=None, metavar="GB",
-      help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
-      "Without it the memory ratios are left empty")  # fmt: skip
-    a("--hot-zone", default=None, metavar="RATE",
-      help="DFS hot-zone threshold with its unit, e.g. 93MB/s or 1.2GiB/s (converted exactly "
-      "to the source's unit: samples MB/s, llview MiB/s); a plain number is in the source's "
-      "unit. Default 93MB/s, only the seed's example (Gofree NFS: IOR 98 +- 5 MB/s): measure "
-      "yours with `drainwatch calibrate dfs`")  # fmt: skip
-    a("--hot-zone-bw", default=None, metavar="MEAN,STD",
-      help="threshold from a bandwidth test: MEAN - STD, one unit (e.g. 98MB/s,5MB/s -> "
-      "93 MB/s)")  # fmt: skip
-    a("--hot-zone-fs", action="append", default=[], metavar="FS=RATE",
-      help="hot-zone threshold of one file system, e.g. scratch=1.2GiB/s (repeatable; the "
-      "others use --hot-zone)")  # fmt: skip
-    a("--hot-zone-gap", type=non_negative_int, default=0, metavar="MIN",
-      help="hot minutes at most this many minutes apart form one episode (0)")  # fmt: skip
-    a("--hot-zone-top", type=positive_int, default=3, metavar="N",
-      help="jobs named per hot-zone episode (3)")  # fmt: skip
-    a("--cores-per-node", type=positive_float, default=None,
-      help="allocated cores per node when the data does not say (samples without "
-      "'cores'; llview without PCOREusage)")  # fmt: skip
-    a("--sample-period", type=positive_float, default=60.0, metavar="S",
-      help="sampling period of node-sample traces, seconds (60)")  # fmt: skip
-    a("--util-below", type=fraction, default=0.25,
-      help="SA ratio reported for jobs under this core utilisation (0.25)")  # fmt: skip
+    a(
+        "--mem-per-core",
+        type=positive_float,
+        default=None,
+        metavar="GB",
+        help="theoretical memory per core, GiB (node memory / cores; seed: 6). "
+        "Without it the memory ratios are left empty",
+    )
+    a(
+        "--hot-zone",
+        default=None,
+        metavar="RATE",
+        help="DFS hot-zone threshold with its unit, e.g. 93MB/s or 1.2GiB/s (converted exactly "
+        "to the source's unit: samples MB/s, llview MiB/s); a plain number is in the source's "
+        "unit. Default 93MB/s, only the seed's example (Gofree NFS: IOR 98 +- 5 MB/s): measure "
+        "yours with `drainwatch calibrate dfs`",
+    )
+    a(
+        "--hot-zone-bw",
+        default=None,
+        metavar="MEAN,STD",
+        help="threshold from a bandwidth test: MEAN - STD, one unit (e.g. 98MB/s,5MB/s -> 93 MB/s)",
+    )
+    a(
+        "--hot-zone-fs",
+        action="append",
+        default=[],
+        metavar="FS=RATE",
+        help="hot-zone threshold of one file system, e.g. scratch=1.2GiB/s (repeatable; the "
+        "others use --hot-zone)",
+    )
+    a(
+        "--hot-zone-gap",
+        type=non_negative_int,
+        default=0,
+        metavar="MIN",
+        help="hot minutes at most this many minutes apart form one episode (0)",
+    )
+    a(
+        "--hot-zone-top",
+        type=positive_int,
+        default=3,
+        metavar="N",
+        help="jobs named per hot-zone episode (3)",
+    )
+    a(
+        "--cores-per-node",
+        type=positive_float,
+        default=None,
+        help="allocated cores per node when the data does not say (samples without "
+        "'cores'; llview without PCOREusage)",
+    )
+    a(
+        "--sample-period",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="sampling period of node-sample traces, seconds (60)",
+    )
+    a(
+        "--util-below",
+        type=fraction,
+        default=0.25,
+        help="SA ratio reported for jobs under this core utilisation (0.25)",
+    )
 
 
 def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
@@ -349,8 +456,11 @@ def _check_paths(args: argparse.Namespace) -> None:
     _, owned = _engine_run(ENGINES[args.format])
     names = sorted({*owned, *(["report.html"] if args.report else [])})
     writes = run_writes(args.out, names)
-    writes += [(o, v) for o, v in (("--rejects", args.rejects), ("--adjust-out", args.adjust_out))
-               if v is not None]  # fmt: skip
+    writes += [
+        (o, v)
+        for o, v in (("--rejects", args.rejects), ("--adjust-out", args.adjust_out))
+        if v is not None
+    ]
     check_disjoint(reads, writes)
 
 
@@ -457,8 +567,11 @@ def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
             from streams.report import write_report
 
             stage = outputs.stage_dir(args.out)
-            write_report([args.out], outputs.staged(Path(args.out) / "report.html"),
-                         staged=(Path(args.out), stage))  # fmt: skip
+            write_report(
+                [args.out],
+                outputs.staged(Path(args.out) / "report.html"),
+                staged=(Path(args.out), stage),
+            )
         with driver.signals_held():
             outputs.commit(last=[f"summary_{engine}.json"])
     except BaseException:
@@ -490,8 +603,9 @@ def _unusable(args: argparse.Namespace, engine: str, summary: dict[str, Any]) ->
             f"{args.out}/summary_{engine}.json" + (f" and {args.rejects}" if args.rejects else "")
         )
     job_inputs = {os.path.abspath(j) for j in args.jobs}
-    job_records = [i["records"] for i in summary["inputs"]
-                   if os.path.abspath(i["path"]) in job_inputs]  # fmt: skip
+    job_records = [
+        i["records"] for i in summary["inputs"] if os.path.abspath(i["path"]) in job_inputs
+    ]
     if args.jobs and not any(job_records):
         return (
             f"no usable record in the --jobs input(s) {', '.join(args.jobs)}; see "
@@ -672,8 +786,10 @@ def _hot_zone_options(args: argparse.Namespace) -> sample_stages.HotZoneOptions:
         except ValueError as e:
             raise UserError(f"--hot-zone-bw {bw!r}: {e}") from None
         if mean.unit and std.unit and mean.unit != std.unit:
-            raise UserError(f"--hot-zone-bw {bw!r}: MEAN in {mean.unit}, STD in {std.unit}: "
-                            "give both in one unit")  # fmt: skip
+            raise UserError(
+                f"--hot-zone-bw {bw!r}: MEAN in {mean.unit}, STD in {std.unit}: "
+                "give both in one unit"
+            )
         unit = mean.unit or std.unit
         value = hot_zone_threshold(mean.value, std.value)
         if value <= 0:

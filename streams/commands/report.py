@@ -17,11 +17,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "period into one HTML file that opens without a network.",
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="replay --out directories")
-    p.add_argument("--out", default=None, metavar="FILE.html",
-                   help="the report (default: DIR/report.html of the first DIR)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE.html",
+        help="the report (default: DIR/report.html of the first DIR)",
+    )
     p.add_argument("--title", default="drainwatch report", help="the page's title")
-    p.add_argument("--note", default=None, metavar="TEXT",
-                   help="a line shown under the title, e.g. where the data comes from")  # fmt: skip
+    p.add_argument(
+        "--note",
+        default=None,
+        metavar="TEXT",
+        help="a line shown under the title, e.g. where the data comes from",
+    )
     p.set_defaults(func=run)
 
 

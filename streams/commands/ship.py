@@ -212,8 +212,9 @@ def _ship_moab(args: argparse.Namespace) -> int:
 
             producer: Any = DryRunProducer(settings.topic_partitions)
         else:
-            producer, _ = await _producer(settings, "moab",
-                                          max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+            producer, _ = await _producer(
+                settings, "moab", max_request_size=MAX_MESSAGE_BYTES + 100_000
+            )
         stop = _stop_on_signals()
         try:
             topic = settings.topic_prefix + "node-status"
@@ -265,18 +266,25 @@ def _ship_slurm(args: argparse.Namespace) -> int:
     for opt, path in (("--scontrol", args.scontrol), ("--squeue", args.squeue)):
         if shutil.which(path) is None:
             raise UserError(f"{opt} {path}: no such executable (give the client's path)")
-    cmds = SlurmCommands(args.scontrol, args.squeue, args.slurm_format, args.timeout,
-                         not args.no_reservations, settings.max_hosts,
-                         planned_flag=not args.sched_nodes_hold,
-                         max_bytes=settings.max_snapshot_bytes)  # fmt: skip
+    cmds = SlurmCommands(
+        args.scontrol,
+        args.squeue,
+        args.slurm_format,
+        args.timeout,
+        not args.no_reservations,
+        settings.max_hosts,
+        planned_flag=not args.sched_nodes_hold,
+        max_bytes=settings.max_snapshot_bytes,
+    )
 
     async def main() -> int:
         stop = _stop_on_signals()
         producer = None
         publisher = None
         if not args.dry_run:
-            producer, _ = await _producer(settings, "slurm",
-                                          max_request_size=MAX_MESSAGE_BYTES + 100_000)  # fmt: skip
+            producer, _ = await _producer(
+                settings, "slurm", max_request_size=MAX_MESSAGE_BYTES + 100_000
+            )
         try:
             if producer is not None:
                 topic = settings.topic_prefix + "node-status"
@@ -290,8 +298,13 @@ def _ship_slurm(args: argparse.Namespace) -> int:
                     source=shipper_id("slurm"),
                     marker_interval=settings.marker_interval,
                 )
-            shipper = SlurmShipper(cmds, publisher, sys.stdout.buffer, retries=args.retries,
-                                   retry_wait=min(args.period / 4, 5.0))  # fmt: skip
+            shipper = SlurmShipper(
+                cmds,
+                publisher,
+                sys.stdout.buffer,
+                retries=args.retries,
+                retry_wait=min(args.period / 4, 5.0),
+            )
             await shipper.run(args.period, args.count, stop)
         finally:
             if publisher is not None:  # a last round when it stops
@@ -309,8 +322,10 @@ def _ship_slurm(args: argparse.Namespace) -> int:
             f"without a job, unknown flags: {flags}",
         )
         if args.count is not None and s.iterations == 0:
-            print(f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
+                file=sys.stderr,
+            )
             return 1
         return 0
 
@@ -335,8 +350,10 @@ def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
             from streams.sources.dryrun import DryRunProducer
 
             producer: Any = DryRunProducer(settings.topic_partitions)
-            parts = {settings.topic_prefix + t: settings.topic_partitions
-                     for t in ("job-events", "node-samples")}  # fmt: skip
+            parts = {
+                settings.topic_prefix + t: settings.topic_partitions
+                for t in ("job-events", "node-samples")
+            }
         else:
             producer, parts = await _producer(settings, what)
         try:
@@ -377,11 +394,19 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         raise UserError(f"--since {args.since!r} is not an ISO 8601 time or 'now'") from None
     bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
     cp = Path(args.checkpoint or settings.state_dir / "ship" / "sacct.json")
-    poller = SacctPoller(args.sacct, cp, since, args.overlap, max_window=args.max_window,
-                         bounds=bounds, max_line_bytes=settings.max_line_bytes,
-                         max_hosts=settings.max_hosts,
-                         completion=args.sacct_completion, starts=args.starts,
-                         max_bytes=settings.max_snapshot_bytes)  # fmt: skip
+    poller = SacctPoller(
+        args.sacct,
+        cp,
+        since,
+        args.overlap,
+        max_window=args.max_window,
+        bounds=bounds,
+        max_line_bytes=settings.max_line_bytes,
+        max_hosts=settings.max_hosts,
+        completion=args.sacct_completion,
+        starts=args.starts,
+        max_bytes=settings.max_snapshot_bytes,
+    )
 
     async def main() -> int:
         stop = _stop_on_signals()
@@ -482,10 +507,13 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
             producer: Any = DryRunProducer(settings.topic_partitions)
         else:
             producer, _ = await _producer(settings, "jobs")
-        consumer = AIOKafkaConsumer(args.jobcomp_topic, **settings.aiokafka_kwargs(),
-                                    group_id=None if dry else args.group,
-                                    enable_auto_commit=False,
-                                    auto_offset_reset="earliest")  # fmt: skip
+        consumer = AIOKafkaConsumer(
+            args.jobcomp_topic,
+            **settings.aiokafka_kwargs(),
+            group_id=None if dry else args.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         try:
             topic = settings.topic_prefix + "job-events"
@@ -589,15 +617,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(one partition's records per message) to Kafka; bad lines go to <prefix>dead-letter.",
     )
     m.add_argument("paths", nargs="+", metavar="LOG", help="Moab log files (any compression)")
-    m.add_argument("--follow", action="store_true",
-                   help="tail one live log across rotation and truncation")  # fmt: skip
-    m.add_argument("--checkpoint", default=None, metavar="FILE",
-                   help="--follow position file (default: under state_dir/ship/)")  # fmt: skip
-    m.add_argument("--poll", type=float, default=0.5, metavar="S",
-                   help="--follow: seconds between looks at the log (0.5)")  # fmt: skip
+    m.add_argument(
+        "--follow", action="store_true", help="tail one live log across rotation and truncation"
+    )
+    m.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="FILE",
+        help="--follow position file (default: under state_dir/ship/)",
+    )
+    m.add_argument(
+        "--poll",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="--follow: seconds between looks at the log (0.5)",
+    )
     m.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    m.add_argument("--dry-run", action="store_true",
-                   help="print the records as JSON lines instead of sending them")  # fmt: skip
+    m.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the records as JSON lines instead of sending them",
+    )
     m.set_defaults(func=_ship_moab)
     sl = ssub.add_parser(
         "slurm",
@@ -607,18 +648,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(README: Slurm mapping) and publish one whole iteration as `ship moab` does; a failed "
         "snapshot is retried, then skipped and counted, never sent in part.",
     )
-    sl.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=60.0,
-                    help="seconds between snapshots (60)")  # fmt: skip
-    sl.add_argument("--count", type=positive_int, default=None,
-                    help="stop after N snapshots (default: run until SIGTERM)")  # fmt: skip
-    sl.add_argument("--dry-run", action="store_true",
-                    help="print the records as JSON lines instead of sending them")  # fmt: skip
+    sl.add_argument(
+        "--period",
+        type=option_type(float, 0.0, False, 86_400.0),
+        default=60.0,
+        help="seconds between snapshots (60)",
+    )
+    sl.add_argument(
+        "--count",
+        type=positive_int,
+        default=None,
+        help="stop after N snapshots (default: run until SIGTERM)",
+    )
+    sl.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the records as JSON lines instead of sending them",
+    )
     sl.add_argument("--scontrol", default="scontrol", metavar="PATH", help="scontrol client")
     sl.add_argument("--squeue", default="squeue", metavar="PATH", help="squeue client")
-    sl.add_argument("--slurm-format", choices=("auto", "text", "json"), default="auto",
-                    help="text or JSON outputs (auto: JSON from Slurm 23.02)")  # fmt: skip
-    sl.add_argument("--timeout", type=option_type(float, 0.0, False, 3600.0), default=30.0,
-                    help="seconds a command may take (30)")  # fmt: skip
+    sl.add_argument(
+        "--slurm-format",
+        choices=("auto", "text", "json"),
+        default="auto",
+        help="text or JSON outputs (auto: JSON from Slurm 23.02)",
+    )
+    sl.add_argument(
+        "--timeout",
+        type=option_type(float, 0.0, False, 3600.0),
+        default=30.0,
+        help="seconds a command may take (30)",
+    )
     sl.add_argument(
         "--retries",
         type=option_type(int, 0, True, 100),
@@ -630,9 +690,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="do not read advance reservations (scontrol show reservation)",
     )
-    sl.add_argument("--sched-nodes-hold", action="store_true",
-                    help="an idle node in a pending job's SchedNodes is held for it without "
-                    "the PLANNED flag (Slurm before 21.08 has none)")  # fmt: skip
+    sl.add_argument(
+        "--sched-nodes-hold",
+        action="store_true",
+        help="an idle node in a pending job's SchedNodes is held for it without "
+        "the PLANNED flag (Slurm before 21.08 has none)",
+    )
     sl.set_defaults(func=_ship_slurm)
     j = ssub.add_parser(
         "jobs",
@@ -644,21 +707,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     j.add_argument("paths", nargs="*", metavar="FILE", help="job event files (any compression)")
     j.add_argument("--format", choices=JOB_FORMATS, help="input format of the FILEs")
     j.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    j.add_argument("--sacct", nargs="?", const="sacct", default=None, metavar="PATH",
-                   help="instead of files: poll sacct (PATH, default sacct) for jobs that ended, "
-                   "with a persisted high-water mark")  # fmt: skip
-    j.add_argument("--since", default="now", metavar="TIME",
-                   help="--sacct: first poll's start when there is no checkpoint (ISO 8601, "
-                   "UTC without an offset; default now)")  # fmt: skip
-    j.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=300.0,
-                   help="--sacct: seconds between polls (300)")  # fmt: skip
-    j.add_argument("--overlap", type=option_type(float, 0.0, True, 30 * 86_400.0),
-                   default=600.0, help="--sacct: seconds each poll looks back past the last "
-                   "one, for records written late (600)")  # fmt: skip
-    j.add_argument("--max-window", type=option_type(float, 0.0, False), default=86_400.0,
-                   help="--sacct: longest window of one poll, s (86400)")  # fmt: skip
-    j.add_argument("--count", type=positive_int, default=None,
-                   help="stop after N sacct polls or N jobcomp records (default: run)")  # fmt: skip
+    j.add_argument(
+        "--sacct",
+        nargs="?",
+        const="sacct",
+        default=None,
+        metavar="PATH",
+        help="instead of files: poll sacct (PATH, default sacct) for jobs that ended, "
+        "with a persisted high-water mark",
+    )
+    j.add_argument(
+        "--since",
+        default="now",
+        metavar="TIME",
+        help="--sacct: first poll's start when there is no checkpoint (ISO 8601, "
+        "UTC without an offset; default now)",
+    )
+    j.add_argument(
+        "--period",
+        type=option_type(float, 0.0, False, 86_400.0),
+        default=300.0,
+        help="--sacct: seconds between polls (300)",
+    )
+    j.add_argument(
+        "--overlap",
+        type=option_type(float, 0.0, True, 30 * 86_400.0),
+        default=600.0,
+        help="--sacct: seconds each poll looks back past the last "
+        "one, for records written late (600)",
+    )
+    j.add_argument(
+        "--max-window",
+        type=option_type(float, 0.0, False),
+        default=86_400.0,
+        help="--sacct: longest window of one poll, s (86400)",
+    )
+    j.add_argument(
+        "--count",
+        type=positive_int,
+        default=None,
+        help="stop after N sacct polls or N jobcomp records (default: run)",
+    )
     j.add_argument(
         "--checkpoint",
         default=None,
@@ -670,20 +759,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print the events as JSON lines instead of sending them",
     )
-    j.add_argument("--sacct-completion", action="store_true",
-                   help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm "
-                   "without slurmdbd")  # fmt: skip
+    j.add_argument(
+        "--sacct-completion",
+        action="store_true",
+        help="--sacct: read the jobcomp/filetxt file (sacct -c), for a Slurm without slurmdbd",
+    )
     j.add_argument(
         "--starts",
         action="store_true",
         help="--sacct: also poll pending and running jobs (sacct --state PD, R) "
         "to send each submit and start when it happens, not with the job's end",
     )
-    j.add_argument("--jobcomp-topic", default=None, metavar="TOPIC",
-                   help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
-                   "publish its records as job events")  # fmt: skip
-    j.add_argument("--group", default="drainwatch-jobcomp",
-                   help="--jobcomp-topic: consumer group (drainwatch-jobcomp)")  # fmt: skip
+    j.add_argument(
+        "--jobcomp-topic",
+        default=None,
+        metavar="TOPIC",
+        help="instead of files: consume Slurm's jobcomp/kafka TOPIC (same Kafka) and "
+        "publish its records as job events",
+    )
+    j.add_argument(
+        "--group",
+        default="drainwatch-jobcomp",
+        help="--jobcomp-topic: consumer group (drainwatch-jobcomp)",
+    )
     j.add_argument(
         "--start-records",
         action="store_true",
@@ -714,8 +812,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rejected lines go to <prefix>dead-letter.",
     )
     f.add_argument("paths", nargs="+", metavar="FILE", help="sample traces (any compression)")
-    f.add_argument("--dry-run", action="store_true",
-                   help="print the samples as JSON lines instead of sending them")  # fmt: skip
+    f.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the samples as JSON lines instead of sending them",
+    )
     f.add_argument(
         "--no-markers",
         action="store_true",
@@ -730,11 +831,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "counters of every process that belongs to a job (job id from its cgroup path) and "
         "write one JSON line per process.",
     )
-    s.add_argument("--period", type=option_type(float, 0.0, False, 86_400.0), default=60.0,
-                   help="seconds between sweeps, above 0, at most a day (60)")  # fmt: skip
+    s.add_argument(
+        "--period",
+        type=option_type(float, 0.0, False, 86_400.0),
+        default=60.0,
+        help="seconds between sweeps, above 0, at most a day (60)",
+    )
     s.add_argument("--out", default="-", help="output file (appended) or - for stdout")
-    s.add_argument("--count", type=positive_int, default=None,
-                   help="stop after N sweeps (default: run)")  # fmt: skip
+    s.add_argument(
+        "--count", type=positive_int, default=None, help="stop after N sweeps (default: run)"
+    )
     s.add_argument(
         "--resolver",
         choices=sorted(RESOLVERS),
@@ -759,7 +865,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="send each sweep to <prefix>node-samples instead of writing lines",
     )
-    s.add_argument("--buffer-max", type=positive_int, default=1440, metavar="SWEEPS",
-                   help="--kafka: sweeps kept while Kafka is unreachable; past it the oldest "
-                   "are dropped and counted (1440: a day of minutes)")  # fmt: skip
+    s.add_argument(
+        "--buffer-max",
+        type=positive_int,
+        default=1440,
+        metavar="SWEEPS",
+        help="--kafka: sweeps kept while Kafka is unreachable; past it the oldest "
+        "are dropped and counted (1440: a day of minutes)",
+    )
     s.set_defaults(func=_ship_samples)

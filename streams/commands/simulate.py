@@ -110,8 +110,9 @@ def write_simulation(args: argparse.Namespace) -> dict[str, Any]:
     findings, samples_hours = getattr(args, "findings", False), getattr(args, "samples_hours", 0.0)
     if findings:
         first = cfg.job_base + len(workload) + 1_000
-        workload = concat(workload, findings_workload(cfg.nodes, cfg.start, cfg.end, cfg.seed,
-                                                      first))  # fmt: skip
+        workload = concat(
+            workload, findings_workload(cfg.nodes, cfg.start, cfg.end, cfg.seed, first)
+        )
     outages = random_outages(cfg, args.outages, args.drained)
     log_path = out / ("moab.log.gz" if args.gzip else "moab.log")
     jobs_path = out / "jobs.jsonl"

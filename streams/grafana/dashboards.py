@@ -253,7 +253,7 @@ def jobs(s: Settings) -> Dashboard:
                     "ready_at": "dateTimeAsIso",
                     "late_by_s": "s",
                     "actual_late_s": "s",
-                },  # fmt: skip
+                },
             ),
             timeseries(
                 "Predicted vs actual run time",

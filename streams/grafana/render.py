@@ -18,8 +18,7 @@ def frame_name(frame: dict[str, Any]) -> str:
 
 def frames(result: Result) -> list[dict[str, Any]]:
     """The frames of one answer that hold values."""
-    return [f for f in result.get("frames", []) if f["data"]["values"]
-            and f["data"]["values"][0]]  # fmt: skip
+    return [f for f in result.get("frames", []) if f["data"]["values"] and f["data"]["values"][0]]
 
 
 def table_rows(result: Result) -> list[dict[str, Any]]:
@@ -75,8 +74,13 @@ def _draw(ax: Any, panel: dict[str, Any], results: dict[str, Result]) -> None:
             elif len(t) < 3:  # a line of one point is invisible
                 ax.plot(t, y, "o-", markersize=4, linewidth=1, label=frame_name(f))
             else:
-                ax.plot(t, y, drawstyle="steps-post" if style == "bars" else "default",
-                        linewidth=1, label=frame_name(f))  # fmt: skip
+                ax.plot(
+                    t,
+                    y,
+                    drawstyle="steps-post" if style == "bars" else "default",
+                    linewidth=1,
+                    label=frame_name(f),
+                )
         limit = _threshold(panel)
         if limit is not None:
             ax.axhline(limit, color="red", linestyle="--", linewidth=1, label=f"alert {limit:g}")
@@ -94,12 +98,22 @@ def _draw(ax: Any, panel: dict[str, Any], results: dict[str, Result]) -> None:
         ax.tick_params(labelsize=7)
     elif kind == "stat":
         last = [v for v in all_frames[0]["data"]["values"][-1] if v is not None][-1:]
-        ax.text(0.5, 0.5, _fmt(last[0]) if last else "–", ha="center", va="center",
-                fontsize=22, transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            _fmt(last[0]) if last else "–",
+            ha="center",
+            va="center",
+            fontsize=22,
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
     elif kind == "bargauge":
-        names = [", ".join(f"{v}" for v in (f["schema"]["fields"][-1].get("labels") or {})
-                           .values()) or frame_name(f) for f in all_frames]  # fmt: skip
+        names = [
+            ", ".join(f"{v}" for v in (f["schema"]["fields"][-1].get("labels") or {}).values())
+            or frame_name(f)
+            for f in all_frames
+        ]
         last = [[v for v in f["data"]["values"][-1] if v is not None][-1] for f in all_frames]
         ax.barh(names, last)
         ax.set_xlabel(unit, fontsize=8)
@@ -129,8 +143,9 @@ def render(board: dict[str, Any], results: dict[str, dict[str, Result]], path: P
     bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in board["panels"])
     height = 0.42 * bottom + 0.8
     fig = plt.figure(figsize=(16, height), dpi=80)
-    grid = GridSpec(bottom, 24, figure=fig, hspace=3.5, wspace=4, top=1 - 0.6 / height,
-                    bottom=0.3 / height)  # fmt: skip
+    grid = GridSpec(
+        bottom, 24, figure=fig, hspace=3.5, wspace=4, top=1 - 0.6 / height, bottom=0.3 / height
+    )
     for p in board["panels"]:
         g = p["gridPos"]
         ax = fig.add_subplot(grid[g["y"] : g["y"] + g["h"] - 1, g["x"] : g["x"] + g["w"]])

@@ -78,8 +78,11 @@ def _table(t: TableView) -> str:
         for v in row:
             text, num = cell(v)
             cls = "n" if num else ("wrap" if len(text) > 40 else "")
-            tds.append(f'<td class="{cls}">{html.escape(text)}</td>' if cls else
-                       f"<td>{html.escape(text)}</td>")  # fmt: skip
+            tds.append(
+                f'<td class="{cls}">{html.escape(text)}</td>'
+                if cls
+                else f"<td>{html.escape(text)}</td>"
+            )
         body.append("<tr>" + "".join(tds) + "</tr>")
     cap = f"<caption>{html.escape(t.title)}</caption>" if t.title else ""
     out = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -91,12 +94,15 @@ def _table(t: TableView) -> str:
 
 
 def _section(s: Section) -> str:
-    parts = [f'<section id="{s.key}" data-section="{s.key}">',
-             f"<h2>{html.escape(s.title)}</h2>",
-             f'<p class="caption">{html.escape(s.caption)}</p>']  # fmt: skip
+    parts = [
+        f'<section id="{s.key}" data-section="{s.key}">',
+        f"<h2>{html.escape(s.title)}</h2>",
+        f'<p class="caption">{html.escape(s.caption)}</p>',
+    ]
     if s.facts:
-        parts.append('<ul class="facts">' + "".join(f"<li>{html.escape(f)}</li>"
-                                                     for f in s.facts) + "</ul>")  # fmt: skip
+        parts.append(
+            '<ul class="facts">' + "".join(f"<li>{html.escape(f)}</li>" for f in s.facts) + "</ul>"
+        )
     parts += [f"<figure>{svg}</figure>" for svg in s.figures]
     parts += [_table(t) for t in s.tables]
     parts.append("</section>")
@@ -142,11 +148,16 @@ def render(
     out.append(f"<nav>{nav}</nav>")
     out += [_section(s) for s in built]
     if missing:
-        items = "".join(f"<li><b>{html.escape(m.title)}</b>: needs {html.escape(m.needs)}</li>"
-                        for m in missing)  # fmt: skip
-        out.append('<section id="not-shown" class="missing"><h2>Not shown</h2>'
-                   "<p class=\"caption\">These sections need outputs the given directories do "
-                   f"not hold.</p><ul>{items}</ul></section>")  # fmt: skip
-    out.append(f"<footer>drainwatch report{', ' + html.escape(generated) if generated else ''}"
-               "</footer></main></body></html>")  # fmt: skip
+        items = "".join(
+            f"<li><b>{html.escape(m.title)}</b>: needs {html.escape(m.needs)}</li>" for m in missing
+        )
+        out.append(
+            '<section id="not-shown" class="missing"><h2>Not shown</h2>'
+            '<p class="caption">These sections need outputs the given directories do '
+            f"not hold.</p><ul>{items}</ul></section>"
+        )
+    out.append(
+        f"<footer>drainwatch report{', ' + html.escape(generated) if generated else ''}"
+        "</footer></main></body></html>"
+    )
     return "\n".join(out) + "\n"

@@ -104,8 +104,14 @@ def _time_axis(ax: Axes) -> None:
     ax.xaxis.set_major_locator(loc)
     fmt = mdates.ConciseDateFormatter(loc)
     # the offset under the axis names the zone: every time of the report is UTC
-    fmt.offset_formats = ["UTC", "%Y UTC", "%Y-%b UTC", "%Y-%b-%d UTC", "%Y-%b-%d UTC",
-                          "%Y-%b-%d %H:%M UTC"]  # fmt: skip
+    fmt.offset_formats = [
+        "UTC",
+        "%Y UTC",
+        "%Y-%b UTC",
+        "%Y-%b-%d UTC",
+        "%Y-%b-%d UTC",
+        "%Y-%b-%d %H:%M UTC",
+    ]
     ax.xaxis.set_major_formatter(fmt)
 
 
@@ -119,8 +125,7 @@ def drain_pct(
     fig, (ax,) = _figure(3.0)
     x = _x(hours)
     if short.any():
-        ax.scatter(x[short], static[short], color=RED, s=14, zorder=3,
-                   label="short basis (< 95 %)")  # fmt: skip
+        ax.scatter(x[short], static[short], color=RED, s=14, zorder=3, label="short basis (< 95 %)")
     x, static, dynamic = thin(x, static, dynamic)
     ax.plot(x, static, color=BLUE, lw=1.2, label="static basis (configured nodes)")
     ax.plot(x, dynamic, color=ORANGE, lw=1.0, ls="--", label="dynamic basis (non-Down)")
@@ -255,14 +260,14 @@ def dfs_load(
     """DFS write (and read) speed per minute, the hot-zone threshold and its episodes shaded."""
     fig, (ax,) = _figure(3.0)
     for start, end in episodes:
-        ax.axvspan(float(mdates.date2num(start)), float(mdates.date2num(end)), color=RED,
-                   alpha=0.15, lw=0)  # fmt: skip
+        ax.axvspan(
+            float(mdates.date2num(start)), float(mdates.date2num(end)), color=RED, alpha=0.15, lw=0
+        )
     x, write, read = thin(_x(minutes), write, read)
     ax.plot(x, write, color=BLUE, lw=0.9, label="write")
     ax.plot(x, read, color=GREEN, lw=0.7, alpha=0.8, label="read")
     if threshold is not None:
-        ax.axhline(threshold, color=RED, lw=1.0, ls="--",
-                   label=f"hot zone {threshold:.4g} {unit}")  # fmt: skip
+        ax.axhline(threshold, color=RED, lw=1.0, ls="--", label=f"hot zone {threshold:.4g} {unit}")
     ax.set_ylabel(f"DFS speed, {unit}")
     ax.set_ylim(bottom=0)
     _time_axis(ax)
@@ -299,8 +304,13 @@ def grouped_bars(
     x = _days(ax, days)
     width = 0.8 / max(1, len(groups))
     for i, (name, values) in enumerate(groups.items()):
-        ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
-               label=name, color=CYCLE[i % len(CYCLE)])  # fmt: skip
+        ax.bar(
+            x + (i - (len(groups) - 1) / 2) * width,
+            np.nan_to_num(values),
+            width,
+            label=name,
+            color=CYCLE[i % len(CYCLE)],
+        )
     if goal is not None:
         ax.axhline(goal, color=RED, lw=1.0, ls="--", label=goal_label)
     ax.set_ylabel(ylabel)

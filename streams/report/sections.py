@@ -103,20 +103,35 @@ def drain_over_time(o: ReplayOutputs) -> Section | None:
         )
     rows = []
     for r in daily.dicts():
-        rows.append([r["day"], _nh(float(r["drain_node_seconds"])), _f(r["drain_pct_static"]),
-                     _f(r["drain_pct_dynamic"]), _f(r["basis_seconds_per_node"]),
-                     r["data_quality"]])  # fmt: skip
+        rows.append(
+            [
+                r["day"],
+                _nh(float(r["drain_node_seconds"])),
+                _f(r["drain_pct_static"]),
+                _f(r["drain_pct_dynamic"]),
+                _f(r["basis_seconds_per_node"]),
+                r["data_quality"],
+            ]
+        )
     rows, title, more = by_day_or_worst(rows, lambda r: -(r[2] or 0.0), "the most drain")
-    cols = ["day", "drain (node-h)", "drain % static", "drain % dynamic", "basis (s per node)",
-            "basis quality"]  # fmt: skip
+    cols = [
+        "day",
+        "drain (node-h)",
+        "drain % static",
+        "drain % dynamic",
+        "basis (s per node)",
+        "basis quality",
+    ]
     s.tables.append(TableView(cols, rows, title, more))
     drain_s = float(np.nansum(daily.num("drain_node_seconds")))
     basis_nh = o.summaries["drain"].get("drain", {}).get("static_basis_node_hours")
     if basis_nh:
         pct = 100.0 * _nh(drain_s) / float(basis_nh)
         s.headline["drain % (static basis)"] = f"{pct:.2f} %"
-        s.facts.append(f"{_nh(drain_s):,.1f} node-hours drained: {pct:.2f} % of "
-                       f"{float(basis_nh):,.0f} node-hours of the static basis.")  # fmt: skip
+        s.facts.append(
+            f"{_nh(drain_s):,.1f} node-hours drained: {pct:.2f} % of "
+            f"{float(basis_nh):,.0f} node-hours of the static basis."
+        )
     n_short = int(sum(q == "short" for q in daily.col("data_quality")))
     if n_short:
         s.facts.append(f"{n_short} day(s) with a short basis: their percentages undercount.")
@@ -146,24 +161,31 @@ def node_states(o: ReplayOutputs) -> Section | None:
         "reservation × job), drain being Idle with a reservation.",
     )
     total: dict[str, float] = defaultdict(float)
-    for st, rsv, sec in zip(states.col("state"), states.col("has_rsv"), states.num("seconds"),
-                            strict=True):  # fmt: skip
+    for st, rsv, sec in zip(
+        states.col("state"), states.col("has_rsv"), states.num("seconds"), strict=True
+    ):
         total[state_category(st, rsv == "1")] += float(sec)
     accounted = sum(total.values())
-    rows = [[k, _nh(v), 100.0 * v / accounted if accounted else None]
-            for k, v in sorted(total.items(), key=lambda kv: -kv[1])]  # fmt: skip
+    rows = [
+        [k, _nh(v), 100.0 * v / accounted if accounted else None]
+        for k, v in sorted(total.items(), key=lambda kv: -kv[1])
+    ]
     s.tables.append(TableView(["state", "node-hours", "% of accounted"], rows))
     if daily is not None and len(daily):
         acc = daily.num("accounted_node_seconds")
         drain = daily.num("drain_node_seconds")
         idle = daily.num("unallocated_idle_node_seconds")
         down = daily.num("down_node_seconds")
-        parts = {"Drain": drain, "Idle (unallocated)": idle, "Down": down,
-                 "other (busy, admin drain)": acc - drain - idle - down}  # fmt: skip
+        parts = {
+            "Drain": drain,
+            "Idle (unallocated)": idle,
+            "Down": down,
+            "other (busy, admin drain)": acc - drain - idle - down,
+        }
         s.figures.append(
             plots.stacked_bar(
                 daily.col("day"), {k: _nh(v) for k, v in parts.items()}, "node-hours per day"
-            )  # fmt: skip
+            )
         )
     return s
 
@@ -184,8 +206,11 @@ def top_drain_jobs(o: ReplayOutputs) -> Section | None:
         row = [i, r["job"], _nh(float(r["drain_node_seconds"])), _n(r["nodes_charged"])]
         if with_jobs:
             rt, per_node = _f(r["runtime"]), _f(r["drain_per_node"])
-            row += [_n(r["size"]), None if rt is None else _nh(rt),
-                    None if per_node is None else _nh(per_node)]  # fmt: skip
+            row += [
+                _n(r["size"]),
+                None if rt is None else _nh(rt),
+                None if per_node is None else _nh(per_node),
+            ]
         rows.append(row)
     cols = ["#", "job", "drain (node-h)", "nodes charged"]
     if with_jobs:
@@ -199,8 +224,9 @@ def top_drain_jobs(o: ReplayOutputs) -> Section | None:
         total = float(np.nansum(jobs.num("drain_node_seconds")))
         k = min(5, len(jobs))
         share = float(np.nansum(jobs.num("drain_node_seconds")[:k])) / total if total else 0.0
-        s.facts.append(f"{len(jobs):,} jobs were charged drain; the top {k} hold "
-                       f"{100 * share:.1f} % of it.")  # fmt: skip
+        s.facts.append(
+            f"{len(jobs):,} jobs were charged drain; the top {k} hold {100 * share:.1f} % of it."
+        )
     return s
 
 
@@ -214,12 +240,35 @@ def sliding_jobs(o: ReplayOutputs) -> Section | None:
         "Jobs nodes were drained for that were never seen running, ranked by drain per node "
         "(seed 000 §V-B): a reservation that keeps sliding wastes node-time and never pays off.",
     )
-    rows = [[_n(r["rank"]), r["job"], _nh(float(r["drain_node_seconds"])), _n(r["size"]),
-             _nh(float(r["drain_per_node"])), _n(r["nodes_charged"]), r["first_charged"],
-             r["last_charged"]] for r in t.dicts()[:TOP]]  # fmt: skip
-    s.tables.append(TableView(["rank", "job", "drain (node-h)", "size (nodes)",
-                               "drain per node (h)", "nodes charged", "first charged (UTC)",
-                               "last charged (UTC)"], rows, more=max(0, len(t) - TOP)))  # fmt: skip
+    rows = [
+        [
+            _n(r["rank"]),
+            r["job"],
+            _nh(float(r["drain_node_seconds"])),
+            _n(r["size"]),
+            _nh(float(r["drain_per_node"])),
+            _n(r["nodes_charged"]),
+            r["first_charged"],
+            r["last_charged"],
+        ]
+        for r in t.dicts()[:TOP]
+    ]
+    s.tables.append(
+        TableView(
+            [
+                "rank",
+                "job",
+                "drain (node-h)",
+                "size (nodes)",
+                "drain per node (h)",
+                "nodes charged",
+                "first charged (UTC)",
+                "last charged (UTC)",
+            ],
+            rows,
+            more=max(0, len(t) - TOP),
+        )
+    )
     s.headline["sliding jobs"] = f"{len(t):,}"
     if not len(t):
         s.facts.append("No job was charged drain without being seen running.")
@@ -237,10 +286,23 @@ def failure_to_launch(o: ReplayOutputs) -> Section | None:
         "drain/runtime = drain node-seconds / (size × run time).",
     )
     d = sorted(t.dicts(), key=lambda r: -float(r["drain_node_seconds"]))
-    rows = [[r["job"], _nh(float(r["drain_node_seconds"])), _n(r["size"]), _f(r["runtime"]),
-             _f(r["drain_runtime_ratio"])] for r in d[:TOP]]  # fmt: skip
-    s.tables.append(TableView(["job", "drain (node-h)", "size (nodes)", "run time (s)",
-                               "drain / runtime"], rows, more=max(0, len(t) - TOP)))  # fmt: skip
+    rows = [
+        [
+            r["job"],
+            _nh(float(r["drain_node_seconds"])),
+            _n(r["size"]),
+            _f(r["runtime"]),
+            _f(r["drain_runtime_ratio"]),
+        ]
+        for r in d[:TOP]
+    ]
+    s.tables.append(
+        TableView(
+            ["job", "drain (node-h)", "size (nodes)", "run time (s)", "drain / runtime"],
+            rows,
+            more=max(0, len(t) - TOP),
+        )
+    )
     s.headline["failures to launch"] = f"{len(t):,}"
     if not len(t):
         s.facts.append("No drained-for job ended within the threshold.")
@@ -262,11 +324,30 @@ def size_groups(o: ReplayOutputs) -> Section | None:
     labels = t.col("group")
     s.figures.append(plots.bars(labels, _nh(t.num("drain_node_seconds")), "drain, node-hours"))
     d = sorted(t.dicts(), key=lambda r: -float(r["drain_node_seconds"]))
-    rows = [[r["group"], f"{r['nodes_lo']}–{r['nodes_hi'] or '∞'}", _n(r["jobs"]),
-             _nh(float(r["drain_node_seconds"])), _nh(float(r["mean_drain_node_seconds"])),
-             _nh(float(r["mean_drain_per_node"]))] for r in d]  # fmt: skip
-    s.tables.append(TableView(["group", "nodes", "jobs", "drain (node-h)",
-                               "mean per job (node-h)", "mean per node (h)"], rows))  # fmt: skip
+    rows = [
+        [
+            r["group"],
+            f"{r['nodes_lo']}–{r['nodes_hi'] or '∞'}",
+            _n(r["jobs"]),
+            _nh(float(r["drain_node_seconds"])),
+            _nh(float(r["mean_drain_node_seconds"])),
+            _nh(float(r["mean_drain_per_node"])),
+        ]
+        for r in d
+    ]
+    s.tables.append(
+        TableView(
+            [
+                "group",
+                "nodes",
+                "jobs",
+                "drain (node-h)",
+                "mean per job (node-h)",
+                "mean per node (h)",
+            ],
+            rows,
+        )
+    )
     return s
 
 
@@ -286,17 +367,38 @@ def drain_runtime(o: ReplayOutputs) -> Section | None:
     ftl = o.table("failure_to_launch.csv")
     ftl_ids = set(ftl.col("job")) if ftl is not None else set()
     hi = np.array([j in ftl_ids for j in jobs.col("job")], bool)
-    s.figures.append(plots.scatter_loglog(used, drain, "node-hours used (size × run time)",
-                                          "drain, node-hours", hi, "failure to launch",
-                                          diagonal="drain = node-hours used"))  # fmt: skip
+    s.figures.append(
+        plots.scatter_loglog(
+            used,
+            drain,
+            "node-hours used (size × run time)",
+            "drain, node-hours",
+            hi,
+            "failure to launch",
+            diagonal="drain = node-hours used",
+        )
+    )
     ratio = jobs.num("drain_runtime_ratio")
     order = [i for i in np.argsort(-np.nan_to_num(ratio, nan=-1.0)) if np.isfinite(ratio[i])]
     d = jobs.dicts()
-    rows = [[d[i]["job"], float(ratio[i]), _nh(float(d[i]["drain_node_seconds"])),
-             _n(d[i]["size"]), _f(d[i]["runtime"])] for i in order[:10]]  # fmt: skip
-    s.tables.append(TableView(["job", "drain / runtime", "drain (node-h)", "size (nodes)",
-                               "run time (s)"], rows, "highest ratio",
-                              more=max(0, len(order) - 10)))  # fmt: skip
+    rows = [
+        [
+            d[i]["job"],
+            float(ratio[i]),
+            _nh(float(d[i]["drain_node_seconds"])),
+            _n(d[i]["size"]),
+            _f(d[i]["runtime"]),
+        ]
+        for i in order[:10]
+    ]
+    s.tables.append(
+        TableView(
+            ["job", "drain / runtime", "drain (node-h)", "size (nodes)", "run time (s)"],
+            rows,
+            "highest ratio",
+            more=max(0, len(order) - 10),
+        )
+    )
     return s
 
 
@@ -321,31 +423,50 @@ def backfill(o: ReplayOutputs) -> Section | None:
     )
     bf, dr = _nh(t.num("backfill_node_seconds")), _nh(t.num("drain_node_seconds"))
     if len(t) and np.isfinite(bf).any():
-        s.figures.append(plots.grouped_bars(t.col("day"), {"backfill": bf, "drain": dr},
-                                            "node-hours"))  # fmt: skip
-    rows = [[r["day"], _nh(float(r["backfill_node_seconds"])) if r["backfill_node_seconds"]
-             else None, _nh(float(r["drain_node_seconds"])), _f(r["backfill_efficiency"])]
-            for r in t.dicts()]  # fmt: skip
-    rows, title, more = by_day_or_worst(rows, lambda r: r[3] if r[3] is not None else 2.0,
-                                        "the lowest backfill efficiency")  # fmt: skip
-    s.tables.append(TableView(["day", "backfill (node-h)", "drain (node-h)",
-                               "backfill efficiency"], rows, title, more))  # fmt: skip
+        s.figures.append(
+            plots.grouped_bars(t.col("day"), {"backfill": bf, "drain": dr}, "node-hours")
+        )
+    rows = [
+        [
+            r["day"],
+            _nh(float(r["backfill_node_seconds"])) if r["backfill_node_seconds"] else None,
+            _nh(float(r["drain_node_seconds"])),
+            _f(r["backfill_efficiency"]),
+        ]
+        for r in t.dicts()
+    ]
+    rows, title, more = by_day_or_worst(
+        rows, lambda r: r[3] if r[3] is not None else 2.0, "the lowest backfill efficiency"
+    )
+    s.tables.append(
+        TableView(
+            ["day", "backfill (node-h)", "drain (node-h)", "backfill efficiency"], rows, title, more
+        )
+    )
     total_bf, total_dr = float(np.nansum(bf)), float(np.nansum(dr))
     if np.isfinite(bf).any() and total_bf + total_dr > 0:
-        s.facts.append(f"Backfill gave back {total_bf:,.1f} node-hours against {total_dr:,.1f} "
-                       f"node-hours of drain: efficiency "
-                       f"{total_bf / (total_bf + total_dr):.3f}.")  # fmt: skip
+        s.facts.append(
+            f"Backfill gave back {total_bf:,.1f} node-hours against {total_dr:,.1f} "
+            f"node-hours of drain: efficiency "
+            f"{total_bf / (total_bf + total_dr):.3f}."
+        )
     if backlog is not None and len(backlog):
         hours: dict[str, int] = defaultdict(int)
         idle: dict[str, float] = defaultdict(float)
-        for v, sec in zip(backlog.col("verdict"), backlog.num("idle_unallocated_node_seconds"),
-                          strict=True):  # fmt: skip
+        for v, sec in zip(
+            backlog.col("verdict"), backlog.num("idle_unallocated_node_seconds"), strict=True
+        ):
             hours[v] += 1
             idle[v] += float(sec)
         order = sorted(hours, key=lambda v: (-idle[v], v))
         vrows = [[_VERDICTS.get(v, v), v, hours[v], _nh(idle[v])] for v in order]
-        s.tables.append(TableView(["hours with", "verdict", "hours", "idle (node-h)"], vrows,
-                                  "unallocated idle time by what was queued"))  # fmt: skip
+        s.tables.append(
+            TableView(
+                ["hours with", "verdict", "hours", "idle (node-h)"],
+                vrows,
+                "unallocated idle time by what was queued",
+            )
+        )
     return s
 
 
@@ -382,32 +503,60 @@ def short_jobs(o: ReplayOutputs) -> Section | None:
     turnover = o.table("turnover.csv")
     second = None
     if turnover is not None and len(turnover):
-        second = ("unusable slots U", [parse_instant(x) for x in turnover.col("window_start")],
-                  turnover.num("unusable_slots"), "U (slots)")  # fmt: skip
-    s.figures.append(plots.time_lines(lines, "A(t), slot-seconds", FLOOD_LEVEL,
-                                      f"flood alert level ({FLOOD_LEVEL:g})", second,
-                                      steps=True))  # fmt: skip
+        second = (
+            "unusable slots U",
+            [parse_instant(x) for x in turnover.col("window_start")],
+            turnover.num("unusable_slots"),
+            "U (slots)",
+        )
+    s.figures.append(
+        plots.time_lines(
+            lines,
+            "A(t), slot-seconds",
+            FLOOD_LEVEL,
+            f"flood alert level ({FLOOD_LEVEL:g})",
+            second,
+            steps=True,
+        )
+    )
     rows = [[k[0], k[1], v[2], _nh(v[3]), v[0], v[1]] for k, v in ranked[:TOP]]
-    s.tables.append(TableView(["holder kind", "holder", "short jobs", "penalty T_s (slot-h)",
-                               "peak A(t) (slot-s)", "peak at (UTC)"], rows,
-                              more=max(0, len(ranked) - TOP)))  # fmt: skip
+    s.tables.append(
+        TableView(
+            [
+                "holder kind",
+                "holder",
+                "short jobs",
+                "penalty T_s (slot-h)",
+                "peak A(t) (slot-s)",
+                "peak at (UTC)",
+            ],
+            rows,
+            more=max(0, len(ranked) - TOP),
+        )
+    )
     floods = [k for k, v in ranked if v[0] > FLOOD_LEVEL]
     s.headline["short-job floods"] = (
         f"{len(floods)} holder(s) above A = {FLOOD_LEVEL:g}" if floods else "none"
     )
     if floods:
         k, v = floods[0], peak[floods[0]]
-        s.facts.append(f"{k[0]} {k[1]} peaked at A = {v[0]:,.0f} slot-seconds at {v[1]} "
-                       f"({v[2]:,} short job(s) in all).")  # fmt: skip
+        s.facts.append(
+            f"{k[0]} {k[1]} peaked at A = {v[0]:,.0f} slot-seconds at {v[1]} "
+            f"({v[2]:,} short job(s) in all)."
+        )
     if ranked:
         k, v = max(ranked, key=lambda kv: (kv[1][2], kv[1][0]))
         if k != (floods[0] if floods else None):
-            s.facts.append(f"Most short jobs: {k[0]} {k[1]}, {v[2]:,}, peak A = {v[0]:,.0f} "
-                           f"slot-seconds at {v[1]}.")  # fmt: skip
+            s.facts.append(
+                f"Most short jobs: {k[0]} {k[1]}, {v[2]:,}, peak A = {v[0]:,.0f} "
+                f"slot-seconds at {v[1]}."
+            )
     if turnover is not None and len(turnover):
         u = turnover.num("unusable_slots")
-        s.facts.append(f"Unusable slots from turnover: mean U = {np.nanmean(u):.3g}, "
-                       f"highest {np.nanmax(u):.3g} slots per window.")  # fmt: skip
+        s.facts.append(
+            f"Unusable slots from turnover: mean U = {np.nanmean(u):.3g}, "
+            f"highest {np.nanmax(u):.3g} slots per window."
+        )
     return s
 
 
@@ -416,8 +565,9 @@ def _with_zeros(ts: list[datetime], a: list[float]) -> tuple[list[datetime], np.
     ticks where A(t) is below its floor (1 slot-second), shown as 0."""
     if not ts:
         return ts, np.array(a)
-    step = min((b - x for x, b in zip(ts, ts[1:], strict=False) if b > x),
-               default=timedelta(minutes=3))  # fmt: skip
+    step = min(
+        (b - x for x, b in zip(ts, ts[1:], strict=False) if b > x), default=timedelta(minutes=3)
+    )
     t2: list[datetime] = [ts[0] - step]
     a2: list[float] = [0.0]
     for i, (t, v) in enumerate(zip(ts, a, strict=True)):
@@ -449,23 +599,56 @@ def runtime_prediction(o: ReplayOutputs) -> Section | None:
     over = t.num("overran") == 1
     has = np.isfinite(pred) & np.isfinite(act)
     if has.any():
-        s.figures.append(plots.scatter_loglog(pred[has] / 60, act[has] / 60,
-                                              "predicted run time, minutes",
-                                              "actual run time, minutes", over[has], "overrun",
-                                              diagonal="actual = predicted"))  # fmt: skip
+        s.figures.append(
+            plots.scatter_loglog(
+                pred[has] / 60,
+                act[has] / 60,
+                "predicted run time, minutes",
+                "actual run time, minutes",
+                over[has],
+                "overrun",
+                diagonal="actual = predicted",
+            )
+        )
         err = np.abs(act[has] - pred[has]) / pred[has]
         within = float(np.mean(err <= 0.03))
-        s.facts.append(f"{int(has.sum()):,} of {len(t):,} jobs had a history to predict from; "
-                       f"{100 * within:.1f} % ended within ±3 % of the prediction, median "
-                       f"error {100 * float(np.median(err)):.1f} %.")  # fmt: skip
+        s.facts.append(
+            f"{int(has.sum()):,} of {len(t):,} jobs had a history to predict from; "
+            f"{100 * within:.1f} % ended within ±3 % of the prediction, median "
+            f"error {100 * float(np.median(err)):.1f} %."
+        )
     d = t.dicts()
     idx = sorted(np.flatnonzero(over).tolist(), key=lambda i: -(act[i] - up[i]))
-    rows = [[d[i]["job"], d[i]["user"], d[i]["name"], _n(d[i]["history_runs"]),
-             pred[i] / 60, up[i] / 60, act[i] / 60, (act[i] - up[i]) / 60]
-            for i in idx[:TOP]]  # fmt: skip
-    s.tables.append(TableView(["job", "user", "name", "past runs", "predicted (min)",
-                               "upper (min)", "actual (min)", "over upper by (min)"], rows,
-                              "overruns, largest first", more=max(0, len(idx) - TOP)))  # fmt: skip
+    rows = [
+        [
+            d[i]["job"],
+            d[i]["user"],
+            d[i]["name"],
+            _n(d[i]["history_runs"]),
+            pred[i] / 60,
+            up[i] / 60,
+            act[i] / 60,
+            (act[i] - up[i]) / 60,
+        ]
+        for i in idx[:TOP]
+    ]
+    s.tables.append(
+        TableView(
+            [
+                "job",
+                "user",
+                "name",
+                "past runs",
+                "predicted (min)",
+                "upper (min)",
+                "actual (min)",
+                "over upper by (min)",
+            ],
+            rows,
+            "overruns, largest first",
+            more=max(0, len(idx) - TOP),
+        )
+    )
     s.headline["overruns"] = f"{len(idx):,}"
     return s
 
@@ -489,23 +672,45 @@ def capability(o: ReplayOutputs) -> Section | None:
     if np.isfinite(mod).any():
         groups["modified CUP"] = mod
     if len(t):
-        s.figures.append(plots.grouped_bars(t.col("day"), groups, "share of node-hours",
-                                            CUP40_GOAL, f"goal {CUP40_GOAL:g}"))  # fmt: skip
-    rows = [[r["day"], _f(r["large_node_hours"]), _f(r["small_node_hours"]),
-             _f(r["backfill_node_hours"]), _f(r["cup40"]), _f(r["cup40_modified"]),
-             _f(r["p_cup_factor"])] for r in t.dicts()]  # fmt: skip
-    rows, title, more = by_day_or_worst(rows, lambda r: r[4] if r[4] is not None else 2.0,
-                                        "the lowest CUP40")  # fmt: skip
-    cols = ["day", "large (node-h)", "small (node-h)", "backfill (node-h)", "CUP40",
-            "modified CUP", "P_CUP day term"]  # fmt: skip
+        s.figures.append(
+            plots.grouped_bars(
+                t.col("day"), groups, "share of node-hours", CUP40_GOAL, f"goal {CUP40_GOAL:g}"
+            )
+        )
+    rows = [
+        [
+            r["day"],
+            _f(r["large_node_hours"]),
+            _f(r["small_node_hours"]),
+            _f(r["backfill_node_hours"]),
+            _f(r["cup40"]),
+            _f(r["cup40_modified"]),
+            _f(r["p_cup_factor"]),
+        ]
+        for r in t.dicts()
+    ]
+    rows, title, more = by_day_or_worst(
+        rows, lambda r: r[4] if r[4] is not None else 2.0, "the lowest CUP40"
+    )
+    cols = [
+        "day",
+        "large (node-h)",
+        "small (node-h)",
+        "backfill (node-h)",
+        "CUP40",
+        "modified CUP",
+        "P_CUP day term",
+    ]
     s.tables.append(TableView(cols, rows, title, more))
     large, small = np.nansum(t.num("large_node_hours")), np.nansum(t.num("small_node_hours"))
     if large + small > 0:
         overall = large / (large + small)
         s.headline["CUP40 (whole period)"] = f"{overall:.3f}"
         below = int(np.sum(cup < CUP40_GOAL))
-        s.facts.append(f"CUP40 over the period {overall:.3f}; {below} of {len(t)} day(s) below "
-                       f"the {CUP40_GOAL:g} goal.")  # fmt: skip
+        s.facts.append(
+            f"CUP40 over the period {overall:.3f}; {below} of {len(t)} day(s) below "
+            f"the {CUP40_GOAL:g} goal."
+        )
     return s
 
 
@@ -532,16 +737,22 @@ def fair_share(o: ReplayOutputs) -> Section | None:
     ranked = sorted(usage.items(), key=lambda kv: (-kv[1], kv[0]))
     users = [(k, v) for k, v in ranked if k[0] == "user"][:10]
     if users:
-        s.figures.append(plots.bars([k[1] for k, _ in users], np.array([v for _, v in users]),
-                                    "decayed usage, node-hours", plots.GREEN))  # fmt: skip
+        s.figures.append(
+            plots.bars(
+                [k[1] for k, _ in users],
+                np.array([v for _, v in users]),
+                "decayed usage, node-hours",
+                plots.GREEN,
+            )
+        )
     rows = [[k[0], k[1], v, charged[k], refunded[k]] for k, v in ranked[:TOP]]
-    cols = ["kind", "holder", f"usage at {last} (node-h)", "charged (node-h)",
-            "refunded (node-h)"]  # fmt: skip
+    cols = ["kind", "holder", f"usage at {last} (node-h)", "charged (node-h)", "refunded (node-h)"]
     s.tables.append(TableView(cols, rows, more=max(0, len(ranked) - TOP)))
     total = sum(v for k, v in usage.items() if k[0] == "user")
     if users and total > 0:
-        s.facts.append(f"The top user holds {100 * users[0][1] / total:.1f} % of the decayed "
-                       "user usage.")  # fmt: skip
+        s.facts.append(
+            f"The top user holds {100 * users[0][1] / total:.1f} % of the decayed user usage."
+        )
     return s
 
 
@@ -561,8 +772,10 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
         "Write speed summed over jobs per minute against the hot-zone threshold (a bandwidth "
         "test's mean − σ), the episodes above it shaded (seed 003 §5.2, Emeras et al.).",
     )
-    eps = [(parse_instant(a), parse_instant(b))
-           for a, b in zip(zones.col("start"), zones.col("end"), strict=True)]  # fmt: skip
+    eps = [
+        (parse_instant(a), parse_instant(b))
+        for a, b in zip(zones.col("start"), zones.col("end"), strict=True)
+    ]
     if len(t):
         minutes = [parse_instant(m) for m in t.col("minute")]
         level = None if thr is None else float(thr)
@@ -570,16 +783,31 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
             plots.dfs_load(minutes, t.num("write_mb_s"), t.num("read_mb_s"), level, unit, eps)
         )
     d = sorted(zones.dicts(), key=lambda r: (-float(r["peak_mb_s"]), r["start"]))
-    rows = [[r["start"], r["end"], _n(r["minutes"]), _f(r["peak_mb_s"]),
-             top_jobs(r["top_jobs"])] for r in d[:TOP]]  # fmt: skip
-    s.tables.append(TableView(["start (UTC)", "end (UTC)", "minutes", f"peak ({unit})",
-                               "top jobs (share of data written)"], rows, "hot-zone episodes, "
-                              "highest peak first", more=max(0, len(zones) - TOP)))  # fmt: skip
+    rows = [
+        [r["start"], r["end"], _n(r["minutes"]), _f(r["peak_mb_s"]), top_jobs(r["top_jobs"])]
+        for r in d[:TOP]
+    ]
+    s.tables.append(
+        TableView(
+            [
+                "start (UTC)",
+                "end (UTC)",
+                "minutes",
+                f"peak ({unit})",
+                "top jobs (share of data written)",
+            ],
+            rows,
+            "hot-zone episodes, highest peak first",
+            more=max(0, len(zones) - TOP),
+        )
+    )
     s.headline["hot-zone episodes"] = f"{len(zones):,}"
     if thr is not None and len(t):
         w = t.num("write_mb_s")
-        s.facts.append(f"Threshold {float(thr):.4g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
-                       f"{int(np.sum(w > float(thr)))} minute(s) above it.")  # fmt: skip
+        s.facts.append(
+            f"Threshold {float(thr):.4g} {unit}; peak write {np.nanmax(w):,.1f} {unit}; "
+            f"{int(np.sum(w > float(thr)))} minute(s) above it."
+        )
     per_fs = o.table("hot_zones_fs.csv")
     systems = summ.get("file_systems") or {}
     if per_fs is not None and systems:
@@ -589,12 +817,23 @@ def dfs_load(o: ReplayOutputs) -> Section | None:
         fs_rows = []
         for fs, info in systems.items():
             e = episodes.get(fs, [])
-            fs_rows.append([fs, info.get("threshold"), len(e), sum(int(r["minutes"]) for r in e),
-                            max((float(r["peak_mb_s"]) for r in e), default=None)])  # fmt: skip
+            fs_rows.append(
+                [
+                    fs,
+                    info.get("threshold"),
+                    len(e),
+                    sum(int(r["minutes"]) for r in e),
+                    max((float(r["peak_mb_s"]) for r in e), default=None),
+                ]
+            )
         fs_rows.sort(key=lambda r: (-r[3], r[0]))
-        s.tables.append(TableView(["file system", f"threshold ({unit})", "episodes",
-                                   "hot minutes", f"peak ({unit})"], fs_rows,
-                                  "per file system, most hot minutes first"))  # fmt: skip
+        s.tables.append(
+            TableView(
+                ["file system", f"threshold ({unit})", "episodes", "hot minutes", f"peak ({unit})"],
+                fs_rows,
+                "per file system, most hot minutes first",
+            )
+        )
     return s
 
 
@@ -629,20 +868,42 @@ def utilisation(o: ReplayOutputs) -> Section | None:
     wasted = sa * (1.0 - core)
     order = [i for i in np.argsort(-np.nan_to_num(wasted, nan=-1.0)) if np.isfinite(wasted[i])]
     d = t.dicts()
-    rows = [[d[i]["job"], _n(d[i]["nodes"]), _f(d[i]["cores"]), float(core[i]),
-             None if not np.isfinite(mem[i]) else float(mem[i]), _nh(float(sa[i])),
-             _nh(float(wasted[i]))] for i in order[:TOP]]  # fmt: skip
-    cols = ["job", "nodes", "cores", "core utilisation", "memory ratio",
-            "squashed area (core-h)", "wasted (core-h)"]  # fmt: skip
-    s.tables.append(TableView(cols, rows, "most wasted core-hours first",
-                              more=max(0, len(order) - TOP)))  # fmt: skip
+    rows = [
+        [
+            d[i]["job"],
+            _n(d[i]["nodes"]),
+            _f(d[i]["cores"]),
+            float(core[i]),
+            None if not np.isfinite(mem[i]) else float(mem[i]),
+            _nh(float(sa[i])),
+            _nh(float(wasted[i])),
+        ]
+        for i in order[:TOP]
+    ]
+    cols = [
+        "job",
+        "nodes",
+        "cores",
+        "core utilisation",
+        "memory ratio",
+        "squashed area (core-h)",
+        "wasted (core-h)",
+    ]
+    s.tables.append(
+        TableView(cols, rows, "most wasted core-hours first", more=max(0, len(order) - TOP))
+    )
     ok = np.isfinite(core)
     if ok.any():
-        low = float(np.nansum(sa[ok & (core < 0.25)]) / np.nansum(sa[ok])) if np.nansum(
-            sa[ok]) else 0.0  # fmt: skip
-        s.facts.append(f"{len(t):,} jobs measured; median core utilisation "
-                       f"{float(np.median(core[ok])):.2f}; jobs under 25 % hold "
-                       f"{100 * low:.1f} % of the squashed area (SA ratio).")  # fmt: skip
+        low = (
+            float(np.nansum(sa[ok & (core < 0.25)]) / np.nansum(sa[ok]))
+            if np.nansum(sa[ok])
+            else 0.0
+        )
+        s.facts.append(
+            f"{len(t):,} jobs measured; median core utilisation "
+            f"{float(np.median(core[ok])):.2f}; jobs under 25 % hold "
+            f"{100 * low:.1f} % of the squashed area (SA ratio)."
+        )
     return s
 
 
@@ -656,33 +917,33 @@ SECTIONS: list[tuple[str, str, str, Callable[[ReplayOutputs], Section | None]]] 
         "Perpetually sliding jobs",
         "replay --format moab with job charges",
         sliding_jobs,
-    ),  # fmt: skip
+    ),
     ("ftl", "Failure to launch", "replay --format moab --jobs FILE", failure_to_launch),
     (
         "size-groups",
         "Drain by job size group",
         "replay --format moab with job charges",
         size_groups,
-    ),  # fmt: skip
+    ),
     (
         "drain-runtime",
         "Drain against run time",
         "replay --format moab --jobs FILE",
         drain_runtime,
-    ),  # fmt: skip
+    ),
     ("backfill", "Backfill recovery and idle time", "replay --format moab --jobs FILE", backfill),
     (
         "short-jobs",
         "Short-job penalties and turnover",
         "replay --format sacct|swf|jobevents|jobcomp",
         short_jobs,
-    ),  # fmt: skip
+    ),
     (
         "runtime",
         "Run-time prediction accuracy",
         "replay --format sacct|swf|jobevents|jobcomp",
         runtime_prediction,
-    ),  # fmt: skip
+    ),
     ("capability", "Capability use", "replay --format sacct|swf|jobevents|jobcomp", capability),
     ("fairshare", "Fair share", "replay --format sacct|swf|jobevents|jobcomp", fair_share),
     ("dfs", "DFS write load and hot zones", "replay --format samples|llview", dfs_load),

@@ -164,8 +164,12 @@ class Measurement:
                     f"            f.append(F{n} + (t[:-2] if t.endswith('.0') else t))",
                 ]
         code.append("    return head, f")
-        scope: dict[str, Any] = {"PREFIX": self.prefix, "KEY_TABLE": KEY_TABLE,
-                                 "STRING": STRING_TABLE, "REPR": float.__repr__}  # fmt: skip
+        scope: dict[str, Any] = {
+            "PREFIX": self.prefix,
+            "KEY_TABLE": KEY_TABLE,
+            "STRING": STRING_TABLE,
+            "REPR": float.__repr__,
+        }
         scope.update({f"K{n}": k for n, (k, _i) in enumerate(self.tag_plan)})
         scope.update({f"F{n}": f[1] for n, f in enumerate(self.field_plan)})
         exec("\n".join(code), scope)  # noqa: S102 (code made above from the table's columns)
@@ -178,8 +182,14 @@ class Measurement:
             return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
         return float(v) / 1000 if kind == "instant_ms" else float(v)
 
-    def line(self, cluster: str, row: Row, tz: ZoneInfo, ts: float | None = None,
-             extra: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+    def line(
+        self,
+        cluster: str,
+        row: Row,
+        tz: ZoneInfo,
+        ts: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
         """The row as one line of line protocol (streams/sinks/lineproto.py) at its time
         column, or at ``ts`` (POSIX seconds) for a table without one; ``extra``: more fields
         (name -> value, typed by the value)."""
@@ -211,10 +221,12 @@ class Measurement:
                 continue
             if code == _FLOAT or code == _SECONDS_MS or code == _INSTANT_MS:
                 x = (
-                    float(v) if code == _FLOAT
-                    else int(v) / 1000 if code == _SECONDS_MS
+                    float(v)
+                    if code == _FLOAT
+                    else int(v) / 1000
+                    if code == _SECONDS_MS
                     else float(v) / 1000
-                )  # fmt: skip
+                )
                 if x - x != 0.0:  # NaN or an infinity: left out
                     continue
                 t = float.__repr__(x)
@@ -235,8 +247,9 @@ class Measurement:
             ts = self._time_s(row[self.time_col], tz)
         return f"{''.join(parts)} {','.join(fields)} {self.time_ns(ts, row)}"
 
-    def lines(self, cluster: str, rows: Sequence[Row], tz: ZoneInfo,
-              times: Sequence[float] | None = None) -> list[str]:  # fmt: skip
+    def lines(
+        self, cluster: str, rows: Sequence[Row], tz: ZoneInfo, times: Sequence[float] | None = None
+    ) -> list[str]:
         """:meth:`line` of each row (``times``: each row's ``ts``), compiled where
         ``native/`` is built (its rows must be tuples or lists): the same text, checked
         against :meth:`line` on generated rows; a row with a value the compiled code leaves
@@ -253,8 +266,18 @@ class Measurement:
             rows = list(rows)
         # a row of another width is None there, and :meth:`line` refuses it
         job = self.job_col if self.per_job else -1
-        out = native(self.prefix, self.tag_plan, self.native_fields, cluster, rows, times,
-                     self.time_col, div, job, self.width)  # fmt: skip
+        out = native(
+            self.prefix,
+            self.tag_plan,
+            self.native_fields,
+            cluster,
+            rows,
+            times,
+            self.time_col,
+            div,
+            job,
+            self.width,
+        )
         for i, s in enumerate(out):
             if s is None:
                 out[i] = self.line(cluster, rows[i], tz, None if times is None else times[i])
@@ -273,7 +296,7 @@ MEASUREMENTS: dict[str, Measurement] = {
         Measurement("usage", USAGE_DAILY, "day", ("resource",)),
         Measurement(
             "shortjobs", SHORTJOBS, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
-        ),  # fmt: skip
+        ),
         Measurement("turnover", TURNOVER, "window_start", ()),
         # time: the job's end (the row is final then)
         Measurement(
@@ -286,7 +309,7 @@ MEASUREMENTS: dict[str, Measurement] = {
             "ts",
             ("holder_kind", "holder"),
             (("holder_kind", "kind"),),
-        ),  # fmt: skip
+        ),
         Measurement("dfs", DFS_MINUTELY, "minute", ()),
         # time: the job's first measure (set by the caller)
         Measurement("job_util", JOB_UTILIZATION, "", (), per_job=True),
@@ -332,15 +355,22 @@ def measurement_of(table: Table) -> Measurement | None:
     return m if m is not None and m.table == table else None
 
 
-def timed_line(table: Table, cluster: str, row: Row, ts: float, tz: ZoneInfo,
-               extra: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+def timed_line(
+    table: Table,
+    cluster: str,
+    row: Row,
+    ts: float,
+    tz: ZoneInfo,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """A row of a table without a time column (``runtime_prediction``: the job's end;
     ``job_util``: its first measure; ``job``: the join's stamp of the job) at ``ts``."""
     return _ALL_MEASUREMENTS[table.file].line(cluster, row, tz, ts, extra)
 
 
-def timed_lines(table: Table, cluster: str, rows: Sequence[Row], times: Sequence[float],
-                tz: ZoneInfo) -> list[str]:  # fmt: skip
+def timed_lines(
+    table: Table, cluster: str, rows: Sequence[Row], times: Sequence[float], tz: ZoneInfo
+) -> list[str]:
     """:func:`timed_line` of each row at its time (POSIX seconds)."""
     return _ALL_MEASUREMENTS[table.file].lines(cluster, rows, tz, times)
 
@@ -358,14 +388,15 @@ def alert_line(cluster: str, a: Alert) -> str:
     writes one per alert change): the same text as :func:`~streams.sinks.lineproto.line` of
     the tags and fields in tests/streams/sinks/test_lineproto.py."""
     head = "alerts"
-    for k, v in zip(_ALERT_TAGS, (cluster, a.kind, a.severity, a.state, a.subject),
-                    strict=True):  # fmt: skip
+    for k, v in zip(_ALERT_TAGS, (cluster, a.kind, a.severity, a.state, a.subject), strict=True):
         if v is not None:
             t = tag_value(v)
             if t:
                 head += "," + k + "=" + t
-    fields = ["details=" + string_text(orjson.dumps(dict(a.details)).decode()),
-              "firing=1i" if a.state == "firing" else "firing=0i"]  # fmt: skip
+    fields = [
+        "details=" + string_text(orjson.dumps(dict(a.details)).decode()),
+        "firing=1i" if a.state == "firing" else "firing=0i",
+    ]
     if a.id is not None:
         fields.append("id=" + string_text(a.id))
     for k, x in (("since_s", a.since), ("threshold", a.threshold), ("value", a.value)):

@@ -80,8 +80,9 @@ def measurement_prefix(name: str) -> str:
     return name.translate(_MEASUREMENT)
 
 
-def join(prefix: str, tags: Iterable[tuple[str, str]], fields: list[tuple[str, str]],
-         ns: int) -> str:  # fmt: skip
+def join(
+    prefix: str, tags: Iterable[tuple[str, str]], fields: list[tuple[str, str]], ns: int
+) -> str:
     """One line from the escaped measurement, (escaped key, escaped value) tags in key order
     with no empty value, and (escaped key, text) fields in key order; '' without fields (the
     reference client writes nothing for such a point either)."""

@@ -35,8 +35,9 @@ class WriteQueue:
 
     def _started(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"write-{self._name}",
-                                            daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._run, name=f"write-{self._name}", daemon=True
+            )
             self._thread.start()
 
     def submit(self, points: Sequence[Any]) -> None:

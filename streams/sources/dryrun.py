@@ -25,8 +25,9 @@ from streams.format import instant_ms
 class DryRunProducer:
     """The part of AIOKafkaProducer the shippers use: ``send`` and ``partitions_for``."""
 
-    def __init__(self, partitions: int, out: IO[bytes] | None = None,
-                 err: IO[bytes] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, partitions: int, out: IO[bytes] | None = None, err: IO[bytes] | None = None
+    ) -> None:
         self.partitions = partitions
         self.out = out if out is not None else sys.stdout.buffer
         self.err = err if err is not None else sys.stderr.buffer
@@ -64,11 +65,18 @@ class DryRunProducer:
         lines = []
         for i in range(len(b)):
             rsv = int(b.rsv[i])
-            lines.append(orjson.dumps({
-                "ts": instant_ms(int(b.ts_ms[i])), "node": names[int(b.node[i])],
-                "state": states[int(b.state[i])],
-                "rsv": None if rsv == NO_JOB else jobs.name(rsv), "joblist": runs.get(i, []),
-            }) + b"\n")  # fmt: skip
+            lines.append(
+                orjson.dumps(
+                    {
+                        "ts": instant_ms(int(b.ts_ms[i])),
+                        "node": names[int(b.node[i])],
+                        "state": states[int(b.state[i])],
+                        "rsv": None if rsv == NO_JOB else jobs.name(rsv),
+                        "joblist": runs.get(i, []),
+                    }
+                )
+                + b"\n"
+            )
         return b"".join(lines)
 
     async def stop(self) -> None:

@@ -137,8 +137,12 @@ def read_job_events(
         per_file.append((st, evs, at, bad))
     # a job that ends before it starts is used by no analytic: both events are rejected
     start = {e.job: e.ts for _, evs, _, _ in per_file for e in evs if e.type == "start"}
-    backwards = {e.job for _, evs, _, _ in per_file for e in evs
-                 if e.type == "end" and e.job in start and e.ts < start[e.job]}  # fmt: skip
+    backwards = {
+        e.job
+        for _, evs, _, _ in per_file
+        for e in evs
+        if e.type == "end" and e.job in start and e.ts < start[e.job]
+    }
     for st, evs, at, bad in per_file:
         if backwards:
             kept = []
@@ -178,8 +182,9 @@ def day_batches(
     i = 0
     while i < n:
         _d, _lo, hi = cal.span(events[i].ts)
-        j = bisect.bisect_left(events, hi, lo=i, hi=n if batch is None else min(n, i + batch),
-                               key=key)  # fmt: skip
+        j = bisect.bisect_left(
+            events, hi, lo=i, hi=n if batch is None else min(n, i + batch), key=key
+        )
         yield events[i:j]
         i = j
 

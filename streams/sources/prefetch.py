@@ -90,8 +90,9 @@ class Prefetch:
         self.file.close()
 
 
-def cut(f: BinaryIO, chunk_bytes: int, max_line_bytes: int,
-        tokenize: Any) -> Iterator[tuple[bytes | memoryview, Any, Any, int]]:  # fmt: skip
+def cut(
+    f: BinaryIO, chunk_bytes: int, max_line_bytes: int, tokenize: Any
+) -> Iterator[tuple[bytes | memoryview, Any, Any, int]]:
     """Chunks of whole lines, each with ``tokenize(chunk)`` and the file position after it."""
     for chunk, longs in line_chunks(f, chunk_bytes, max_line_bytes, FIRST_CHUNK_BYTES, True):
         yield chunk, longs, tokenize(chunk), raw_position(f)
@@ -122,5 +123,8 @@ def start(path: str, chunk_bytes: int, max_line_bytes: int) -> Prefetch | None:
         f = open_binary(path)
     except Exception:  # noqa: BLE001 - the source opens it again and reports the error
         return None
-    return Prefetch(path, f, ReadAhead(lambda: cut(f, chunk_bytes, max_line_bytes, tokenize_moab),
-                                       depth(chunk_bytes)))  # fmt: skip
+    return Prefetch(
+        path,
+        f,
+        ReadAhead(lambda: cut(f, chunk_bytes, max_line_bytes, tokenize_moab), depth(chunk_bytes)),
+    )

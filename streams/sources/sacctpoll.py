@@ -133,9 +133,21 @@ class SacctPoller:
 
     def argv(self, start: float, end: float, states: str = END_STATES) -> list[str]:
         head = [self.sacct, "--completion"] if self.completion else [self.sacct]
-        return [*head, "--allusers", "--parsable2", "--allocations", "--duplicates",
-                "--format", ",".join(FIELDS_27), "--state", states,
-                "--starttime", _iso(start), "--endtime", _iso(end)]  # fmt: skip
+        return [
+            *head,
+            "--allusers",
+            "--parsable2",
+            "--allocations",
+            "--duplicates",
+            "--format",
+            ",".join(FIELDS_27),
+            "--state",
+            states,
+            "--starttime",
+            _iso(start),
+            "--endtime",
+            _iso(end),
+        ]
 
     def _query(self, start: float, end: float, states: str) -> tuple[list[JobEvent], list[Reject]]:
         """sacct's records of the window, read as the replay reads a file (sacct's output goes
@@ -146,8 +158,9 @@ class SacctPoller:
             with os.fdopen(fd, "wb") as f:
                 argv = self.argv(start, end, states)
                 run_capped(argv, self.timeout, self.max_bytes, self.env, f, "sacct")
-            events, _ = read_job_events("sacct", [tmp], rejects, self.bounds,
-                                        self.max_line_bytes, self.max_hosts)  # fmt: skip
+            events, _ = read_job_events(
+                "sacct", [tmp], rejects, self.bounds, self.max_line_bytes, self.max_hosts
+            )
         finally:
             os.unlink(tmp)
         src = f"sacct:{_iso(start)}..{_iso(end)}"
@@ -160,8 +173,7 @@ class SacctPoller:
         the next window halved) when it prints more than ``max_bytes``."""
         start = self._start(self.cp.hwm)
         # whole seconds, as sacct reads them: the next window starts exactly where pruning cuts
-        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.window),
-                                   self.cp.hwm)))  # fmt: skip
+        end = float(math.floor(max(min(now - self.lag, self.cp.hwm + self.window), self.cp.hwm)))
         try:
             events, bad = self._query(start, end, END_STATES)
             running: list[JobEvent] = []

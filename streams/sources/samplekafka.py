@@ -161,8 +161,9 @@ class SampleKafkaShipper:
             sw = self.buffer[0]
             p = zlib.crc32(sw.node.encode()) % self.partitions
             try:
-                fut = await self.producer.send(self.topic, sw.value, key=sw.node.encode(),
-                                               partition=p)  # fmt: skip
+                fut = await self.producer.send(
+                    self.topic, sw.value, key=sw.node.encode(), partition=p
+                )
                 await asyncio.wait_for(fut, self.send_timeout)
             except Exception as e:  # noqa: BLE001 - keep the sweep, reconnect next time
                 await self._close()

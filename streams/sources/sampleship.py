@@ -75,8 +75,9 @@ async def ship_sample_files(
 
     async def send(p: int) -> None:
         lines = batches.pop(p)
-        futs.append(await producer.send(topic, b"\n".join(lines), key=f"p{p}".encode(),
-                                        partition=p))  # fmt: skip
+        futs.append(
+            await producer.send(topic, b"\n".join(lines), key=f"p{p}".encode(), partition=p)
+        )
         st.messages += 1
         if len(futs) >= IN_FLIGHT:
             await asyncio.gather(*futs)

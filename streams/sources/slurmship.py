@@ -174,15 +174,22 @@ def take_snapshot(cmds: SlurmCommands, form: str, clock: Callable[[], float]) ->
         if form == "json":
             nodes = parse_nodes_json(cmds.run([sc, "--json", "show", "node"]))
             jobs = parse_squeue_json(cmds.run([sq, "--all", "--array", "--json"]), mh)
-            rsv = (parse_reservations_json(cmds.run([sc, "--json", "show", "reservation"]),
-                                           ts_ms / 1000, mh)
-                   if cmds.reservations else [])  # fmt: skip
+            rsv = (
+                parse_reservations_json(
+                    cmds.run([sc, "--json", "show", "reservation"]), ts_ms / 1000, mh
+                )
+                if cmds.reservations
+                else []
+            )
         else:
             nodes = parse_scontrol_nodes(cmds.run([sc, "--all", "--oneliner", "show", "node"]))
             out = cmds.run([sq, "--all", "--array", f"--format={SQUEUE_FORMAT}"])
             jobs = parse_squeue_text(out, SQUEUE_FORMAT, mh)
-            rsv = (parse_reservations_text(cmds.run([sc, "--oneliner", "show", "reservation"]), mh)
-                   if cmds.reservations else [])  # fmt: skip
+            rsv = (
+                parse_reservations_text(cmds.run([sc, "--oneliner", "show", "reservation"]), mh)
+                if cmds.reservations
+                else []
+            )
     except SlurmOutputError as e:
         raise SnapshotFailed(f"unreadable Slurm output ({e})") from None
     if not nodes:
@@ -206,16 +213,29 @@ class SlurmShipStats:
 
 def record_json(r: Any) -> bytes:
     """A NodeStatus as the JSON line ``--dry-run`` prints."""
-    return orjson.dumps({"ts": instant_ms(r.ts_ms), "node": r.node, "state": r.state,
-                         "rsvlist": list(r.rsvlist), "joblist": list(r.joblist)})  # fmt: skip
+    return orjson.dumps(
+        {
+            "ts": instant_ms(r.ts_ms),
+            "node": r.node,
+            "state": r.state,
+            "rsvlist": list(r.rsvlist),
+            "joblist": list(r.joblist),
+        }
+    )
 
 
 class SlurmShipper:
     """Snapshots -> a publisher (a MoabShipper, or ``None`` for --dry-run to ``out``)."""
 
-    def __init__(self, cmds: SlurmCommands, publisher: Any | None, out: IO[bytes] | None = None,
-                 retries: int = 2, retry_wait: float = 2.0,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cmds: SlurmCommands,
+        publisher: Any | None,
+        out: IO[bytes] | None = None,
+        retries: int = 2,
+        retry_wait: float = 2.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.cmds = cmds
         self.publisher = publisher
         self.out = out
@@ -276,8 +296,9 @@ class SlurmShipper:
         s.messages += pub.stats.messages - before
         return True
 
-    async def run(self, period: float, count: int | None = None,
-                  stop: asyncio.Event | None = None) -> None:  # fmt: skip
+    async def run(
+        self, period: float, count: int | None = None, stop: asyncio.Event | None = None
+    ) -> None:
         """A snapshot every ``period`` seconds (on a fixed grid from the first; an overrun skips
         to the next tick) until ``stop`` is set or ``count`` iterations were attempted."""
         stop = stop or asyncio.Event()

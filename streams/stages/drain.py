@@ -112,8 +112,16 @@ SIZE_GROUPS = Table(
 
 def size_group_row(g: SizeGroupRow) -> tuple[object, ...]:
     """``size_groups.csv``'s row of a group (the replay's and the live join's)."""
-    return (g.group, g.jobs, g.drain_s, g.mean_drain_s, g.mean_drain_per_node, g.nodes_lo,
-            g.nodes_hi, g.scale)  # fmt: skip
+    return (
+        g.group,
+        g.jobs,
+        g.drain_s,
+        g.mean_drain_s,
+        g.mean_drain_per_node,
+        g.nodes_lo,
+        g.nodes_hi,
+        g.scale,
+    )
 
 
 SLIDING_JOBS = Table(
@@ -552,8 +560,12 @@ class DrainStage:
         first = days[0].start_ms
         bf = [_span(jt.start, jt.end, jt.nodes, first, end) for jt in info.values() if jt.backfill]
         acc.days.ensure(first, end)
-        eff = backfill_efficiency([d.start_ms for d in days], [d.drain_ms for d in days],
-                                  [s for s in bf if s], acc.days.edges)  # fmt: skip
+        eff = backfill_efficiency(
+            [d.start_ms for d in days],
+            [d.drain_ms for d in days],
+            [s for s in bf if s],
+            acc.days.edges,
+        )
         yield (
             BACKFILL_DAILY,
             [
@@ -562,7 +574,7 @@ class DrainStage:
                     w.backfill_node_ms if flags else None,
                     w.drain_node_ms,
                     w.efficiency if flags else None,
-                )  # fmt: skip
+                )
                 for w in eff
             ],
         )
@@ -573,13 +585,17 @@ class DrainStage:
                 jt.nodes,
                 hours[0].start_ms,
                 end,
-            )  # fmt: skip
+            )
             for jt in info.values()
         ]
         acc.hours.ensure(hours[0].start_ms, end)
-        rows = backlog([h.start_ms for h in hours], [h.length_ms for h in hours],
-                       [h.idle_unallocated_ms for h in hours], [q for q in queued if q],
-                       acc.hours.edges)  # fmt: skip
+        rows = backlog(
+            [h.start_ms for h in hours],
+            [h.length_ms for h in hours],
+            [h.idle_unallocated_ms for h in hours],
+            [q for q in queued if q],
+            acc.hours.edges,
+        )
         yield (
             BACKLOG_HOURLY,
             [
@@ -592,7 +608,7 @@ class DrainStage:
                     w.queued_job_ms / w.length_ms,
                     w.smallest_queued_nodes,
                     w.verdict,
-                )  # fmt: skip
+                )
                 for w in rows
             ],
         )
@@ -616,7 +632,7 @@ class DrainStage:
                     self.quality_min,
                     w.start_ms + w.length_ms > last,
                     states.get(w.start_ms),
-                )  # fmt: skip
+                )
                 for w in ws
             ]
         running = acc.nodes_running()
@@ -630,7 +646,7 @@ class DrainStage:
                 int(acc.job_last_ms[j]),
                 int(running[j]),
                 int(acc.job_first_ms[j]),
-            )  # fmt: skip
+            )
             for j in acc.jobs_charged().tolist()
         ]
         return rows, jobs

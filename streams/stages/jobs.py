@@ -645,11 +645,20 @@ class CapabilityStage(_DailyStage):
             days += self.m.flush(edge, final=True)
         self.rows += days
         rows = [
-            (d.day, d.large_node_hours, d.small_node_hours, d.backfill_node_hours, d.cup40,
-             d.cup40_modified, d.red_node_hours, d.black_node_hours, d.red_share,
-             d.p_cup_factor)
+            (
+                d.day,
+                d.large_node_hours,
+                d.small_node_hours,
+                d.backfill_node_hours,
+                d.cup40,
+                d.cup40_modified,
+                d.red_node_hours,
+                d.black_node_hours,
+                d.red_share,
+                d.p_cup_factor,
+            )
             for d in days
-        ]  # fmt: skip
+        ]
         return [(CAPABILITY_DAILY, rows)] if rows else []
 
     def snapshot(self) -> dict[str, Any]:
@@ -712,10 +721,16 @@ class FairShareStage(_DailyStage):
     def _close(self, edge: float, final: bool) -> list[Output]:
         """Usage of the holders charged or refunded that day; of every holder at the end."""
         rows = [
-            (r.ts, r.holder_kind, r.holder, r.usage_node_hours, r.charged_node_hours,
-             r.refunded_node_hours)
+            (
+                r.ts,
+                r.holder_kind,
+                r.holder,
+                r.usage_node_hours,
+                r.charged_node_hours,
+                r.refunded_node_hours,
+            )
             for r in self.m.report(edge, changed_only=not final)
-        ]  # fmt: skip
+        ]
         return [(FAIRSHARE_USAGE, rows)] if rows else []
 
     def summary(self) -> dict[str, Any]:
