@@ -63,18 +63,17 @@ PRODUCER_BATCH_BYTES = 512 << 10
 # The broker holds a fetch that finds no new data for this long (aiokafka's fetch_max_wait_ms).
 # Faust fixes it at 1500 ms, and aiokafka keeps one fetch in flight per broker: once a busy
 # partition's records were taken, the next fetch (for the idle partitions) waited up to 1.5 s
-# on the broker before the busy one could be fetched again. The combiners then stalled ~0.9 s
-# after every few MB although their backlog was on the broker (bench/bench_live_samples.py:
-# 70 k samples/s end to end, the worker 60 % idle). 100 ms costs an idle worker ten empty
-# fetches a second.
+# on the broker before the busy one could be fetched again. The combiners then stalled
+# although their backlog was on the broker. 100 ms costs an idle worker ten empty fetches a
+# second.
 FETCH_MAX_WAIT_MS = 100
 
 
 def table_manager() -> type:
     """Faust's table manager, without its start-up's fixed one-second sleep (it waits for
     tables to be declared) when none is: drainwatch keeps its state in ``worker-state``, not in
-    Faust tables, and the sleep was a second of every worker's start before its first
-    record (bench/bench_live_jobs.py). With a table declared, Faust's own start runs."""
+    Faust tables, and the sleep would be a second of every worker's start before its
+    first record. With a table declared, Faust's own start runs."""
     from faust.tables import TableManager
 
     class Tables(TableManager):
@@ -125,8 +124,8 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
         # per partition and fetch (aiokafka's fetch_max_bytes, 50 MB, bounds a whole fetch): a
-        # partials message is up to ~300 kB, and at Faust's 1 MB a combiner catching up on a
-        # backlog waited for a fetch every three messages (bench/bench_live_jobs.py)
+        # combiner catching up on a backlog of partials must not wait for a fetch every few
+        # messages
         consumer_max_fetch_size=PARTITION_FETCH_BYTES,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
         # every message is at most kafka.message_max_bytes (<= MAX_MESSAGE_BYTES): with the

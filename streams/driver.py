@@ -63,8 +63,8 @@ def run(r: Run, sinks: Sequence[Sink], rejects: RejectLog) -> dict[str, Any]:
     """Drive every feed through its stages into the sinks; commit and return the summary.
 
     The cyclic garbage collector is paused meanwhile: stages create no reference cycles, and
-    with millions of live records its full passes cost about a third of the time
-    (bench/bench_jobs.py: 111k -> 163k events/s per CPU-second)."""
+    with millions of live records its full passes would scan them all again and again (the
+    figures are in the README's benchmark table)."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -5,8 +5,8 @@ freed) and the rest from the heap. The threshold is dynamic: each large block fr
 (up to 32 MiB), so a worker that keeps regrowing numpy arrays of a few MB ends up allocating
 them from the heap, where freed blocks stay in the process. Pinning the threshold at 256 KiB
 (setting ``worker.mmap_threshold``, KiB; 0 leaves glibc alone) keeps every large array
-mmapped: peak RSS 622 -> 486 MB in ``bench/bench_live_memory.py``, for about a quarter fewer
-records/s in ``bench/bench_live.py``. No effect, and no error, on other C libraries.
+mmapped, so freed arrays leave the process, at some cost in records/s (both measured in the
+README's benchmark table). No effect, and no error, on other C libraries.
 """
 
 from __future__ import annotations
@@ -47,10 +47,7 @@ def tune_gc(threshold0: int = GC_THRESHOLD0) -> None:
     containers (a decoded batch is a list of lists, a row a tuple) beside a large long-lived
     state: the objects made before the worker starts are frozen (never scanned again), and a
     young collection comes every ``threshold0`` allocations instead of every 700. The worker's
-    objects rarely form cycles; those that do are still collected, a little later. The
-    collector took about a tenth of the live job path's time (bench/bench_live_jobs.py
-    in process: 5.56 s -> 4.91 s at 50,000); at 200,000 the worker's CPU for KTH x 3 through
-    Kafka is 4.74-5.04 s, 5.11-5.39 s at 50,000 (three runs each, alternated)."""
+    objects rarely form cycles; those that do are still collected, a little later."""
     import gc
 
     gc.collect()

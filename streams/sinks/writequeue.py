@@ -2,9 +2,8 @@
 
 The live job and sample paths hand their InfluxDB points over as soon as enough wait, from
 inside the combiner's own processing (no ``await``), instead of at a flush that needs the
-event loop: a combiner step that releases a lagging partition's backlog runs ~0.2 s without
-yielding, and the writes of a flush started only after it (InfluxDB sat idle about a
-third of the time, ``bench/bench_live_jobs.py --copies 3``). A flush hands over what is left
+event loop: a combiner step that releases a lagging partition's backlog runs without yielding, and
+InfluxDB must not wait idle for it. A flush hands over what is left
 and awaits :meth:`WriteQueue.barrier`, which resolves once everything handed over before it
 is written; only then is the state saved and the input acked (the drain path's invariant).
 
