@@ -45,19 +45,15 @@ def remove_dirs(created: list[Path]) -> None:
             return
 
 
-def new_file_mode() -> int:
-    """The mode a new file gets from the umask (``0o666 & ~umask``)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def _mode_for(target: Path) -> int:
-    """The mode the new content of ``target`` gets: the old file's, else the umask's."""
+    """The mode the new content of ``target`` gets: the old file's, else the umask's
+    (``0o666 & ~umask``)."""
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
-        return new_file_mode()
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 @contextmanager
@@ -161,7 +157,6 @@ class OutputSet:
         self._stages: dict[Path, _Stage] = {}
         self._targets: dict[Path, Path] = {}  # target -> staged file
         self._removed: list[Path] = []
-        self._sweep = True
 
     def stage_dir(self, parent: str | Path) -> Path:
         """The staging directory beside targets in ``parent`` (made and locked on first use,
@@ -184,10 +179,6 @@ class OutputSet:
 
     def remove(self, target: str | Path) -> None:
         self._removed.append(Path(os.path.abspath(target)))
-
-    @property
-    def targets(self) -> list[Path]:
-        return list(self._targets)
 
     def commit(self, last: Iterable[str] = ()) -> None:
         last_names = set(last)

@@ -323,10 +323,7 @@ def _check_adjust_out(args: argparse.Namespace) -> None:
             "sacct|swf|jobevents|jobcomp"
         )
     check_output_file("--adjust-out", args.adjust_out, inputs=args.paths)
-    if args.rejects is not None and os.path.abspath(args.rejects) == os.path.abspath(
-        args.adjust_out
-    ):
-        raise UserError(f"--adjust-out {args.adjust_out} is also --rejects")
+    # one file as --adjust-out and --rejects (by any path or link): _check_paths
 
 
 def _sample_arguments(p: argparse.ArgumentParser) -> None:

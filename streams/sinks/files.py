@@ -43,12 +43,6 @@ class DirectorySink:
         self.rows: dict[str, int] = {}
         self._stale = set(stale)
 
-    @property
-    def _stage(self) -> Path:
-        """The staging directory, made on first use: that is inside the driver's run, whose
-        abort removes it (and ``--out`` if the run created it) on any error or Ctrl-C."""
-        return self.outputs.stage_dir(self.out)
-
     def staged(self, name: str) -> Path:
         """Where the new content of ``name`` is (or is being) written."""
         return self.outputs.staged(self.out / name)

@@ -16,8 +16,7 @@ every format (models/records/jobid.py), and the job name keeps its ``|``.
 Each row runs ``replay`` in a subprocess and asserts the exit code, that no traceback is shown,
 the reject reasons and counts in ``summary_jobs.json`` and, where a clean input is given, that
 the run's tables equal those of the clean input byte for byte: the good records around the bad
-ones are accounted exactly as without them. A row whose ``bug`` is set documents a defect
-outside these classes' modules and fails (strict) until it is fixed.
+ones are accounted exactly as without them.
 """
 
 from __future__ import annotations
@@ -53,11 +52,9 @@ class Row:
     summary: dict[str, Any] = field(default_factory=dict)  # dotted summary keys -> values
     same: Callable[[bytes], bytes] | None = None  # the run's tables as the clean run's
     check: Callable[[Path, dict[str, Any]], None] | None = None  # more, on the output dir
-    bug: str = ""
 
     def param(self) -> Any:
-        marks = [pytest.mark.xfail(strict=True, reason=self.bug)] if self.bug else []
-        return pytest.param(self, id=self.name, marks=marks)
+        return pytest.param(self, id=self.name)
 
 
 def jobs_with(extra: list[bytes], drop: tuple[int, ...] = ()) -> bytes:

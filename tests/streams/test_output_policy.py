@@ -77,8 +77,17 @@ def test_every_output_follows_the_policy(case: str, tmp_path: Path) -> None:
     declared = {n for n, rows in summary["outputs"].items() if n in TABLES}
     assert declared <= set(written)
     for i in summary["inputs"]:
-        assert set(i) == {"path", "bytes", "lines", "ignored", "records", "rejected",
-                          "rejected_lines", "first", "last"}  # fmt: skip
+        assert set(i) == {
+            "path",
+            "bytes",
+            "lines",
+            "ignored",
+            "records",
+            "rejected",
+            "rejected_lines",
+            "first",
+            "last",
+        }
     assert summary["records"] == sum(i["records"] for i in summary["inputs"])
     assert summary["rejected"] == sum(summary["rejected_by_reason"].values())
 

@@ -1,4 +1,5 @@
-"""`replay --adjust-out FILE`: seed 002's ADJUST table rewritten atomically at each tick."""
+"""`replay --adjust-out FILE`: seed 002's ADJUST table rewritten at each tick (its staged copy;
+FILE is replaced in the run's one commit, with the last tick's table)."""
 
 from __future__ import annotations
 
