@@ -87,11 +87,22 @@ def _predicted(live: Live) -> set[str]:
         return set()
 
 
-def _until(what: str, check: Any, proc: subprocess.Popen[bytes] | None, timeout: float = 90) -> Any:
+def _until(
+    what: str, check: Any, proc: subprocess.Popen[bytes] | None, live: Live, timeout: float = 90
+) -> Any:
+    """``check()`` once true; a failure shows the dead letters and the workers' logs."""
     deadline = time.monotonic() + timeout
     while not (got := check()):
-        assert proc is None or proc.poll() is None, f"the worker stopped waiting for {what}"
-        assert time.monotonic() < deadline, f"no {what}"
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            logs = "".join(
+                f"--- {f.name}\n{f.read_text(errors='replace')[-4000:]}"
+                for f in sorted(live.tmp.glob("worker*.log"))
+            )
+            stopped = proc is not None and proc.poll() is not None
+            pytest.fail(
+                f"{'the worker stopped' if stopped else 'timed out'} waiting for {what}; "
+                f"predicted {sorted(_predicted(live))}; dead letters {_dead(live)}\n{logs}"
+            )
         time.sleep(0.5)
     return got
 
@@ -102,19 +113,21 @@ def test_poison_input_is_dead_lettered_and_the_worker_goes_on(live: Live) -> Non
     live.env["DRAINWATCH_LATENESS"] = "1"
     w = _faulty_worker(live, "stage")
 
+    # in event-time order: a take may end anywhere, and an event more than the lateness (1 s)
+    # behind one already taken is late (dead-lettered), not a prediction
     # (1) a partials message the combine step cannot decode, between good events
-    live.produce("job-events", _job("1", T0, 300) + _job("2", T0 + 60, 5))
+    live.produce("job-events", _job("1", T0, 300) + _job("2", T0 + 400, 5))
     live.produce("jobs-partials", [b'{"partition": "x", "events": []}'])
     # (2) a job event that makes the turnover stage raise, among good ones
-    live.produce("job-events", _job("poison", T0 + 700, 30) + _job("3", T0 + 720, 20))
+    live.produce("job-events", _job("poison", T0 + 700, 30) + _job("3", T0 + 760, 20))
     live.produce("job-events", _job("4", T0 + 7200, 60))
     good = {"1", "2", "3"}
-    _until("the good jobs' predictions", lambda: good <= _predicted(live), w)
+    _until("the good jobs' predictions", lambda: good <= _predicted(live), w, live)
 
     def poison() -> list[dict[str, Any]]:
         return [d for d in _dead(live) if d["source"].startswith("jobs")]
 
-    dead = _until("two dead letters", lambda: len(poison()) >= 2 and poison(), w)
+    dead = _until("two dead letters", lambda: len(poison()) >= 2 and poison(), w, live)
     by_source = {d["source"]: d for d in dead}
     assert by_source["jobs"]["reason"] == "stage_error"
     assert by_source["jobs"]["error"].startswith("CodecError: bad_message")
@@ -132,7 +145,7 @@ def test_poison_input_is_dead_lettered_and_the_worker_goes_on(live: Live) -> Non
 
     # (3) a rollback that fails (the family's restore raises): the worker stops on the
     # message it was applying and records it...
-    _until("a saved state", lambda: _saved(live), w)
+    _until("a saved state", lambda: _saved(live), w, live)
     live.stop()
     live.procs.clear()
     w = _faulty_worker(live, "stage,restore")
@@ -145,7 +158,7 @@ def test_poison_input_is_dead_lettered_and_the_worker_goes_on(live: Live) -> Non
     live.procs.clear()
     w = _faulty_worker(live, "stage,restore")
     live.produce("job-events", _job("5", T0 + 9000, 60) + _job("6", T0 + 20000, 60))
-    _until("job 5's prediction", lambda: "5" in _predicted(live), w)
+    _until("job 5's prediction", lambda: "5" in _predicted(live), w, live)
     again = [d for d in _dead(live) if d["reason"] == "crashed_worker"]
     assert again, _dead(live)
     assert again[0]["error"] == ("crashed the worker before: RuntimeError: fault injected: restore")
