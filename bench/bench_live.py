@@ -179,7 +179,7 @@ async def _ship_unbatched(env: dict[str, str], log: Path, max_rows: int) -> None
 
     from streams.config import load_settings
     from streams.kafka import ensure_topics
-    from streams.sources.moabship import MoabShipper, ship_files
+    from streams.ship.moab import MoabShipper, ship_files
 
     settings = load_settings(env={k: v for k, v in env.items() if k.startswith("DRAINWATCH_")
                                   and k != "DRAINWATCH_STACK_LOGS"})  # fmt: skip
@@ -247,7 +247,7 @@ async def _latency(stack: Stack, env: dict[str, str], tag: str, log: Path, n: in
     from aiokafka import AIOKafkaProducer
 
     from streams.config import load_settings
-    from streams.sources.moabship import MoabShipper
+    from streams.ship.moab import MoabShipper
 
     lines = log.read_bytes().splitlines(keepends=True)
     ts = parse_moab_chunk(b"".join(lines), Codebook()).batch.ts_ms

@@ -213,7 +213,7 @@ def peak_rss_mb(pid: int) -> float:
 
 def partition_of(job: str, n: int) -> int:
     """The job-events partition ``drainwatch ship jobs`` gives a job (crc32 of its id)."""
-    from streams.sources.jobship import job_partition
+    from streams.ship.job_files import job_partition
 
     return job_partition(job, n)
 
@@ -627,7 +627,7 @@ class _Recorder:
 def _messages(fmt: str, path: Path, settings: Settings) -> list[_Event]:
     """The job-events messages ``drainwatch ship jobs`` would send for ``path`` (its own
     function, recorded), as the consumer hands them over: value, partition, offset."""
-    from streams.sources.jobship import ship_job_files
+    from streams.ship.job_files import ship_job_files
 
     parts = settings.topic_partitions
     rec = _Recorder(parts)

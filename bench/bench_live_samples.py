@@ -179,7 +179,7 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
 
 
 def _messages(trace: Path, settings: Settings) -> list[_Event]:
-    from streams.sources.sampleship import ship_sample_files
+    from streams.ship.sample_files import ship_sample_files
 
     parts = settings.topic_partitions
     rec = _Recorder(parts)

@@ -1,4 +1,4 @@
-"""Benchmark: the node-release forecast (streams.stages.jobs.ReleaseForecastStage) on its worst
+"""Benchmark: the node-release forecast (streams.stages.release.ReleaseForecastStage) on its worst
 case, jobs that never end: events/s through the stage alone and through every job stage.
 
     .venv/bin/python bench/bench_release.py [--events 329000] [--open 0.5] [--section 228]
@@ -62,7 +62,7 @@ def worst_case(n_events: int, open_share: float = 0.5, seed: int = 1) -> list[An
 
 def stage_alone(events: list[Any], section: int, batch: int) -> tuple[float, int]:
     """CPU seconds of the forecast stage over the events (its finish included), rows made."""
-    from streams.stages.jobs import ReleaseForecastStage
+    from streams.stages.release import ReleaseForecastStage
 
     st = ReleaseForecastStage(section)
     rows = 0

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streams.sources.sampler import Sampler  # noqa: E402
+from streams.ship.sampler import Sampler  # noqa: E402
 
 CORES = os.cpu_count() or 1
 

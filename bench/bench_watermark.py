@@ -53,7 +53,7 @@ from models.jobs.merge import JobEventMerger  # noqa: E402
 from models.records.jobevent import jobevent_from_dict  # noqa: E402
 from models.records.plausible import TimeBounds  # noqa: E402
 from streams.codecs.control import decode_marker, is_marker  # noqa: E402
-from streams.sources.jobship import ship_job_files  # noqa: E402
+from streams.ship.job_files import ship_job_files  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
 

@@ -57,8 +57,8 @@ class AppTopics:
 PARTITION_FETCH_BYTES = 4 << 20
 # A record batch the producer builds (Faust's default is 16 kB): the job path sends a flush's
 # thousands of metric messages as batches (streams.live.context.send_many), one request per batch
-# and partition in flight; at 16 kB, 7,700 messages took 0.9 s. Below the broker's 1 MB
-# message.max.bytes, which bounds a batch.
+# and partition in flight, so small batches make a flush wait on round trips (figures in the
+# README's benchmark table). Below the broker's 1 MB message.max.bytes, which bounds a batch.
 PRODUCER_BATCH_BYTES = 512 << 10
 # The broker holds a fetch that finds no new data for this long (aiokafka's fetch_max_wait_ms).
 # Faust fixes it at 1500 ms, and aiokafka keeps one fetch in flight per broker: once a busy

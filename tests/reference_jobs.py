@@ -363,11 +363,12 @@ def release_order_ref(
 def release_stage_ref(section_nodes: int, provisional: bool = False) -> Any:
     """The forecast stage as first written: every submit sums the running jobs and hands them
     all to forecast_release (which sorts them), instead of keeping sums and an order as jobs
-    start and end. Only :meth:`_forecast` differs from the stage's."""
-    from models.drain.release import Holder, forecast_release
-    from streams.stages.jobs import ReleaseForecastStage
+    start and end: the stage with a model (models.drain.release.ReleaseForecaster) that
+    differs only in :meth:`_forecast`."""
+    from models.drain.release import Holder, ReleaseForecaster, forecast_release
+    from streams.stages.release import ReleaseForecastStage
 
-    class ReleaseStageRef(ReleaseForecastStage):
+    class ReleaseForecasterRef(ReleaseForecaster):
         def _forecast(self, e: JobEvent) -> Any:
             nodes = e.nodes or 0
             if nodes <= 0:
@@ -389,4 +390,6 @@ def release_stage_ref(section_nodes: int, provisional: bool = False) -> Any:
             self.pending[e.job] = (e.ts, f, e.reserved_start)
             return f
 
-    return ReleaseStageRef(section_nodes, provisional)
+    stage = ReleaseForecastStage(section_nodes, provisional)
+    stage.m = ReleaseForecasterRef(section_nodes)
+    return stage

@@ -166,7 +166,7 @@ def test_systemd_sees_the_capabilities_with_and_without_the_dropin(tmp_path: Pat
 
 PROBE = """
 import sys
-from streams.sources.sampler import Sampler
+from streams.ship.sampler import Sampler
 pid = int(sys.argv[1])
 s = Sampler(lambda p, cgroup: "job" if p == pid else None, node="n")
 (sample,) = s.sweep()

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from models.drain import retention
 from models.drain.windows import WindowGrid
 from models.records.nodestatus import DOWN, IDLE, NO_JOB, Codebook, NodeStatusBatch
 
@@ -206,14 +207,6 @@ class _PairCounter:
         keep = last_seen[self.jobs_nodes(self.pairs)[0]] >= now_ms - self.retention_ms
         if not keep.all():
             self.pairs = self.pairs[keep]
-
-    def remap(self, keep: np.ndarray, new: np.ndarray) -> None:
-        """Jobs renumbered by ``new`` (old code -> new code), pairs of the others dropped."""
-        self.merge()
-        j, n = self.jobs_nodes(self.pairs)
-        ok = keep[j]
-        self.pairs = ((new[j[ok]] << self.shift) | n[ok]).astype(self.pairs.dtype)
-        self.count = _grow(self.count, keep.size, 0)[: keep.size][keep].copy()
 
 
 @dataclass(slots=True)
@@ -720,45 +713,18 @@ class DrainAccountant:
         hit = (self.job_last_ms[:nj] >= since_ms) | (self.job_run_last_ms[:nj] >= since_ms)
         return np.flatnonzero(hit)
 
-    # ---- memory ---------------------------------------------------------------------------
-    def compact_jobs(self, keep: np.ndarray) -> np.ndarray:
-        """Forget the jobs whose ``keep`` (bool per job code) is false and renumber the rest
-        densely; returns old code -> new code (-1: forgotten). Jobs a node still holds as its
-        latest reservation are always kept. Streaming only: a forgotten job seen again starts
-        from zero."""
-        nj = len(self.book.jobs)
-        self._ensure()
-        keep = keep[:nj].copy()
-        held = self.last_rsv[: len(self.book.nodes)]
-        keep[held[held != NO_JOB]] = True
-        new = np.full(nj, -1, dtype=np.int64)
-        new[keep] = np.arange(int(keep.sum()), dtype=np.int64)
-        for name in ("job_drain_ms", "job_first_ms", "job_last_ms", "job_run_last_ms"):
-            setattr(self, name, getattr(self, name)[:nj][keep].copy())
-        has = self.last_rsv != NO_JOB
-        self.last_rsv[has] = new[self.last_rsv[has]]
-        for pc in (self._drain_pairs, self._run_pairs):
-            pc.remap(keep, new)
-        self.book.jobs.compact(keep)
-        return new
+    # ---- memory: the live path's retention (models.drain.retention) ------------------------
+    def evict_windows(self, before_ms: int) -> int:
+        """Forget the windows that start before ``before_ms`` (a day edge); how many finest
+        windows were dropped (:func:`models.drain.retention.evict_windows`)."""
+        return retention.evict_windows(self, before_ms)
 
     def idle_jobs(self, before_ms: int) -> np.ndarray:
-        """Per job code: nothing charged to it nor seen running since ``before_ms``."""
-        nj = len(self.book.jobs)
-        self._ensure()
-        quiet: np.ndarray = (self.job_last_ms[:nj] < before_ms) & (
-            self.job_run_last_ms[:nj] < before_ms
-        )
-        return quiet
+        """Per job code: nothing charged to it nor seen running since ``before_ms``
+        (:func:`models.drain.retention.idle_jobs`)."""
+        return retention.idle_jobs(self, before_ms)
 
-    def evict_windows(self, before_ms: int) -> int:
-        """Forget windows (finest, hour and day) that start before ``before_ms``: a streaming
-        accountant keeps only the windows that can still change or be asked for. Returns how
-        many finest windows were dropped. Callers pass a day edge so day sums stay whole."""
-        old = [k for k in self._win if k < before_ms]
-        for k in old:
-            del self._win[k]
-        for d in (self._win_nodes, self._hour_nodes, self._day_nodes):
-            for k in [k for k in d if k < before_ms]:
-                del d[k]
-        return len(old)
+    def compact_jobs(self, keep: np.ndarray) -> np.ndarray:
+        """Forget the jobs not kept, renumber the rest; old code -> new code, -1: forgotten
+        (:func:`models.drain.retention.compact_jobs`)."""
+        return retention.compact_jobs(self, keep)

@@ -7,10 +7,11 @@ for each job its nodes and the remaining Need after its release (Figure 9's "Fre
 columns: 48 -> 32 -> 16 -> 0), the time the reservation is complete and how late that is.
 Checkpointable jobs (Figure 9's "Chkpt") may be taken as released at ``now``.
 
-:class:`RunningReleases` keeps the running jobs in that order as they start and end, for the
-forecast stage that makes a forecast at every submit. The live forecast stage's running and
-pending jobs (with their forecasts) go into the worker's state as columns:
-:func:`held_snapshot`, :func:`pending_snapshot` and their ``_restore``.
+:class:`RunningReleases` keeps the running jobs in that order as they start and end, for
+:class:`ReleaseForecaster`, which makes a forecast at every submit of a section's jobs and
+resolves it at the job's start (or end); its running and pending jobs (with their forecasts) go
+into the live worker's state as columns: :func:`held_snapshot`, :func:`pending_snapshot` and
+their ``_restore``.
 """
 
 from __future__ import annotations
@@ -21,16 +22,22 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from models.jobs.usage import add_exact
+from models.records.jobevent import JobEvent
 from models.statetree import (
     array_in,
     bools_out,
     by_key,
     dict_in,
+    float_in,
     floats_in,
     floats_out,
+    int_in,
     ints_in,
     ints_out,
     keys_in,
+    list_in,
+    opt_float_in,
     opt_floats_in,
     opt_floats_out,
     ragged_in,
@@ -476,3 +483,206 @@ def pending_restore(tree: Any) -> dict[str, Pending]:
         strict=True,
     )
     return by_key(jobs, vals, "release state (pending jobs)")
+
+
+# ---- a forecast at every submit, as a section's jobs are submitted, start and end ---------------
+# a resolved forecast: (submit time, its forecast, reservation start or None, the job's start or
+# None: cancelled while pending, or still pending at the end of the input)
+Resolved = tuple[float, ReleaseForecast, float | None, float | None]
+# the summary's counters, as :meth:`ReleaseForecaster.snapshot` saves them
+_COUNTS = (
+    "forecasts",
+    "late",
+    "never",
+    "late_n",
+    "wait_n",
+    "too_large",
+    "holders_without_walltime",
+)
+
+
+class ReleaseForecaster:
+    """Seed 001's node-release forecast made at every submit of a section's jobs (Figure 9 per
+    job), and how each turned out.
+
+    Rules:
+
+    * A submit with nodes (no more than the section's) is forecast at once: its nodes are
+      needed at its reservation's start (``reserved_start``), else at the submit; the nodes not
+      held by a running job are free (the section's size minus the running jobs' nodes); the
+      running jobs with a requested walltime release theirs in :class:`RunningReleases`' order
+      (start + walltime, overrunning jobs any moment); the jobs queued ahead of it are not
+      counted, and running jobs without a walltime are left out (``holders_without_walltime``
+      counts them at every forecast).
+    * A start runs the job with its nodes until start + requested walltime and resolves the
+      job's pending forecast with its actual start. A start's ``reserved_start`` (a
+      reservation made after the submit, as the simulator writes it) is the reservation of a
+      forecast that had none: the forecast made at the submit is taken against it.
+    * Any other event ends the job; a job still pending then was cancelled: its forecast is
+      resolved without a start, as is every forecast still pending at the end of the input
+      (:meth:`unresolved`).
+
+    Every resolved forecast is counted for the summary: late, never ready, the mean and
+    largest lateness and the mean actual lateness (start - reservation or submit), as exact
+    partial sums (:func:`models.jobs.usage.add_exact`), O(1) in memory."""
+
+    def __init__(self, section_nodes: int) -> None:
+        self.section_nodes = section_nodes
+        self.running: dict[str, Held] = {}
+        self._running_sums = (0, 0)  # the running jobs' nodes, and those without an end
+        self.order = RunningReleases()  # those with an end and nodes, in release order
+        self.pending: dict[str, Pending] = {}
+        self.forecasts = 0
+        self.late = 0
+        self.never = 0
+        self.late_sum: list[float] = []  # exact partial sums (add_exact) of the late_by values
+        self.late_n = 0
+        self.late_max: float | None = None
+        self.wait_sum: list[float] = []  # of start - reservation (or submit)
+        self.wait_n = 0
+        self.too_large = 0
+        self.holders_without_walltime = 0
+
+    def submit(self, e: JobEvent) -> bool:
+        """Forecast the submitted job (pending from now on); False: no forecast (no nodes, or
+        more than the section has)."""
+        return self._forecast(e) is not None
+
+    def start(self, e: JobEvent) -> Resolved | None:
+        """The job runs from now on; its pending forecast, resolved with its start (None: it
+        had none)."""
+        end = None if e.req_walltime is None else e.ts + e.req_walltime
+        self._run(e.job, (e.nodes or 0, end, e.name))
+        p = self.pending.pop(e.job, None)
+        if p is None:
+            return None
+        ts, f, rsv = p
+        if rsv is None and e.reserved_start is not None:
+            rsv = e.reserved_start
+            f = _against(f, rsv, ts)
+        self._count(f)
+        add_exact(self.wait_sum, e.ts - f.at)
+        self.wait_n += 1
+        return ts, f, rsv, e.ts
+
+    def end(self, job: str) -> Resolved | None:
+        """The job ended; its forecast if it was still pending (cancelled), resolved without a
+        start."""
+        self._run(job, None)
+        p = self.pending.pop(job, None)
+        if p is None:
+            return None
+        self._count(p[1])
+        return (*p, None)
+
+    def unresolved(self) -> list[tuple[str, Resolved]]:
+        """Every forecast still pending (the end of the input), resolved without a start, by
+        submit time and job; none is pending afterwards."""
+        out: list[tuple[str, Resolved]] = []
+        for job, (ts, f, rsv) in sorted(self.pending.items(), key=lambda x: (x[1][0], x[0])):
+            self._count(f)
+            out.append((job, (ts, f, rsv, None)))
+        self.pending.clear()
+        return out
+
+    def _run(self, job: str, held: Held | None) -> None:
+        """``job`` holds ``held`` (nodes, end, name) from now on; None: it ended."""
+        busy, no_end = self._running_sums
+        old = self.running.pop(job, None)
+        if old is not None:
+            busy, no_end = busy - old[0], no_end - (old[1] is None)
+        if held is not None:
+            self.running[job] = held
+            busy, no_end = busy + held[0], no_end + (held[1] is None)
+            self.order.put(job, held[0], held[1], held[2])
+        elif old is not None:
+            self.order.drop(job)
+        self._running_sums = (busy, no_end)
+
+    def _forecast(self, e: JobEvent) -> ReleaseForecast | None:
+        nodes = e.nodes or 0
+        if nodes <= 0:
+            return None
+        if nodes > self.section_nodes:
+            self.too_large += 1
+            return None
+        busy, no_end = self._running_sums
+        self.holders_without_walltime += no_end
+        free = max(0, self.section_nodes - busy)
+        now = e.ts
+        at = now if e.reserved_start is None else e.reserved_start
+        # the running jobs' releases matter only when nodes are missing (RunningReleases:
+        # O(log n) a start or an end, O(k log k) a walk that takes k releases)
+        releases = self.order.releases(now) if nodes > free else ()
+        f = forecast_in_order(nodes, at, free, releases, now)
+        self.forecasts += 1
+        self.pending[e.job] = (e.ts, f, e.reserved_start)
+        return f
+
+    def _count(self, f: ReleaseForecast) -> None:
+        if f.late_by is None:
+            self.never += 1
+        else:
+            add_exact(self.late_sum, f.late_by)
+            self.late_n += 1
+            self.late_max = f.late_by if self.late_max is None else max(self.late_max, f.late_by)
+            self.late += f.late_by > 0
+
+    def summary(self) -> dict[str, Any]:
+        n = self.late_n
+        return {
+            "forecasts": self.forecasts,
+            "forecasts_late": self.late,
+            "forecasts_never_ready": self.never,
+            "mean_late_by_s": math.fsum(self.late_sum) / n if n else None,
+            "max_late_by_s": self.late_max,
+            "mean_actual_late_s": math.fsum(self.wait_sum) / self.wait_n if self.wait_n else None,
+            "jobs_larger_than_section": self.too_large,
+            "holders_without_walltime": self.holders_without_walltime,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The running jobs, the pending ones with their forecasts, and the summary's counters
+        and exact partial sums. The running jobs' node sums and release order are not saved:
+        they are made again from the running jobs (the section's size is configuration)."""
+        return {
+            "running": held_snapshot(self.running),
+            "pending": pending_snapshot(self.pending),
+            "forecasts": self.forecasts,
+            "late": self.late,
+            "never": self.never,
+            "late_sum": self.late_sum,
+            "late_n": self.late_n,
+            "late_max": self.late_max,
+            "wait_sum": self.wait_sum,
+            "wait_n": self.wait_n,
+            "too_large": self.too_large,
+            "holders_without_walltime": self.holders_without_walltime,
+        }
+
+    def restore(self, tree: dict[str, Any]) -> None:
+        """Fill this (new) forecaster from :meth:`snapshot`'s tree; a tree of another shape
+        raises :class:`~models.state.StateFormatError` and changes nothing."""
+        running = held_restore(tree["running"])
+        pending = pending_restore(tree["pending"])
+        counts = [int_in(tree[k]) for k in _COUNTS]
+        late_sum = [float_in(x) for x in list_in(tree["late_sum"])]
+        wait_sum = [float_in(x) for x in list_in(tree["wait_sum"])]
+        late_max = opt_float_in(tree["late_max"])
+        vals = running.values()
+        self.running, self.pending = running, pending
+        self._running_sums = (sum(v[0] for v in vals), sum(v[1] is None for v in vals))
+        self.order = RunningReleases()
+        for job, v in running.items():
+            self.order.put(job, *v)
+        for k, n in zip(_COUNTS, counts, strict=True):
+            setattr(self, k, n)
+        self.late_sum, self.wait_sum, self.late_max = late_sum, wait_sum, late_max
+
+
+def _against(f: ReleaseForecast, at: float, submitted: float) -> ReleaseForecast:
+    """The forecast made at ``submitted``, taken against a reservation at ``at`` instead: the
+    same releases (its steps are the running jobs it needed, in order), so the forecast is
+    recomputed from them."""
+    holders = [Holder(s.job, s.nodes, s.release_at, s.name) for s in f.steps]
+    return forecast_release(f.need, at, f.held, holders, now=submitted)

@@ -494,7 +494,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _influx_sink(args: argparse.Namespace) -> InfluxSink:
     """``--influx``: the settings' InfluxDB, once it answers (the driver writes the drain
-    stage's live rows to it, :data:`streams.stages.drain.LIVE_TABLES`)."""
+    stage's live rows to it, :data:`streams.tables.drain.LIVE_TABLES`)."""
     if args.format != "moab":
         raise UserError("--influx writes the drain measurements: it needs --format moab")
     from zoneinfo import ZoneInfo
@@ -555,7 +555,7 @@ def _replay(args: argparse.Namespace, influx: InfluxSink | None) -> int:
             DirectorySink(args.out, previous_outputs(args.out, engine, owned), outputs)
         ]
         if influx is not None:
-            from streams.stages.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
+            from streams.tables.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
 
             sinks = [_Without(sinks[0], LIVE_TABLES), influx]
         summary = driver.run(r, sinks, rejects)
@@ -834,15 +834,15 @@ def _engine_run(
     engine: str,
 ) -> tuple[Callable[[argparse.Namespace, driver.RejectLog], driver.Run], list[str]]:
     """How the engine's run is built, and the files its runs write (a rerun removes those it
-    no longer writes); only the engine's own stages are imported."""
+    no longer writes); only the engine's own tables are imported."""
     if engine == "drain":
-        from streams.stages import drain as drain_stages
+        from streams.tables import drain as drain_tables
 
-        return _drain_run, drain_stages.FILES
+        return _drain_run, drain_tables.FILES
     if engine == "jobs":
-        from streams.stages import jobs as job_stages
+        from streams.tables import jobs as job_tables
 
-        return _jobs_run, job_stages.FILES
-    from streams.stages import samples as sample_stages
+        return _jobs_run, job_tables.FILES
+    from streams.tables import samples as sample_tables
 
-    return _samples_run, sample_stages.FILES
+    return _samples_run, sample_tables.FILES

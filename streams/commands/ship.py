@@ -1,13 +1,19 @@
 """`drainwatch ship`: collectors and shippers.
 
-``ship moab``: Moab scheduler logs -> ``<prefix>node-status`` (streams/sources/moabship.py);
-whole files, or ``--follow`` one live log with a checkpoint.
-``ship slurm``: Slurm node snapshots -> ``<prefix>node-status`` (streams/sources/slurmship.py).
+``ship moab``: Moab scheduler logs -> ``<prefix>node-status`` (streams/ship/moab.py); whole
+files, or ``--follow`` one live log with a checkpoint.
+``ship slurm``: Slurm node snapshots -> ``<prefix>node-status`` (streams/ship/slurm.py).
 ``ship jobs``: job event files (sacct, jobcomp, SWF, job-event JSON lines) -> ``<prefix>job-events``
-(streams/sources/jobship.py).
-``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1) writing JSON-lines node
-samples (see models.formats.sampletrace) to a file or stdout.
+(streams/ship/job_files.py), or sacct polled (streams/ship/sacct.py), or Slurm's jobcomp/kafka
+topic relayed (streams/ship/jobcomp.py).
+``ship sample-files``: node-sample traces -> ``<prefix>node-samples``
+(streams/ship/sample_files.py).
+``ship samples``: the per-node /proc + cgroup sampler (seed 003 §3.1, streams/ship/sampler.py)
+writing JSON-lines node samples (see models.formats.sampletrace) to a file or stdout, or each
+sweep to ``<prefix>node-samples`` (``--kafka``, streams/ship/samples.py).
 
+This module reads the arguments and wires each shipper through the contract of
+streams/ship/base.py (:func:`_drive`): built, run, its last marker round, closed, its summary.
 Retries, warnings and the summary at the end are log lines (streams/logs.py, component
 ``ship.<what>``), the summary whatever the log level (it is the command's result); a shipper
 that cannot do its work ends with one error line (``drainwatch ship <what>: ...``, exit 1).
@@ -28,10 +34,13 @@ from streams.errors import UserError, option_type, positive_int
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
 
+    from models.records.plausible import TimeBounds
     from streams.config import Settings
-    from streams.sources.sampler import JsonLinesSink, Sampler
+    from streams.ship.base import Shipper
+    from streams.ship.sampler import Sampler
+    from streams.sinks.jsonlines import JsonLinesSink
 
 
 def summary(what: str, line: str) -> None:
@@ -66,6 +75,17 @@ async def _producer(settings: Settings, what: str, **kw: Any) -> tuple[Any, dict
     return producer, parts
 
 
+def _dry_run_producer(settings: Settings) -> Any:
+    """The stand-in producer ``--dry-run`` prints through."""
+    from streams.ship.dry_run import DryRunProducer
+
+    return DryRunProducer(settings.topic_partitions)
+
+
+async def _nothing() -> None:
+    """Nothing to close (--dry-run without a producer)."""
+
+
 async def _last_markers(mark: Coroutine[Any, Any, None], what: str) -> None:
     """A shipper's last marker round when it stops: best effort (Kafka may be why it stops),
     10 s at most."""
@@ -75,6 +95,27 @@ async def _last_markers(mark: Coroutine[Any, Any, None], what: str) -> None:
         await asyncio.wait_for(mark, 10)
     except Exception as e:  # noqa: BLE001
         logs.get(f"ship.{what}").warning("last markers not sent: %r", e)
+
+
+async def _drive(
+    build: Callable[[], Awaitable[Shipper]],
+    what: str,
+    stop: asyncio.Event | None,
+    close: Callable[[], Awaitable[object]],
+) -> Shipper:
+    """A shipper built, run to the end of its input or ``stop``, its last marker round (best
+    effort), ``close`` (what it sends through, whatever happened), then its summary logged;
+    the shipper, for the caller's exit code."""
+    try:
+        shipper = await build()
+        try:
+            await shipper.run(stop)
+        finally:
+            await _last_markers(shipper.last_markers(), what)
+    finally:
+        await close()
+    summary(what, shipper.summary())
+    return shipper
 
 
 def _run_main(main: Callable[[], Coroutine[Any, Any, int]], what: str) -> int:
@@ -91,14 +132,21 @@ def _run_main(main: Callable[[], Coroutine[Any, Any, int]], what: str) -> int:
         return EXIT_TEMPFAIL
 
 
+def _bounds(settings: Settings) -> TimeBounds:
+    """The replay's plausibility bounds, from the settings."""
+    from models.records.plausible import TimeBounds
+
+    return TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+
+
 def _ship_samples_kafka(args: argparse.Namespace) -> int:
     import asyncio
 
     from streams.config import load_settings
     from streams.kafka import ensure_topics
-    from streams.sources.jobship import shipper_id
-    from streams.sources.samplekafka import SampleKafkaShipper, run_sampler
-    from streams.sources.sampler import Sampler, resolver_by_name
+    from streams.ship.markers import shipper_id
+    from streams.ship.sampler import Sampler, resolver_by_name
+    from streams.ship.samples import SampleKafkaShipper
 
     if args.out != "-":
         raise UserError("--kafka sends the samples: give no --out")
@@ -125,32 +173,24 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
         args.buffer_max,
         marker_interval=settings.marker_interval,
         source=shipper_id("sampler", sampler.node),
+        sampler=sampler,
+        period=args.period,
+        count=args.count,
     )
+
+    async def built() -> SampleKafkaShipper:
+        return shipper
 
     async def main() -> None:
-        stop = _stop_on_signals()
-        try:
-            await run_sampler(sampler, shipper, args.period, args.count, stop)
-        finally:
-            try:  # a last round when it stops (best effort)
-                await asyncio.wait_for(shipper.mark(force=True), 10)
-            except Exception as e:  # noqa: BLE001
-                logs.get("ship.samples").warning("last markers not sent: %r", e)
-            await shipper.close()
+        await _drive(built, "samples", _stop_on_signals(), shipper.close)
 
     asyncio.run(main())
-    k = shipper.stats
-    summary(
-        "samples",
-        f"{k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} samples), "
-        f"{len(shipper.buffer):,} still buffered, {k.dropped_sweeps:,} dropped past the buffer "
-        f"cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka failures",
-    )
     return 0
 
 
 def _ship_samples(args: argparse.Namespace) -> int:
-    from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
+    from streams.ship.sampler import Sampler, resolver_by_name
+    from streams.sinks.jsonlines import JsonLinesSink
 
     if args.kafka:
         return _ship_samples_kafka(args)
@@ -185,14 +225,12 @@ def _run(sampler: Sampler, sink: JsonLinesSink, args: argparse.Namespace) -> int
 
 
 def _ship_moab(args: argparse.Namespace) -> int:
-
-    from models.records.plausible import TimeBounds
     from streams.config import load_settings
-    from streams.errors import UserError, check_inputs
+    from streams.errors import check_inputs
     from streams.kafka import MAX_MESSAGE_BYTES
-    from streams.sources.jobship import shipper_id
+    from streams.ship.markers import shipper_id
+    from streams.ship.moab import MoabShipper
     from streams.sources.moab import in_time_order
-    from streams.sources.moabship import MoabShipper, follow, ship_files
 
     settings = load_settings(getattr(args, "config", None))
     if args.follow and len(args.paths) != 1:
@@ -201,27 +239,26 @@ def _ship_moab(args: argparse.Namespace) -> int:
         raise UserError("--dry-run reads whole files: give no --follow")
     if not args.follow:
         check_inputs(args.paths)
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    bounds = _bounds(settings)
     checkpoint = args.checkpoint or str(
         settings.state_dir / "ship" / (os.path.abspath(args.paths[0]).replace("/", "_") + ".json")
     )
 
     async def main() -> int:
         if args.dry_run:
-            from streams.sources.dryrun import DryRunProducer
-
-            producer: Any = DryRunProducer(settings.topic_partitions)
+            producer = _dry_run_producer(settings)
         else:
             producer, _ = await _producer(
                 settings, "moab", max_request_size=MAX_MESSAGE_BYTES + 100_000
             )
         stop = _stop_on_signals()
-        try:
+
+        async def build() -> MoabShipper:
             topic = settings.topic_prefix + "node-status"
             parts = len(await producer.partitions_for(topic))
             # --follow: named by its checkpoint, so a restarted shipper is the same one
             sid = shipper_id("moab", os.path.abspath(checkpoint)) if args.follow else None
-            shipper = MoabShipper(
+            return MoabShipper(
                 producer,
                 topic,
                 settings.topic_prefix + "dead-letter",
@@ -231,23 +268,13 @@ def _ship_moab(args: argparse.Namespace) -> int:
                 max_bytes=settings.message_max_bytes,
                 source=sid,
                 marker_interval=settings.marker_interval,
+                paths=args.paths if args.follow else in_time_order(args.paths),
+                checkpoint=checkpoint if args.follow else None,
+                poll_s=args.poll,
+                progress=not args.no_progress,
             )
-            if args.follow:
-                os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
-                try:
-                    await follow(shipper, args.paths[0], checkpoint, poll_s=args.poll, stop=stop)
-                finally:  # a last round when it stops
-                    await _last_markers(shipper.mark(force=True), "moab")
-            else:
-                await ship_files(shipper, in_time_order(args.paths), not args.no_progress)
-            s = shipper.stats
-            summary(
-                "moab",
-                f"{s.lines:,} lines, {s.records:,} records in {s.messages:,} messages, "
-                f"{s.dead_letters:,} dead letters, {s.ignored:,} other lines",
-            )
-        finally:
-            await producer.stop()
+
+        await _drive(build, "moab", stop, producer.stop)
         return 130 if stop.is_set() and not args.follow else 0
 
     return _run_main(main, "moab")
@@ -258,9 +285,9 @@ def _ship_slurm(args: argparse.Namespace) -> int:
 
     from streams.config import load_settings
     from streams.kafka import MAX_MESSAGE_BYTES
-    from streams.sources.jobship import shipper_id
-    from streams.sources.moabship import MoabShipper
-    from streams.sources.slurmship import SlurmCommands, SlurmShipper
+    from streams.ship.markers import shipper_id
+    from streams.ship.moab import MoabShipper
+    from streams.ship.slurm import SlurmCommands, SlurmShipper
 
     settings = load_settings(getattr(args, "config", None))
     for opt, path in (("--scontrol", args.scontrol), ("--squeue", args.squeue)):
@@ -280,12 +307,13 @@ def _ship_slurm(args: argparse.Namespace) -> int:
     async def main() -> int:
         stop = _stop_on_signals()
         producer = None
-        publisher = None
         if not args.dry_run:
             producer, _ = await _producer(
                 settings, "slurm", max_request_size=MAX_MESSAGE_BYTES + 100_000
             )
-        try:
+
+        async def build() -> SlurmShipper:
+            publisher = None
             if producer is not None:
                 topic = settings.topic_prefix + "node-status"
                 parts = len(await producer.partitions_for(topic))
@@ -298,29 +326,18 @@ def _ship_slurm(args: argparse.Namespace) -> int:
                     source=shipper_id("slurm"),
                     marker_interval=settings.marker_interval,
                 )
-            shipper = SlurmShipper(
+            return SlurmShipper(
                 cmds,
                 publisher,
                 sys.stdout.buffer,
                 retries=args.retries,
                 retry_wait=min(args.period / 4, 5.0),
+                period=args.period,
+                count=args.count,
             )
-            await shipper.run(args.period, args.count, stop)
-        finally:
-            if publisher is not None:  # a last round when it stops
-                await _last_markers(publisher.mark(force=True), "slurm")
-            if producer is not None:
-                await producer.stop()
-        s = shipper.stats
-        flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
-        summary(
-            "slurm",
-            f"{s.iterations:,} iterations, {s.records:,} records in {s.messages:,} messages, "
-            f"{s.skipped_iterations:,} skipped, {s.refused_snapshots:,} refused as larger than "
-            f"bounds.max_snapshot_bytes, {s.failed_attempts:,} failed attempts, "
-            f"{s.publish_failures:,} not acknowledged, {s.planned_unnamed:,} planned nodes "
-            f"without a job, unknown flags: {flags}",
-        )
+
+        close = _nothing if producer is None else producer.stop
+        s = (await _drive(build, "slurm", stop, close)).stats
         if args.count is not None and s.iterations == 0:
             print(
                 f"drainwatch ship slurm: no snapshot could be taken ({s.last_error})",
@@ -332,56 +349,46 @@ def _ship_slurm(args: argparse.Namespace) -> int:
     return _run_main(main, "slurm")
 
 
-def _ship_files(args: argparse.Namespace, what: str, publish: Any) -> int:
+def _ship_files(
+    args: argparse.Namespace,
+    what: str,
+    build: Callable[[Any, Settings, TimeBounds, dict[str, int]], Shipper],
+) -> int:
     """The file shippers' frame: settings, inputs checked, Kafka waited for and the topics
-    made, one producer (all acks) for ``publish(producer, settings, bounds, partitions)``,
-    whose summary line is logged."""
-
-    from models.records.plausible import TimeBounds
+    made, one producer (all acks) for the shipper ``build(producer, settings, bounds,
+    partitions)`` makes, which is driven to the end of its files."""
     from streams.config import load_settings
     from streams.errors import check_inputs
 
     settings = load_settings(getattr(args, "config", None))
     check_inputs(args.paths)
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    bounds = _bounds(settings)
 
     async def main() -> int:
         if getattr(args, "dry_run", False):
-            from streams.sources.dryrun import DryRunProducer
-
-            producer: Any = DryRunProducer(settings.topic_partitions)
+            producer = _dry_run_producer(settings)
             parts = {
                 settings.topic_prefix + t: settings.topic_partitions
                 for t in ("job-events", "node-samples")
             }
         else:
             producer, parts = await _producer(settings, what)
-        try:
-            line = await publish(producer, settings, bounds, parts)
-        finally:
-            await producer.stop()
-        summary(what, line)
+
+        async def built() -> Shipper:
+            return build(producer, settings, bounds, parts)
+
+        await _drive(built, what, None, producer.stop)
         return 0
 
     return _run_main(main, what)
 
 
 def _ship_jobs_sacct(args: argparse.Namespace) -> int:
-    import asyncio
     import shutil
     import time
 
-    from models.records.plausible import TimeBounds
     from streams.config import load_settings
-    from streams.sources.jobship import (
-        JobShipStats,
-        Markers,
-        dead_letter_rejects,
-        send_events,
-        shipper_id,
-    )
-    from streams.sources.sacctpoll import SacctPoller, parse_since
-    from streams.sources.slurmship import SnapshotFailed
+    from streams.ship.sacct import SacctPoller, SacctShipper, parse_since
 
     settings = load_settings(getattr(args, "config", None))
     if args.paths or args.format:
@@ -392,7 +399,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         since = parse_since(args.since, time.time)
     except ValueError:
         raise UserError(f"--since {args.since!r} is not an ISO 8601 time or 'now'") from None
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    bounds = _bounds(settings)
     cp = Path(args.checkpoint or settings.state_dir / "ship" / "sacct.json")
     poller = SacctPoller(
         args.sacct,
@@ -410,90 +417,42 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         stop = _stop_on_signals()
-        st = JobShipStats()
         producer = None
         if not args.dry_run:
             producer, _ = await _producer(settings, "jobs")
         topic = settings.topic_prefix + "job-events"
-        failed = 0
-        markers = None
-        try:
+
+        async def build() -> SacctShipper:
             parts = len(await producer.partitions_for(topic)) if producer is not None else 1
-            if producer is not None:  # named by its checkpoint: the same shipper on a restart
-                sid = shipper_id("sacct", str(cp.resolve()))
-                markers = Markers(producer, topic, parts, sid, settings.marker_interval)
+            return SacctShipper(
+                poller,
+                producer,
+                topic,
+                settings.topic_prefix + "dead-letter",
+                parts,
+                args.period,
+                args.count,
+                settings.marker_interval,
+                sys.stdout.buffer,
+            )
 
-            async def mark() -> None:
-                """A round of markers at the poller's guarantee: every job that ended before
-                the high-water mark minus the overlap was sent (with its submit and start)."""
-                if markers is not None:
-                    await asyncio.gather(*await markers.round(ts=poller.cp.hwm - args.overlap))
-
-            k = 0
-            while not stop.is_set():
-                try:
-                    p = await asyncio.to_thread(poller.poll, time.time())
-                except SnapshotFailed as e:
-                    failed += 1
-                    logs.get("ship.jobs").warning("sacct poll failed: %s", e)
-                    p = None
-                if p is not None:
-                    if producer is None:
-                        sys.stdout.buffer.write(b"".join(e.to_json() + b"\n" for e in p.events))
-                        sys.stdout.flush()
-                        st.events += len(p.events)
-                        st.dead_letters += len(p.rejects)
-                    else:
-                        dl = settings.topic_prefix + "dead-letter"
-                        futs = await dead_letter_rejects(producer, dl, p.rejects)
-                        st.dead_letters += len(futs)
-                        await send_events(producer, topic, p.events, parts, st, futs)
-                    poller.commit(p, save=producer is not None)  # after the broker's ack
-                    await mark()
-                k += 1
-                if args.count is not None and k >= args.count:
-                    break
-                if p is None or not p.behind:  # a marker round every marker_interval meanwhile
-                    until = time.monotonic() + args.period
-                    while not stop.is_set() and (left := until - time.monotonic()) > 0:
-                        try:
-                            await asyncio.wait_for(stop.wait(), min(left, settings.marker_interval))
-                        except TimeoutError:
-                            pass
-                        if markers is not None and markers.due():
-                            await mark()
-        finally:
-            if producer is not None:
-                try:  # a last round when it stops (best effort: Kafka may be why it stops)
-                    await asyncio.wait_for(mark(), 10)
-                except Exception as e:  # noqa: BLE001
-                    logs.get("ship.jobs").warning("last markers not sent: %r", e)
-                finally:
-                    await producer.stop()
-        summary(
-            "jobs",
-            f"{poller.polls:,} sacct polls ({failed:,} failed), {st.events:,} events in "
-            f"{st.messages:,} messages, {poller.dropped:,} seen again and not re-sent, "
-            f"{poller.refused:,} polls refused as larger than bounds.max_snapshot_bytes, "
-            f"{st.dead_letters:,} dead letters",
-        )
+        close = _nothing if producer is None else producer.stop
+        await _drive(build, "jobs", stop, close)
         return 0
 
     return _run_main(main, "jobs")
 
 
 def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
-
-    from models.records.plausible import TimeBounds
     from streams.config import load_settings
     from streams.kafka import wait_for_kafka
-    from streams.sources.jobcompship import relay_jobcomp
-    from streams.sources.jobship import Markers, shipper_id
+    from streams.ship.jobcomp import JobcompShipper
+    from streams.ship.markers import Markers, shipper_id
 
     settings = load_settings(getattr(args, "config", None))
     if args.paths or args.format:
         raise UserError("--jobcomp-topic consumes a topic: give no FILE and no --format")
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    bounds = _bounds(settings)
 
     async def main() -> int:
         from aiokafka import AIOKafkaConsumer
@@ -502,9 +461,7 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         await wait_for_kafka(settings, "drainwatch ship jobs")
         dry = args.dry_run
         if dry:  # read without a group: nothing committed, nothing sent
-            from streams.sources.dryrun import DryRunProducer
-
-            producer: Any = DryRunProducer(settings.topic_partitions)
+            producer = _dry_run_producer(settings)
         else:
             producer, _ = await _producer(settings, "jobs")
         consumer = AIOKafkaConsumer(
@@ -515,14 +472,15 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
             auto_offset_reset="earliest",
         )
         await consumer.start()
-        try:
+
+        async def build() -> JobcompShipper:
             topic = settings.topic_prefix + "job-events"
             parts = len(await producer.partitions_for(topic))
             markers = None
             if not dry:  # named by its consumer group: the same shipper on a restart
                 sid = shipper_id("jobcomp", args.group)
                 markers = Markers(producer, topic, parts, sid, settings.marker_interval)
-            js, st = await relay_jobcomp(
+            return JobcompShipper(
                 consumer,
                 producer,
                 topic,
@@ -530,26 +488,23 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
                 parts,
                 bounds,
                 args.start_records,
-                stop,
                 args.count,
                 commit=not dry,
                 markers=markers,
             )
-        finally:
+
+        async def close() -> None:
             await consumer.stop()
             await producer.stop()
-        summary(
-            "jobs",
-            f"{js.records:,} jobcomp records, {st.events:,} events in {st.messages:,} messages, "
-            f"{st.dead_letters:,} dead letters",
-        )
+
+        await _drive(build, "jobs", stop, close)
         return 0
 
     return _run_main(main, "jobs")
 
 
 def _ship_jobs(args: argparse.Namespace) -> int:
-    from streams.sources.jobship import ship_job_files
+    from streams.ship.job_files import JobFilesShipper
 
     if args.sacct is not None:
         return _ship_jobs_sacct(args)
@@ -558,10 +513,11 @@ def _ship_jobs(args: argparse.Namespace) -> int:
     if not args.paths or not args.format:
         raise UserError("give --format F and job event FILEs (or --sacct)")
 
-    async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
+    def build(
+        producer: Any, settings: Settings, bounds: TimeBounds, parts: dict[str, int]
+    ) -> JobFilesShipper:
         topic = settings.topic_prefix + "job-events"
-        interval = None if args.no_markers else settings.marker_interval
-        s = await ship_job_files(
+        return JobFilesShipper(
             producer,
             topic,
             settings.topic_prefix + "dead-letter",
@@ -572,23 +528,21 @@ def _ship_jobs(args: argparse.Namespace) -> int:
             settings.max_hosts,
             progress=not args.no_progress,
             partitions=parts.get(topic) or 1,
-            marker_interval=interval,
+            marker_interval=None if args.no_markers else settings.marker_interval,
             speed=args.speed,
         )
-        return (
-            f"{s.events:,} events in {s.messages:,} messages from {s.files} file(s), "
-            f"{s.dead_letters:,} dead letters, {s.markers:,} markers"
-        )
 
-    return _ship_files(args, "jobs", publish)
+    return _ship_files(args, "jobs", build)
 
 
 def _ship_sample_files(args: argparse.Namespace) -> int:
-    from streams.sources.sampleship import ship_sample_files
+    from streams.ship.sample_files import SampleFilesShipper
 
-    async def publish(producer: Any, settings: Any, bounds: Any, parts: dict[str, int]) -> str:
+    def build(
+        producer: Any, settings: Settings, bounds: TimeBounds, parts: dict[str, int]
+    ) -> SampleFilesShipper:
         topic = settings.topic_prefix + "node-samples"
-        s = await ship_sample_files(
+        return SampleFilesShipper(
             producer,
             topic,
             settings.topic_prefix + "dead-letter",
@@ -598,13 +552,8 @@ def _ship_sample_files(args: argparse.Namespace) -> int:
             partitions=parts.get(topic) or 1,
             marker_interval=None if args.no_markers else settings.marker_interval,
         )
-        return (
-            f"{s.samples:,} samples ({s.sweeps:,} sweeps) in {s.messages:,} messages from "
-            f"{s.files} file(s), {s.dead_letters:,} dead letters, "
-            f"{s.markers:,} markers"
-        )
 
-    return _ship_files(args, "sample-files", publish)
+    return _ship_files(args, "sample-files", build)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

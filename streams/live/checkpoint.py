@@ -28,7 +28,7 @@ from streams.codecs.alerts import encode_alert
 from streams.errors import error_line
 from streams.live.context import Message, WorkerContext
 from streams.sinks.influx import LineSink
-from streams.sinks.jobpoints import alert_line
+from streams.sinks.points import alert_line
 from streams.sinks.topics import TopicSink
 from streams.topics import topic_names
 

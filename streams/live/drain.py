@@ -34,13 +34,8 @@ from streams.codecs.partials import (
 from streams.format import instant_ms
 from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
-from streams.stages.drain import (
-    LIVE_JOBS,
-    LIVE_WINDOW_STATES,
-    LIVE_WINDOWS,
-    live_job_rows,
-    live_window_rows,
-)
+from streams.stages.drain import live_job_rows, live_window_rows
+from streams.tables.drain import LIVE_JOBS, LIVE_WINDOW_STATES, LIVE_WINDOWS
 
 TAKE = 512
 TAKE_WITHIN = 0.5  # node-status takes are numpy batches: larger takes, fewer of them

@@ -12,8 +12,8 @@ import orjson
 from models.alerts import Alert, AlertBook, StallWatch
 from streams.codecs.alerts import encode_alert
 from streams.live.context import WorkerContext
-from streams.sinks.jobpoints import alert_line
 from streams.sinks.lineproto import line
+from streams.sinks.points import alert_line
 
 PIPELINE_INTERVAL_S = 10.0
 

@@ -44,14 +44,10 @@ from streams.live.context import WorkerContext
 from streams.live.runner import PoisonGuard, lines_in
 from streams.sinks.adjust import AdjustTableFile
 from streams.sources.jobevents import day_batches
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS, size_group_row
-from streams.stages.jobs import (
-    CAPABILITY_DAILY,
-    RELEASE_FORECAST,
-    RUNTIME_PREDICTIONS,
-    SHORTJOBS,
-    live_job_stages,
-)
+from streams.stages.drain import size_group_row
+from streams.stages.jobs import live_job_stages
+from streams.tables.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
+from streams.tables.jobs import CAPABILITY_DAILY, RELEASE_FORECAST, RUNTIME_PREDICTIONS, SHORTJOBS
 
 _native_rows: Callable[[bytes, float, float], list[bytes | None]] | None
 try:

@@ -42,15 +42,14 @@ from streams.live.checkpoint import Outbox
 from streams.live.context import WorkerContext
 from streams.live.jobs import TAKE_WITHIN, chunks, dead_letter, dead_letter_late, in_offset_order
 from streams.live.runner import lines_in
-from streams.sinks.jobpoints import timed_line
-from streams.stages.samples import (
+from streams.sinks.points import timed_line
+from streams.stages.samples import GIB_KB, _zone_row
+from streams.tables.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
-    GIB_KB,
     HOT_ZONES,
     HOT_ZONES_FS,
     JOB_UTILIZATION,
-    _zone_row,
 )
 
 INPUT_TAKE = 32  # messages of up to ~0.5 MB: 16 MB of lines at once

@@ -19,17 +19,17 @@ from typing import Any
 import numpy as np
 
 from streams.errors import UserError, open_regular, read_small
-from streams.stages import drain as drain_stages
-from streams.stages import jobs as job_stages
-from streams.stages import samples as sample_stages
+from streams.tables import drain as drain_tables
+from streams.tables import jobs as job_tables
+from streams.tables import samples as sample_tables
 
 ENGINES = ("drain", "jobs", "samples")
 SUMMARY_CAP = 64 << 20  # a summary larger than this is none of ours
 # the files each engine can write: a table is looked up in its engine's directory only
 _ENGINE_FILES = {
-    "drain": set(drain_stages.FILES),
-    "jobs": set(job_stages.FILES),
-    "samples": set(sample_stages.FILES),
+    "drain": set(drain_tables.FILES),
+    "jobs": set(job_tables.FILES),
+    "samples": set(sample_tables.FILES),
 }
 
 

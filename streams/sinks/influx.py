@@ -12,7 +12,7 @@ newlines can neither break a batch nor inject a point.
 
 :class:`InfluxSink` is a :class:`~streams.contracts.Sink` (the driver writes ``replay --influx``
 through it like any other sink: table rows in, the measurements of
-:mod:`streams.sinks.jobpoints` out) and the live worker's writer of ready lines
+:mod:`streams.sinks.points` out) and the live worker's writer of ready lines
 (:meth:`InfluxSink.write_lines`).
 """
 
@@ -30,8 +30,8 @@ from models.drain.live import LiveJob, LiveWindow
 from streams.contracts import Row, Table
 from streams.logs import get as get_logger
 from streams.logs import mask
-from streams.sinks.jobpoints import Measurement, measurement_of
 from streams.sinks.lineproto import line
+from streams.sinks.points import Measurement, measurement_of
 
 BATCH = 5000
 # write requests at once for a write of more than a batch: InfluxDB parses and indexes one
@@ -80,7 +80,7 @@ def _num(x: float | None) -> float | None:
 
 
 def window_point(cluster: str, w: LiveWindow) -> str:
-    """A window's ``drain`` point (the reference of LIVE_WINDOWS' rows in jobpoints)."""
+    """A window's ``drain`` point (the reference of LIVE_WINDOWS' rows in streams.sinks.points)."""
     ns = w.start_ms * 1_000_000
     fields: dict[str, Any] = {
         "nodes": w.nodes,
@@ -122,7 +122,7 @@ def job_point(cluster: str, j: LiveJob) -> str:
     field, not a tag (InfluxDB 1.x refuses a tag's 100,001st value and stops the writes; a
     series per job is costly in any version): crc32(job id) mod 10^6 in the nanoseconds below
     the millisecond keeps two jobs first charged in the same millisecond apart, as the job
-    measurements do (streams/sinks/jobpoints.py)."""
+    measurements do (streams/sinks/points.py)."""
     fields = {
         "job": j.job,
         "drain_node_seconds": j.drain_ms / 1000,
@@ -151,7 +151,7 @@ class LineSink:
     :class:`InfluxSink`; for the live worker, the checkpoint's batch that its write queue
     writes, streams/live/checkpoint.py).
 
-    :meth:`declare` notes a table's measurement (:mod:`streams.sinks.jobpoints`); a table
+    :meth:`declare` notes a table's measurement (:mod:`streams.sinks.points`); a table
     without one is ignored by this sink, and so is a table whose rows carry no time of their
     own (run-time predictions, the drain-job join, size groups: their caller knows each row's
     time and gives it to :meth:`write_timed`). :meth:`write` turns rows into lines and holds
@@ -224,7 +224,7 @@ class LineSink:
 class InfluxSink:
     """InfluxDB as a :class:`~streams.contracts.Sink`, and the writer of ready lines.
 
-    The contract: :meth:`declare` notes a table's measurement (:mod:`streams.sinks.jobpoints`);
+    The contract: :meth:`declare` notes a table's measurement (:mod:`streams.sinks.points`);
     a table without one is ignored by this sink, and so is a table whose rows carry no time of
     their own (run-time predictions, job utilisation, the drain-job join, size groups: their
     caller knows each row's time and gives it to :meth:`write_timed`). :meth:`write` turns rows

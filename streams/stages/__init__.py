@@ -1,1 +1,2 @@
-"""Offline replay engines, one module per input family."""
+"""The stages: one module per analytic (the job stages, built by :mod:`streams.stages.jobs`),
+the drain stages and the sample stages; their tables are declared in :mod:`streams.tables`."""

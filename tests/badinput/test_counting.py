@@ -33,8 +33,8 @@ from models.records.nodestatus import Codebook
 from models.records.plausible import TimeBounds
 from streams.cli import main
 from streams.contracts import RejectLog, lost_share
+from streams.ship.moab import MoabShipper, ship_files
 from streams.sources.moab import MoabFiles
-from streams.sources.moabship import MoabShipper, ship_files
 from tests.badinput import inputs as IN
 from tests.badinput.test_cli_errors import (
     MOAB_2090,
@@ -44,7 +44,7 @@ from tests.badinput.test_cli_errors import (
     sacct_line,
     sample_line,
 )
-from tests.streams.sources.test_marker_shippers import Recorder
+from tests.streams.ship.test_markers import Recorder
 
 ENDS = (b"\r", b"\r", b"\n")  # two of every three line ends a bare CR, as in the issue
 LONG = b"x" * ((1 << 20) + 10) + b"\n"  # over the default max_line_bytes

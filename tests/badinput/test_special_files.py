@@ -438,7 +438,7 @@ def test_open_regular_keeps_the_name_and_checks_the_opened_file(tmp_path: Path) 
 
 
 def test_moab_checkpoint_fifo_is_a_user_error_and_missing_is_none(tmp_path: Path) -> None:
-    from streams.sources.moabship import Checkpoint
+    from streams.ship.base import Checkpoint
 
     assert Checkpoint.load(str(tmp_path / "none.json")) is None
     os.mkfifo(tmp_path / "cp.json")

@@ -23,8 +23,9 @@ import pytest
 from models.formats.jobsource import iter_job_events, sort_events
 from streams.codecs.control import is_marker
 from streams.format import format_rows
-from streams.sinks.jobpoints import MEASUREMENTS
-from streams.stages.jobs import (
+from streams.sinks.points import MEASUREMENTS
+from streams.tables import Table
+from streams.tables.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
     RELEASE_FORECAST,
@@ -33,7 +34,6 @@ from streams.stages.jobs import (
     TURNOVER,
     USAGE_DAILY,
 )
-from streams.tables import Table
 from streams.topics import TOPICS
 from tests.golden.make_golden import DATA
 from tests.integration.kafka_read import read_topic

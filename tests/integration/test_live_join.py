@@ -19,8 +19,8 @@ import pytest
 from models.formats.jobsource import iter_job_events, sort_events
 from models.records.jobevent import JobEvent
 from streams.format import format_rows
-from streams.sinks.jobpoints import MEASUREMENTS
-from streams.stages.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
+from streams.sinks.points import MEASUREMENTS
+from streams.tables.drain import DRAIN_JOBS_WITH_EVENTS, SIZE_GROUPS
 from tests.integration.kafka_read import read_topic
 from tests.integration.test_live_drain import Live, _cli
 from tests.integration.test_live_jobs import _influx_rows, _ship_jobs, _watermark

@@ -19,7 +19,7 @@ import pytest
 from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
 from streams.format import format_rows
-from streams.stages.samples import (
+from streams.tables.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
     HOT_ZONES,

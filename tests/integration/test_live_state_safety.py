@@ -20,8 +20,8 @@ import pytest
 from models.formats.jobsource import iter_job_events, sort_events
 from streams.codecs.state import Manifest, encode_manifest
 from streams.format import format_rows
-from streams.sinks.jobpoints import MEASUREMENTS
-from streams.stages.jobs import RUNTIME_PREDICTIONS
+from streams.sinks.points import MEASUREMENTS
+from streams.tables.jobs import RUNTIME_PREDICTIONS
 from tests.integration.test_live_drain import Live
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from streams.stages.samples import (
+from streams.tables.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
     HOT_ZONES,

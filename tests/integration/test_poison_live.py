@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.sinks.jobpoints import MEASUREMENTS
-from streams.stages.jobs import RUNTIME_PREDICTIONS
+from streams.sinks.points import MEASUREMENTS
+from streams.tables.jobs import RUNTIME_PREDICTIONS
 from tests.integration.test_live_drain import Live
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ T0 = 1_700_000_000.0
 LAUNCHER = """
 import os, sys
 from streams.live.jobs import JobsCombine
-from streams.stages.jobs import TurnoverStage
+from streams.stages.turnover import TurnoverStage
 faults = os.environ["DW_FAULT"].split(",")
 if "stage" in faults:
     step = TurnoverStage.step

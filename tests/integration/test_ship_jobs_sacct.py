@@ -19,12 +19,12 @@ import pytest
 
 from streams.codecs.control import decode_marker
 from streams.driver import RejectLog
+from streams.ship.sacct import _iso
 from streams.sources.jobevents import read_job_events
-from streams.sources.sacctpoll import _iso
 from tests.integration.kafka_read import read_topic
 from tests.integration.markers import data_messages, markers
 from tests.paths import REPO
-from tests.streams.sources.test_sacctpoll import DUMP, STAND_IN, _ends
+from tests.streams.ship.test_sacct import DUMP, STAND_IN, _ends
 
 pytestmark = [
     pytest.mark.integration,

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from models.formats.sampletrace import parse_sample
-from streams.sources.samplekafka import SampleKafkaShipper, run_sampler
-from streams.sources.sampler import Sampler, resolver_by_name
+from streams.ship.sampler import Sampler, resolver_by_name
+from streams.ship.samples import SampleKafkaShipper, run_sampler
 from tests.integration.kafka_read import read_topic
 from tests.integration.markers import data_messages
 from tests.paths import REPO

@@ -25,9 +25,9 @@ import pytest
 from models.jobs.merge import JobEventMerger
 from models.records.jobevent import JobEvent
 from streams.driver import RejectLog
+from streams.ship.job_files import job_partition
 from streams.sources.jobevents import read_job_events
-from streams.sources.jobship import job_partition
-from streams.stages.jobs import SHORTJOBS, TURNOVER, USAGE_DAILY
+from streams.tables.jobs import SHORTJOBS, TURNOVER, USAGE_DAILY
 from tests.integration.test_live_drain import Live
 from tests.integration.test_live_jobs import _influx_rows
 from tests.paths import REPO, SHARED_DATA

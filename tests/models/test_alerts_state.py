@@ -24,14 +24,10 @@ from models.jobs.shortjobs import ShortJobPenalty
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError, pack, unpack
 from streams.sources.jobevents import day_batches
-from streams.stages.jobs import (
-    CAPABILITY_DAILY,
-    RUNTIME_PREDICTIONS,
-    SHORTJOBS,
-    CapabilityStage,
-    RuntimeStage,
-    ShortJobsStage,
-)
+from streams.stages.capability import CapabilityStage
+from streams.stages.runtime import RuntimeStage
+from streams.stages.shortjobs import ShortJobsStage
+from streams.tables.jobs import CAPABILITY_DAILY, RUNTIME_PREDICTIONS, SHORTJOBS
 
 REFUSED = (StateFormatError, KeyError, TypeError, ValueError)
 

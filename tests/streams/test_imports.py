@@ -32,6 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the leaf: the Source / Stage / Sink contracts and the types they speak
     ("contracts", ("streams.contracts",)),
+    # the output tables, declared by family (-> contracts): the stages write them, the sinks
+    # map them to measurements, the catalogue of them all makes docs/outputs.md
+    ("tables", ("streams.tables",)),
     # the policies written once, no flow: output format, errors, topics, log lines, memory,
     # files written whole
     (
@@ -52,13 +55,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # topics)
     ("plumbing", ("streams.kafka",)),
     # the parts of the flow that read and account, peers that never import each other:
-    # sources (with the shippers) and stages
+    # sources (the replay's readers) and stages
     ("flow parts", ("streams.sources", "streams.stages")),
-    # the outputs: sinks write the tables the stages declare (and map them to measurements)
+    # the shippers: each source system's records to Kafka, read with the sources' readers
+    # (-> sources, codecs, contracts)
+    ("shippers", ("streams.ship",)),
+    # the outputs: sinks write the stages' tables (and map them to measurements)
     ("outputs", ("streams.sinks",)),
-    # what puts the parts together: the replay flow, the Faust app, the catalogue of every
-    # stage's tables (docs/outputs.md)
-    ("flow", ("streams.driver", "streams.app", "streams.tables")),
+    # what puts the parts together: the replay flow, the Faust app
+    ("flow", ("streams.driver", "streams.app")),
     # the programs: the live worker (streams/live/), the commands, the report and Grafana
     # generators
     (
@@ -326,6 +331,7 @@ def test_the_checker_sees_what_it_must() -> None:
         ("streams.logs", "streams.config"),
         ("streams.contracts", "streams.sources"),
         ("streams.sources", "streams.driver"),
+        ("streams.sources", "streams.ship"),
         ("streams.stages", "streams.driver"),
         ("streams.sinks", "streams.driver"),
         ("streams.driver", "streams.live"),

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.drain.release import Holder, forecast_in_order, forecast_release
+from models.drain.release import Holder, ReleaseForecaster, forecast_in_order, forecast_release
 from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 
@@ -88,3 +88,32 @@ def test_in_order_equals_forecast_release(
                       for h in running)  # fmt: skip
     want = forecast_release(need, float(at), held, running, now=float(now))
     assert forecast_in_order(need, float(at), held, iter(releases), float(now)) == want
+
+
+def test_the_forecaster_resolves_each_forecast_at_the_start_or_end_of_its_job() -> None:
+    """ReleaseForecaster's rules: a forecast at each submit that fits the section, resolved
+    once, at the job's start (a later reservation retaken) or at its end while pending
+    (cancelled), or by unresolved() at the end of the input."""
+    m = ReleaseForecaster(10)
+    assert m.start(JobEvent("start", 0.0, "a", nodes=8, req_walltime=100.0)) is None
+    assert not m.submit(JobEvent("submit", 5.0, "big", nodes=11))  # larger than the section
+    assert not m.submit(JobEvent("submit", 5.0, "none", nodes=0))
+    assert m.submit(JobEvent("submit", 10.0, "w", nodes=4))  # 2 free, a releases 8 at 100
+    cancelled = m.end("w")
+    assert cancelled is not None and m.end("w") is None  # resolved once
+    ts, f, rsv, started = cancelled
+    assert (ts, f.missing, f.ready_at, f.late_by, rsv, started) == (10.0, 2, 100, 90, None, None)
+    assert m.submit(JobEvent("submit", 40.0, "x", nodes=4))
+    # the start carries a reservation made after the submit: the forecast is taken against it
+    run = m.start(JobEvent("start", 100.0, "x", nodes=4, reserved_start=120.0))
+    assert run is not None
+    ts, f, rsv, started = run
+    assert (ts, f.at, f.late_by, rsv, started) == (40.0, 120.0, 0.0, 120.0, 100.0)
+    # at 110, a is past its end (released at once) and x has no walltime (not counted on)
+    assert m.submit(JobEvent("submit", 110.0, "y", nodes=2))
+    [(job, (ts, f, rsv, started))] = m.unresolved()
+    assert (job, ts, f.ready_at, started) == ("y", 110.0, 110.0, None) and not m.pending
+    s = m.summary()
+    assert (s["forecasts"], s["forecasts_late"], s["jobs_larger_than_section"]) == (3, 1, 1)
+    assert s["mean_late_by_s"] == 30.0 and s["mean_actual_late_s"] == -20.0
+    assert s["holders_without_walltime"] == 1

@@ -17,7 +17,8 @@ from models.formats.jobsource import event_sort_key, iter_job_events, sort_event
 from models.jobs.merge import JobEventMerger
 from models.jobs.shortjobs import ShortJobPenalty
 from models.records.jobevent import JobEvent
-from streams.stages.jobs import SHORTJOBS, ShortJobsStage
+from streams.stages.shortjobs import ShortJobsStage
+from streams.tables.jobs import SHORTJOBS
 from tests.golden.make_golden import DATA, INPUTS
 
 

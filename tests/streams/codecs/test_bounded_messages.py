@@ -272,7 +272,7 @@ def test_metric_messages_with_huge_names_fit() -> None:
         {"s" * 100_000: [1, 2, 3, 4]},
     )
     assert len(encode_window("c", w)) <= MIN_MESSAGE_BYTES
-    from streams.stages.jobs import SHORTJOBS
+    from streams.tables.jobs import SHORTJOBS
 
     row = [("x" * 100_000 if c.kind == "text" else None) for c in SHORTJOBS.columns]
     (v,) = row_messages("c", SHORTJOBS, [tuple(row)])

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from models.drain.live import LiveJob, LiveWindow
 from streams.codecs import metrics
-from streams.stages.jobs import CAPABILITY_DAILY, SHORTJOBS
-from streams.stages.samples import DFS_MINUTELY, DFS_MINUTELY_FS
+from streams.tables.jobs import CAPABILITY_DAILY, SHORTJOBS
+from streams.tables.samples import DFS_MINUTELY, DFS_MINUTELY_FS
 from tests.streams.codecs.helpers import refused, validator
 
 WINDOW = LiveWindow(

@@ -19,17 +19,14 @@ from models.jobs.shortjobs import ShortJobPenalty
 from models.jobs.turnover import SlotTurnover
 from streams.config import Settings
 from streams.live.jobs import live_stages
-from streams.stages.jobs import (
-    CapabilityStage,
-    FairShareStage,
-    ReleaseForecastStage,
-    RuntimeStage,
-    ShortJobsStage,
-    TurnoverStage,
-    UsageStage,
-    job_stages,
-    live_job_stages,
-)
+from streams.stages.capability import CapabilityStage
+from streams.stages.fairshare import FairShareStage
+from streams.stages.jobs import job_stages, live_job_stages
+from streams.stages.release import ReleaseForecastStage
+from streams.stages.runtime import RuntimeStage
+from streams.stages.shortjobs import ShortJobsStage
+from streams.stages.turnover import TurnoverStage
+from streams.stages.usage import UsageStage
 
 
 def by_hand(settings: Settings) -> dict[str, Any]:

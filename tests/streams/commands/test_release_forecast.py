@@ -15,7 +15,8 @@ from hypothesis import strategies as hst
 
 from models.records.jobevent import JobEvent, JobEventError, parse_jobevent_line
 from streams.cli import main
-from streams.stages.jobs import RELEASE_FORECAST, ReleaseForecastStage
+from streams.stages.release import ReleaseForecastStage
+from streams.tables.jobs import RELEASE_FORECAST
 from tests.reference_jobs import release_stage_ref
 
 

@@ -14,7 +14,7 @@ import streams.commands.worker as worker
 from streams import driver
 from streams.cli import main
 from streams.sinks.influx import InfluxSink, job_point, state_points, window_point
-from streams.stages.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
+from streams.tables.drain import LIVE_JOBS, LIVE_TABLES, LIVE_WINDOWS
 from tests.golden.make_golden import argv
 from tests.streams.sinks.test_influx_sink import StandInInflux
 

@@ -14,21 +14,21 @@ from zoneinfo import ZoneInfo
 import pytest
 from influxdb_client.rest import ApiException
 
-import streams.sinks.jobpoints as jp
+import streams.sinks.points as jp
 from models.drain.live import LiveJob, LiveWindow
 from streams.sinks.influx import InfluxError, InfluxSink, job_point, state_points, window_point
-from streams.sinks.jobpoints import DRAIN_MEASUREMENTS, table_lines
-from streams.stages.drain import (
+from streams.sinks.points import LIVE_DRAIN_MEASUREMENTS as DRAIN_MEASUREMENTS
+from streams.sinks.points import table_lines
+from streams.stages.drain import live_job_rows, live_window_rows
+from streams.tables.drain import (
     DRAIN_DAILY,
     DRAIN_JOBS_WITH_EVENTS,
     LIVE_JOBS,
     LIVE_TABLES,
     LIVE_WINDOW_STATES,
     LIVE_WINDOWS,
-    live_job_rows,
-    live_window_rows,
 )
-from streams.stages.jobs import SHORTJOBS, USAGE_DAILY
+from streams.tables.jobs import SHORTJOBS, USAGE_DAILY
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

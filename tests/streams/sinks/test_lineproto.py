@@ -20,8 +20,8 @@ from influxdb_client import Point, WritePrecision
 from models.alerts import Alert
 from models.drain.live import LiveJob, LiveWindow
 from streams.sinks.influx import job_point, state_points, window_point
-from streams.sinks.jobpoints import MEASUREMENTS, Measurement, alert_line
 from streams.sinks.lineproto import line
+from streams.sinks.points import MEASUREMENTS, Measurement, alert_line
 
 UTC = ZoneInfo("UTC")
 ZONES = [UTC, ZoneInfo("Europe/Berlin"), ZoneInfo("America/Chicago")]
@@ -240,7 +240,7 @@ def test_lines_of_many_rows_are_each_rows_line(mb: Any, cluster: str, tz: ZoneIn
 
 
 def test_lines_without_the_compiled_code_are_each_rows_line(monkeypatch: Any) -> None:
-    import streams.sinks.jobpoints as jp
+    import streams.sinks.points as jp
 
     m = MEASUREMENTS["release_forecast.csv"]
     rows = [(1_700_000_000.5, "j 1", 4, 2, 2, 1, "h", "n,x", 2, 1_700_000_100.0, 4, 0,

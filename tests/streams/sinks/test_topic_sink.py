@@ -12,17 +12,16 @@ from models.drain.live import LiveJob, LiveWindow
 from models.jsonbytes import json_bytes
 from streams.codecs.metrics import job_message, row_messages, window_message
 from streams.sinks.topics import Message, TopicSink
-from streams.stages.drain import (
+from streams.stages.drain import live_job_rows, live_window_rows
+from streams.tables.drain import (
     DRAIN_DAILY,
     LIVE_JOBS,
     LIVE_TABLES,
     LIVE_WINDOW_STATES,
     LIVE_WINDOWS,
-    live_job_rows,
-    live_window_rows,
 )
-from streams.stages.jobs import CAPABILITY_DAILY, SHORTJOBS, USAGE_DAILY
-from streams.stages.samples import DFS_MINUTELY, DFS_MINUTELY_FS
+from streams.tables.jobs import CAPABILITY_DAILY, SHORTJOBS, USAGE_DAILY
+from streams.tables.samples import DFS_MINUTELY, DFS_MINUTELY_FS
 from streams.topics import topic_names
 
 NAMES = topic_names("dw.")

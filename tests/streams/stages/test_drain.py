@@ -6,7 +6,8 @@ from models.records.nodestatus import Codebook
 from streams import driver
 from streams.sinks.memory import MemorySink
 from streams.sources.moab import MoabFiles
-from streams.stages.drain import DRAIN_DAILY, DRAIN_HOURLY, DRAIN_JOBS, NODE_STATES, DrainStage
+from streams.stages.drain import DrainStage
+from streams.tables.drain import DRAIN_DAILY, DRAIN_HOURLY, DRAIN_JOBS, NODE_STATES
 from tests.golden.make_golden import INPUTS
 
 
@@ -44,7 +45,8 @@ def test_backfill_efficiency_and_backlog_add_up_to_the_job_events() -> None:
     import gzip
 
     from models.formats.jobsource import iter_job_events
-    from streams.stages.drain import BACKFILL_DAILY, BACKLOG_HOURLY, JobTimesStage
+    from streams.stages.drain import JobTimesStage
+    from streams.tables.drain import BACKFILL_DAILY, BACKLOG_HOURLY
 
     lines = gzip.decompress((INPUTS / "jobs.jsonl.gz").read_bytes()).splitlines()
     events = list(iter_job_events("jobevents", lines))

@@ -1,4 +1,4 @@
-"""Job stages: the same numbers whatever the batch size, rows emitted as days close."""
+"""Every job stage (streams.stages.jobs.job_stages): the same numbers whatever the batch size."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from models.formats.jobsource import iter_job_events, sort_events
 from streams import driver
 from streams.sinks.memory import MemorySink
 from streams.sources.jobevents import JobEventFiles
-from streams.stages.jobs import FAIRSHARE_USAGE, FairShareStage, job_stages
+from streams.stages.jobs import job_stages
 from tests.golden.make_golden import INPUTS
 
 TZ = "America/Chicago"
@@ -48,16 +48,3 @@ def test_outputs_do_not_depend_on_the_batch_size(batch: int) -> None:
     s_got, s_ref = (orjson.loads(x.documents["summary_jobs.json"]) for x in (got, ref))
     del s_got["timings_s"], s_ref["timings_s"]
     assert s_got == s_ref
-
-
-def test_fair_share_rows_come_out_when_a_day_closes_not_at_the_end() -> None:
-    events = _events()
-    st = next(s for s in job_stages(40, TZ) if isinstance(s, FairShareStage))
-    source = JobEventFiles(events, [], TZ)
-    emitted_during_steps = 0
-    for b in source.batches(driver.RejectLog()):
-        for table, rows in st.step(b):
-            assert table is FAIRSHARE_USAGE
-            emitted_during_steps += len(rows)
-    final = sum(len(rows) for _, rows in st.finish())
-    assert emitted_during_steps > 0 and final > 0

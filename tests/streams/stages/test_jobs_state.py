@@ -21,7 +21,9 @@ from models.jobs.shortjobs import ShortJobPenalty
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError, pack, unpack
 from streams.sources.jobevents import day_batches
-from streams.stages.jobs import ShortJobsStage, UsageStage, live_job_stages
+from streams.stages.jobs import live_job_stages
+from streams.stages.shortjobs import ShortJobsStage
+from streams.stages.usage import UsageStage
 from tests.golden.make_golden import INPUTS
 from tests.reference_jobs import build_events
 

@@ -25,7 +25,7 @@ from models.state import StateFormatError, pack, unpack
 from streams.config import Settings
 from streams.live.jobs import live_stages
 from streams.sources.jobevents import day_batches
-from streams.stages.jobs import RuntimeStage
+from streams.stages.runtime import RuntimeStage
 from tests.reference_jobs import build_events, job_specs
 
 NAMES = ("runtime", "capability", "release")

@@ -1,6 +1,6 @@
-"""The Moab shipper's source side: read a log (whole files, or ``--follow`` a live one across
-rotation and truncation) and publish node-status slices to Kafka, checkpointing what the broker
-has acknowledged.
+"""The Moab shipper: read a log (whole files, or ``--follow`` a live one across rotation and
+truncation) and publish node-status slices to Kafka, checkpointing what the broker has
+acknowledged; its publisher also sends the Slurm shipper's snapshots (:mod:`streams.ship.slurm`).
 
 Partitioning: a node's partition follows blocks of nodes numbered alike
 (:func:`streams.codecs.nodestatus.partition_of`); one message holds one partition's records from
@@ -12,21 +12,20 @@ partition every ``marker_interval`` wall seconds (ts: the latest record time sen
 after the records it covers were acknowledged), and, whole files, an ``end`` round after each
 file. A message over ``max_bytes`` is cut in halves until each part fits.
 
-Checkpoint (``--follow``): ``{"path", "dev", "ino", "offset", "line"}`` written atomically
-(temporary file, fsync, rename) only after every message of the lines before ``offset`` was
-acknowledged. Restarted after ``kill -9`` it resumes there: lines after the checkpoint may be
-sent twice, which the worker's accounting ignores (a record not later than its node's latest).
+Checkpoint (``--follow``, :class:`streams.ship.base.Checkpoint`): ``{"path", "dev", "ino",
+"offset", "line"}`` written atomically (temporary file, fsync, rename) only after every message
+of the lines before ``offset`` was acknowledged. Restarted after ``kill -9`` it resumes there:
+lines after the checkpoint may be sent twice, which the worker's accounting ignores (a record
+not later than its node's latest).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,11 +35,12 @@ from models.records.nodestatus import Codebook, NodeStatusBatch
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
 from streams import logs
-from streams.atomic import atomic_file
 from streams.codecs.base import MESSAGE_MAX_BYTES
 from streams.codecs.deadletter import dead_letter_message
 from streams.codecs.nodestatus import MAX_ROWS, encode, partition_of
-from streams.errors import FileRefused, UserError, open_regular, read_small
+from streams.errors import FileRefused, open_regular
+from streams.ship.base import Checkpoint, ShipStats
+from streams.ship.markers import Markers, shipper_id
 from streams.sources.files import (
     KEEP_BYTES,
     LINE_TOO_LONG,
@@ -51,26 +51,18 @@ from streams.sources.files import (
     open_binary,
     reading,
 )
-from streams.sources.jobship import Markers, shipper_id
 from streams.sources.moab import parse_plausible
 
 READ_BYTES = 4 << 20
 RESET_JOBS = 200_000  # the codebook starts afresh past this many ids (names travel in messages)
 
 
-@dataclass
-class ShipStats:
-    lines: int = 0
-    records: int = 0
-    messages: int = 0
-    dead_letters: int = 0
-    ignored: int = 0
-    split: int = 0  # messages cut in halves to fit max_bytes
-
-
 class MoabShipper:
     """Node-status slices to Kafka, and this shipper's markers (``source``: its id, default
-    ``moab:<host>:<pid>``; ``marker_interval``: wall seconds between rounds)."""
+    ``moab:<host>:<pid>``; ``marker_interval``: wall seconds between rounds). As a
+    :class:`~streams.ship.base.Shipper`: ``paths`` shipped whole, in the order given, or, with
+    ``checkpoint``, the one live log ``paths[0]`` followed (:func:`follow`, every ``poll_s``
+    seconds)."""
 
     def __init__(
         self,
@@ -83,8 +75,14 @@ class MoabShipper:
         max_bytes: int = MESSAGE_MAX_BYTES,
         source: str | None = None,
         marker_interval: float = 10.0,
+        paths: Sequence[str] = (),
+        checkpoint: str | None = None,
+        poll_s: float = 0.5,
+        progress: bool = True,
     ) -> None:
         self.producer = producer
+        self.paths, self.checkpoint, self.poll_s = list(paths), checkpoint, poll_s
+        self.progress = progress
         self.max_bytes = max_bytes
         self.markers = Markers(
             producer, topic, partitions, source or shipper_id("moab"), marker_interval
@@ -98,6 +96,27 @@ class MoabShipper:
         self.book = Codebook()
         self.part_of = np.empty(0, dtype=np.int64)
         self.stats = ShipStats()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Follow the live log until ``stop`` (with ``checkpoint``), else ship the whole files
+        to their end (``stop`` does not cut them short)."""
+        if self.checkpoint is not None:
+            os.makedirs(os.path.dirname(self.checkpoint) or ".", exist_ok=True)
+            await follow(self, self.paths[0], self.checkpoint, poll_s=self.poll_s, stop=stop)
+        else:
+            await ship_files(self, self.paths, self.progress)
+
+    async def last_markers(self) -> None:
+        """A watermark round when a followed log stops (whole files ended with ``end``)."""
+        if self.checkpoint is not None:
+            await self.mark(force=True)
+
+    def summary(self) -> str:
+        s = self.stats
+        return (
+            f"{s.lines:,} lines, {s.records:,} records in {s.messages:,} messages, "
+            f"{s.dead_letters:,} dead letters, {s.ignored:,} other lines"
+        )
 
     def _owners(self, b: NodeStatusBatch) -> np.ndarray:
         n = len(self.book.nodes)
@@ -229,32 +248,6 @@ async def ship_files(shipper: MoabShipper, paths: list[str], progress: bool = Tr
         if progress:
             logs.progress_end()
         await shipper.end_of_input(path)
-
-
-@dataclass
-class Checkpoint:
-    path: str
-    dev: int
-    ino: int
-    offset: int
-    line: int
-
-    @classmethod
-    def load(cls, file: str) -> Checkpoint | None:
-        """The checkpoint in ``file``, None when there is none yet. It must be a regular file
-        of at most 1 MiB (a FIFO or a device is a user error, before it is read)."""
-        try:
-            data = read_small(file)
-        except FileRefused as e:
-            if e.errno == errno.ENOENT:
-                return None
-            raise UserError(f"checkpoint {e}") from None
-        d = json.loads(data)
-        return cls(str(d["path"]), int(d["dev"]), int(d["ino"]), int(d["offset"]), int(d["line"]))
-
-    def save(self, file: str) -> None:
-        with atomic_file(file) as f:
-            f.write(json.dumps(self.__dict__).encode())
 
 
 def _find_rotated(cp: Checkpoint) -> str | None:

@@ -1,5 +1,6 @@
-"""The stages' rows as InfluxDB points (line protocol: streams/sinks/lineproto.py;
-docs/influxdb.md). Their metric-topic messages are streams/codecs/metrics.py's.
+"""Output tables' rows as InfluxDB points, by family: the drain, job and sample tables, and the
+alerts (line protocol: streams/sinks/lineproto.py; docs/influxdb.md). Their metric-topic
+messages are streams/codecs/metrics.py's.
 
 One :class:`Measurement` per output table says which columns are tags and which one is the
 point's time; every other column is a field typed by its column kind (``int`` -> integer,
@@ -31,14 +32,14 @@ from streams.sinks.lineproto import (
     string_text,
     tag_value,
 )
-from streams.stages.drain import (
+from streams.tables.drain import (
     DRAIN_JOBS_WITH_EVENTS,
     LIVE_JOBS,
     LIVE_WINDOW_STATES,
     LIVE_WINDOWS,
     SIZE_GROUPS,
 )
-from streams.stages.jobs import (
+from streams.tables.jobs import (
     CAPABILITY_DAILY,
     FAIRSHARE_USAGE,
     RELEASE_FORECAST,
@@ -47,7 +48,7 @@ from streams.stages.jobs import (
     TURNOVER,
     USAGE_DAILY,
 )
-from streams.stages.samples import (
+from streams.tables.samples import (
     DFS_MINUTELY,
     DFS_MINUTELY_FS,
     HOT_ZONES,
@@ -290,61 +291,63 @@ class Measurement:
         return ns
 
 
-MEASUREMENTS: dict[str, Measurement] = {
-    m.table.file: m
-    for m in (
-        Measurement("usage", USAGE_DAILY, "day", ("resource",)),
-        Measurement(
-            "shortjobs", SHORTJOBS, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
-        ),
-        Measurement("turnover", TURNOVER, "window_start", ()),
-        # time: the job's end (the row is final then)
-        Measurement(
-            "runtime_prediction", RUNTIME_PREDICTIONS, "", ("user", "partition"), per_job=True
-        ),
-        Measurement("capability", CAPABILITY_DAILY, "day", ()),
-        Measurement(
-            "fairshare",
-            FAIRSHARE_USAGE,
-            "ts",
-            ("holder_kind", "holder"),
-            (("holder_kind", "kind"),),
-        ),
-        Measurement("dfs", DFS_MINUTELY, "minute", ()),
-        # time: the job's first measure (set by the caller)
-        Measurement("job_util", JOB_UTILIZATION, "", (), per_job=True),
-        # time: the job's stamp (set by the caller: models.drain.jobjoin), fixed for the job,
-        # so every later row overwrites the point; the first charge itself can move earlier
-        Measurement("job", DRAIN_JOBS_WITH_EVENTS, "", (), per_job=True),
-        Measurement("hot_zone", HOT_ZONES, "start", ()),
-        Measurement("dfs_fs", DFS_MINUTELY_FS, "minute", ("fs",)),
-        Measurement("hot_zone_fs", HOT_ZONES_FS, "start", ("fs",)),
-        # time: the submit (the forecast is made then); a step of the forecast a point: the
-        # row written at the job's start (or end, if cancelled) overwrites the submit's
-        Measurement("release_forecast", RELEASE_FORECAST, "ts", ("step",), per_job=True),
-        # time: the join's event time when the group changed (a cumulative gauge; last() is now)
-        Measurement("drain_size_group", SIZE_GROUPS, "", ("group",)),
-    )
-}
+def _by_file(*measurements: Measurement) -> dict[str, Measurement]:
+    return {m.table.file: m for m in measurements}
 
-# The drain path's windows, their node-state breakdowns and job totals (streams/stages/drain.py
-# LIVE_TABLES): the points the drain combiner writes, field for field. Apart from MEASUREMENTS,
-# whose fields follow the column kinds alone: here ``provisional`` is a boolean field.
-DRAIN_MEASUREMENTS: dict[str, Measurement] = {
-    m.table.file: m
-    for m in (
-        Measurement("drain", LIVE_WINDOWS, "start", ("window",), flags=("provisional",)),
-        Measurement(
-            "node_states",
-            LIVE_WINDOW_STATES,
-            "start",
-            ("window", "state", "has_rsv", "has_job"),
-            flags=("provisional",),
-        ),
-        Measurement("drain_job", LIVE_JOBS, "time", (), per_job=True),
-    )
-}
-_ALL_MEASUREMENTS = {**MEASUREMENTS, **DRAIN_MEASUREMENTS}
+
+# The job engine's tables (streams.tables.jobs).
+JOB_MEASUREMENTS = _by_file(
+    Measurement("usage", USAGE_DAILY, "day", ("resource",)),
+    Measurement(
+        "shortjobs", SHORTJOBS, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
+    ),
+    Measurement("turnover", TURNOVER, "window_start", ()),
+    # time: the job's end (the row is final then)
+    Measurement("runtime_prediction", RUNTIME_PREDICTIONS, "", ("user", "partition"), per_job=True),
+    Measurement("capability", CAPABILITY_DAILY, "day", ()),
+    Measurement(
+        "fairshare", FAIRSHARE_USAGE, "ts", ("holder_kind", "holder"), (("holder_kind", "kind"),)
+    ),
+    # time: the submit (the forecast is made then); a step of the forecast a point: the row
+    # written at the job's start (or end, if cancelled) overwrites the submit's
+    Measurement("release_forecast", RELEASE_FORECAST, "ts", ("step",), per_job=True),
+)
+# The sample engine's tables (streams.tables.samples).
+SAMPLE_MEASUREMENTS = _by_file(
+    Measurement("dfs", DFS_MINUTELY, "minute", ()),
+    # time: the job's first measure (set by the caller)
+    Measurement("job_util", JOB_UTILIZATION, "", (), per_job=True),
+    Measurement("hot_zone", HOT_ZONES, "start", ()),
+    Measurement("dfs_fs", DFS_MINUTELY_FS, "minute", ("fs",)),
+    Measurement("hot_zone_fs", HOT_ZONES_FS, "start", ("fs",)),
+)
+# The drain engine's tables the live job path writes from its drain/job join
+# (models.drain.jobjoin).
+DRAIN_JOIN_MEASUREMENTS = _by_file(
+    # time: the job's stamp (set by the caller: models.drain.jobjoin), fixed for the job, so
+    # every later row overwrites the point; the first charge itself can move earlier
+    Measurement("job", DRAIN_JOBS_WITH_EVENTS, "", (), per_job=True),
+    # time: the join's event time when the group changed (a cumulative gauge; last() is now)
+    Measurement("drain_size_group", SIZE_GROUPS, "", ("group",)),
+)
+# Every measurement whose fields follow the column kinds alone.
+MEASUREMENTS = {**JOB_MEASUREMENTS, **SAMPLE_MEASUREMENTS, **DRAIN_JOIN_MEASUREMENTS}
+
+# The drain path's windows, their node-state breakdowns and job totals (streams.tables.drain
+# LIVE_TABLES): the points the drain combiner writes, field for field. Apart from MEASUREMENTS:
+# here ``provisional`` is a boolean field.
+LIVE_DRAIN_MEASUREMENTS = _by_file(
+    Measurement("drain", LIVE_WINDOWS, "start", ("window",), flags=("provisional",)),
+    Measurement(
+        "node_states",
+        LIVE_WINDOW_STATES,
+        "start",
+        ("window", "state", "has_rsv", "has_job"),
+        flags=("provisional",),
+    ),
+    Measurement("drain_job", LIVE_JOBS, "time", (), per_job=True),
+)
+_ALL_MEASUREMENTS = {**MEASUREMENTS, **LIVE_DRAIN_MEASUREMENTS}
 
 
 def measurement_of(table: Table) -> Measurement | None:
@@ -375,7 +378,8 @@ def timed_lines(
     return _ALL_MEASUREMENTS[table.file].lines(cluster, rows, tz, times)
 
 
-def runtime_line(cluster: str, row: Row, end: float, tz: ZoneInfo) -> str:
+def runtime_prediction_line(cluster: str, row: Row, end: float, tz: ZoneInfo) -> str:
+    """A ``runtime_predictions.csv`` row's point at the job's end."""
     return timed_line(RUNTIME_PREDICTIONS, cluster, row, end, tz)
 
 

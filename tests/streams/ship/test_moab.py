@@ -1,4 +1,4 @@
-"""The Moab follower's cut (streams/sources/moabship.py ``_whole_lines``): what it ships of a
+"""The Moab follower's cut (streams/ship/moab.py ``_whole_lines``): what it ships of a
 growing file are whole lines that end at LF, CRLF or a bare CR, as ``bytes.splitlines`` cuts,
 however the appends fall (a CR last in what is there yet waits for the byte after it)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.sources.moabship import _whole_lines
+from streams.ship.moab import _whole_lines
 from tests.streams.sources.test_files import line_bytes, lines_of
 
 

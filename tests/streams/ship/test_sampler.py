@@ -13,7 +13,8 @@ import pytest
 
 from models.formats.sampletrace import parse_trace
 from streams.cli import main
-from streams.sources.sampler import JsonLinesSink, Sampler, resolver_by_name
+from streams.ship.sampler import Sampler, resolver_by_name
+from streams.sinks.jsonlines import JsonLinesSink
 
 MB = 1 << 20
 CHILD = r"""

@@ -1,4 +1,5 @@
-"""``ship samples --kafka``: the /proc sampler's sweeps straight to ``<prefix>node-samples``.
+"""The node samples shipper (``ship samples --kafka``): the node sampler's sweeps
+(:mod:`streams.ship.sampler`) straight to ``<prefix>node-samples``.
 
 One message per sweep (this node's samples at one time, as trace lines joined by newlines,
 keyed by node, on partition CRC-32(node) modulo the partitions: the format of ``ship
@@ -26,6 +27,7 @@ from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
 from streams import logs
 from streams.codecs.control import WATERMARK, encode_marker
+from streams.ship.base import ShipStats
 
 log = logs.get("ship.samples")
 
@@ -38,21 +40,11 @@ class BufferedSweep:
     ts: float  # the sweep's time
 
 
-@dataclass
-class SampleKafkaStats:
-    sweeps: int = 0
-    sent_sweeps: int = 0
-    sent_samples: int = 0
-    dropped_sweeps: int = 0  # oldest sweeps dropped past the buffer cap
-    dropped_samples: int = 0
-    send_failures: int = 0  # connection or send attempts that failed
-    last_error: str = ""
-    markers: int = 0
-
-
 class SampleKafkaShipper:
     """Sweeps -> a bounded buffer -> Kafka. ``connect`` returns a started producer (raises when
-    the broker cannot be reached); tests give their own."""
+    the broker cannot be reached); tests give their own. As a
+    :class:`~streams.ship.base.Shipper`, it runs ``sampler`` (:func:`run_sampler`, a sweep
+    every ``period`` seconds until stopped or ``count`` sweeps)."""
 
     def __init__(
         self,
@@ -63,8 +55,12 @@ class SampleKafkaShipper:
         marker_interval: float | None = None,
         source: str = "sampler",
         clock: Callable[[], float] = time.time,
+        sampler: Any = None,
+        period: float = 60.0,
+        count: int | None = None,
     ) -> None:
         self.connect = connect
+        self.sampler, self.period, self.count = sampler, period, count
         self.marker_interval, self.source, self.clock = marker_interval, source, clock
         self.latest: float | None = None  # the latest sweep time sent (or swept empty)
         self.empty_at: float | None = None  # the latest empty sweep's time, while some wait
@@ -75,7 +71,21 @@ class SampleKafkaShipper:
         self.send_timeout = send_timeout
         self.producer: Any = None
         self.partitions = 1
-        self.stats = SampleKafkaStats()
+        self.stats = ShipStats()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        await run_sampler(self.sampler, self, self.period, self.count, stop)
+
+    async def last_markers(self) -> None:
+        await self.mark(force=True)
+
+    def summary(self) -> str:
+        k = self.stats
+        return (
+            f"{k.sweeps:,} sweeps, {k.sent_sweeps:,} sent ({k.sent_samples:,} samples), "
+            f"{len(self.buffer):,} still buffered, {k.dropped_sweeps:,} dropped past the buffer "
+            f"cap ({k.dropped_samples:,} samples), {k.send_failures:,} Kafka failures"
+        )
 
     def push(self, samples: list[NodeSample], at: float | None = None) -> None:
         """Queue one sweep (nothing when it has no sample: ``at``, the time it started, is

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.sources.sacctpoll import SacctPoller
-from streams.sources.slurmship import (
+from streams.ship.sacct import SacctPoller
+from streams.ship.slurm import (
     SlurmCommands,
     SlurmShipper,
     SnapshotFailed,
@@ -78,7 +78,7 @@ def test_the_slurm_shipper_refuses_counts_and_keeps_running_in_bounded_memory(
     code = f"""
 import asyncio, io, json, resource, sys
 sys.path.insert(0, {str(REPO)!r})
-from streams.sources.slurmship import SlurmCommands, SlurmShipper
+from streams.ship.slurm import SlurmCommands, SlurmShipper
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 cmds = SlurmCommands({sc!r}, {sq!r}, timeout=60.0, max_bytes=8 << 20)
 sh = SlurmShipper(cmds, None, io.BytesIO(), retries=2, retry_wait=0.01)

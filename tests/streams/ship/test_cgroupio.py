@@ -14,8 +14,8 @@ from models.formats import procfs
 from models.records.nodesample import to_arrays
 from models.samples.dfs import io_from_samples
 from streams.cli import build_parser
-from streams.sources import cgroupio
-from streams.sources.sampler import Sampler, resolver_by_name
+from streams.ship import cgroupio
+from streams.ship.sampler import Sampler, resolver_by_name
 
 CLK = 100  # ticks per second in the fake /proc (the sampler reads the real SC_CLK_TCK)
 JOB = "/system.slice/slurmstepd.scope/job_{job}/step_{step}/user/task_0"

@@ -1,11 +1,12 @@
-"""Every output table of every stage, in documentation order; docs/outputs.md is made from it.
+"""Every output table, declared by family, and the catalogue docs/outputs.md is made from.
 
-The stages declare their tables (:class:`~streams.contracts.Table`, the vocabulary of the stage
-and sink contracts, defined in :mod:`streams.contracts` and re-exported here); sinks format rows
-through the column kinds (:func:`streams.format.format_rows`), so a CSV file, the in-memory sink
-and an InfluxDB measurement all read the same declaration. This module is the catalogue above
-the stages: ``python -m streams.tables`` prints the generated part of docs/outputs.md (a test
-keeps the file in step).
+The tables (:class:`~streams.contracts.Table`, the vocabulary of the stage and sink contracts,
+defined in :mod:`streams.contracts` and re-exported here) are declared one module a family:
+:mod:`streams.tables.drain`, :mod:`streams.tables.jobs`, :mod:`streams.tables.samples`. The
+stages write them, the sinks format rows through the column kinds
+(:func:`streams.format.format_rows`), so a CSV file, the in-memory sink and an InfluxDB
+measurement all read the same declaration. ``python -m streams.tables`` prints the generated
+part of docs/outputs.md (a test keeps the file in step).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ __all__ = [
 
 
 def all_tables() -> list[tuple[str, Table]]:
-    """Every table of every stage, as (engine, table), in documentation order (the stages are
-    loaded when the catalogue is asked for, not by whoever imports this module's names)."""
-    from streams.stages import drain, jobs, samples
+    """Every table of every stage, as (engine, table), in documentation order (the families
+    are loaded when the catalogue is asked for, not by whoever imports this package's names)."""
+    from streams.tables import drain, jobs, samples
 
     out: list[tuple[str, Table]] = []
     for engine, mod in (("drain", drain), ("jobs", jobs), ("samples", samples)):
@@ -63,7 +64,3 @@ def outputs_markdown() -> str:
         lines += [f"| `{c.name}` | {DOC_KIND[c.kind]} | {c.doc} |" for c in t.columns]
         lines.append("")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(outputs_markdown(), end="")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import zlib
 from zoneinfo import ZoneInfo
 
-from streams.sinks.jobpoints import MEASUREMENTS, runtime_line
-from streams.stages.jobs import RUNTIME_PREDICTIONS, USAGE_DAILY
+from streams.sinks.points import MEASUREMENTS
+from streams.sinks.points import runtime_prediction_line as runtime_line
+from streams.tables.jobs import RUNTIME_PREDICTIONS, USAGE_DAILY
 
 UTC = ZoneInfo("UTC")
 

@@ -1,4 +1,5 @@
-"""The node sampler: every period, read /proc for every process of every job on this node.
+"""The node sampler, the reader of ``ship samples``: every period, read /proc for every process
+of every job on this node.
 
 Seed 003 (Emeras et al., JSSPP 2013) §3.1: a daemon per node measures each job every minute from
 /proc (memory from status, I/O counters from io, CPU from stat, network bytes), tags each measure
@@ -9,10 +10,11 @@ CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH together (deploy/systemd/README.md); when
 the I/O counters are written as 0 (``wchar`` left out: unknown) and counted in
 ``stats['io_denied']``. ``io="cgroup"`` needs no capability: it opens no /proc/<pid>/io and
 reads each job's I/O from its cgroup's ``io.stat`` (block devices only; see
-:mod:`streams.sources.cgroupio`).
+:mod:`streams.ship.cgroupio`).
 
 Output goes to a *sink*: any callable taking the list of samples of one sweep. The JSON-lines
-sink writes :mod:`models.formats.sampletrace` lines; a Kafka sink can be swapped in.
+sink (:class:`streams.sinks.jsonlines.JsonLinesSink`) writes :mod:`models.formats.sampletrace`
+lines; ``ship samples --kafka`` sends each sweep instead (:mod:`streams.ship.samples`).
 """
 
 from __future__ import annotations
@@ -25,12 +27,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import IO
 
 from models.formats import procfs
-from models.formats.sampletrace import dumps
 from models.records.nodesample import NodeSample
-from streams.sources import cgroupio
+from streams.ship import cgroupio
 
 IO_SOURCES = ("proc", "cgroup")  # where a process's I/O counters come from (see the module doc)
 
@@ -173,7 +173,7 @@ class Sampler:
         members: dict[str, list[tuple[int, tuple[int, int], str | None]]],
     ) -> list[NodeSample]:
         """io="cgroup": each job's io.stat counters on its oldest process's sample (the
-        carrier; :class:`streams.sources.cgroupio.JobIo`), 0 on the others."""
+        carrier; :class:`streams.ship.cgroupio.JobIo`), 0 on the others."""
         assert self.job_io is not None
         now: dict[str, tuple[tuple[int, int], cgroupio.CgroupIo]] = {}
         where: dict[str, int] = {}
@@ -213,17 +213,3 @@ class Sampler:
             nxt = t0 + period * (int((now - t0) / period) + 1)
             sleep(max(0.0, nxt - now))
         return k
-
-
-class JsonLinesSink:
-    """Writes each sweep's samples as trace lines to a binary stream and flushes."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
-        self.lines = 0
-
-    def __call__(self, samples: list[NodeSample]) -> None:
-        if samples:
-            self.stream.write(b"".join(dumps(s) + b"\n" for s in samples))
-            self.lines += len(samples)
-        self.stream.flush()

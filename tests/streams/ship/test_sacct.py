@@ -14,9 +14,9 @@ import pytest
 
 from models.formats.sacct import parse_time
 from streams.contracts import RejectLog
+from streams.ship.sacct import SacctPoller, parse_since
+from streams.ship.slurm import SnapshotFailed
 from streams.sources.jobevents import read_job_events
-from streams.sources.sacctpoll import SacctPoller, parse_since
-from streams.sources.slurmship import SnapshotFailed
 from tests.paths import SHARED_DATA
 
 DUMP = SHARED_DATA / "sacct" / "phillips.log"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from models.records.jobevent import JobEvent
-from streams.stages.jobs import ReleaseForecastStage
+from streams.stages.release import ReleaseForecastStage
 from tests.reference_jobs import release_stage_ref
 
 

@@ -24,7 +24,7 @@ from models.formats.slurmnodes import (
     parse_squeue_text,
     slurm_iteration,
 )
-from streams.sources.slurmship import SlurmCommands, SlurmShipper, SnapshotFailed, take_snapshot
+from streams.ship.slurm import SlurmCommands, SlurmShipper, SnapshotFailed, take_snapshot
 from tests.paths import REPO
 
 CAPTURED = REPO / "tests" / "models" / "formats" / "slurm" / "22.05"
@@ -60,7 +60,7 @@ def _expected(ts_ms: int) -> list[bytes]:
         parse_squeue_text((CAPTURED / "squeue.txt").read_text()),
         parse_reservations_text((CAPTURED / "scontrol_show_reservation.txt").read_text()),
     )
-    from streams.sources.slurmship import record_json
+    from streams.ship.slurm import record_json
 
     return [record_json(r) for r in it.records]
 

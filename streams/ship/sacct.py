@@ -1,4 +1,5 @@
-"""``ship jobs --sacct``: poll Slurm's accounting for jobs that ended, incrementally.
+"""The sacct shipper (``ship jobs --sacct``): poll Slurm's accounting for jobs that ended,
+incrementally, and publish their events to ``<prefix>job-events``.
 
 Each poll asks ``sacct --parsable2`` (the replay's 27-field layout with a header, times in UTC)
 for the jobs that reached an end state between the high-water mark minus ``overlap`` and now
@@ -10,13 +11,13 @@ Only jobs whose end is inside the window are kept, whatever sacct listed: ``sacc
 No job is lost: a record that reaches the database late (up to ``overlap`` seconds after the
 job's end) is still inside the next window. None is sent twice: the events sent whose job ended
 within the overlap are remembered, so a record seen again in the overlap is dropped. The
-high-water mark and that set are one checkpoint file, written atomically only after the broker
-acknowledged the poll's events; a shipper killed in between sends that poll again on restart
-(at-least-once, the worker's job analytics key events by job). A window is at most
-``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
+high-water mark and that set are one file (:class:`HighWaterMark`), written atomically only
+after the broker acknowledged the poll's events; a shipper killed in between sends that poll
+again on restart (at-least-once, the worker's job analytics key events by job). A window is at
+most ``max_window`` seconds long, so a shipper starting far behind catches up in bounded polls.
 
 sacct's output goes to a temporary file as it comes (never whole in memory), at most
-``max_bytes`` (``bounds.max_snapshot_bytes``, streams.sources.slurmship.run_capped): a query
+``max_bytes`` (``bounds.max_snapshot_bytes``, streams.ship.slurm.run_capped): a query
 that prints more is killed and the poll refused (:class:`SnapshotTooLarge`, counted in
 ``refused``), and the next windows are half as long, down to a second, until a poll succeeds
 (then they grow back, doubling, to ``max_window``): a busy day is read in smaller windows
@@ -32,14 +33,17 @@ requested CPUs), and is not sent again with the final record's values.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, Any
 
 from models.formats.hostlist import MAX_HOSTS
 from models.formats.jobsource import sort_events
@@ -47,11 +51,14 @@ from models.formats.sacct import FIELDS_27
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from models.records.reject import Reject
+from streams import logs
 from streams.atomic import atomic_file
+from streams.ship.base import RejectCollector, ShipStats, dead_letter_rejects
+from streams.ship.job_files import send_events
+from streams.ship.markers import Markers, shipper_id
+from streams.ship.slurm import MAX_SNAPSHOT_BYTES, SnapshotFailed, SnapshotTooLarge, run_capped
 from streams.sources.files import MAX_LINE_BYTES
 from streams.sources.jobevents import read_job_events
-from streams.sources.jobship import RejectCollector
-from streams.sources.slurmship import MAX_SNAPSHOT_BYTES, SnapshotTooLarge, run_capped
 
 END_STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"  # every state a job ends in (sacct --state)
 RUNNING = 1e18  # the "end" of a started job whose end was not seen yet: never pruned
@@ -66,13 +73,17 @@ def event_key(e: JobEvent) -> str:
 
 
 @dataclass
-class SacctCheckpoint:
+class HighWaterMark:
+    """The poller's state, one JSON file: how far every ended job was sent, and the events
+    sent in the overlap (not a file position: a followed file's is
+    :class:`streams.ship.base.Checkpoint`)."""
+
     hwm: float  # every job that ended before hwm - overlap was sent
     sent: dict[str, float] = field(default_factory=dict)  # event key -> its job's end
     since: float = 0.0  # nothing that ended before this is wanted (--since)
 
     @classmethod
-    def load(cls, path: Path) -> SacctCheckpoint | None:
+    def load(cls, path: Path) -> HighWaterMark | None:
         try:
             d = json.loads(path.read_text())
         except FileNotFoundError:
@@ -95,6 +106,9 @@ class Poll:
 
 
 class SacctPoller:
+    """sacct's windows, read and deduplicated (the module doc); its mark moves only on
+    :meth:`commit`."""
+
     def __init__(
         self,
         sacct: str,
@@ -120,7 +134,7 @@ class SacctPoller:
         self.bounds = bounds or TimeBounds()
         self.max_line_bytes, self.max_hosts = max_line_bytes, max_hosts
         self.env = {**(os.environ if env is None else env), "TZ": "UTC"}
-        self.cp = SacctCheckpoint.load(checkpoint) or SacctCheckpoint(since, since=since)
+        self.cp = HighWaterMark.load(checkpoint) or HighWaterMark(since, since=since)
         self.max_bytes = max_bytes  # one query's output, at most
         self.window = max_window  # the next window's length, at most (halved on a refusal)
         self.polls = 0
@@ -233,3 +247,88 @@ def parse_since(text: str, now: Callable[[], float]) -> float:
         return now()
     t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+
+
+class SacctShipper:
+    """A poll every ``period`` seconds (at once while the poller is behind) until ``stop`` or
+    ``count`` polls: its events and dead letters sent and acknowledged, then the poller's mark
+    committed and a round of markers at it. Without a ``producer`` (--dry-run) the events go
+    to ``out`` as JSON lines and the mark is not saved."""
+
+    def __init__(
+        self,
+        poller: SacctPoller,
+        producer: Any | None,
+        topic: str,
+        dead_topic: str,
+        partitions: int,
+        period: float,
+        count: int | None,
+        marker_interval: float,
+        out: IO[bytes] | None = None,
+    ) -> None:
+        self.poller, self.producer = poller, producer
+        self.topic, self.dead_topic, self.partitions = topic, dead_topic, partitions
+        self.period, self.count, self.marker_interval = period, count, marker_interval
+        self.out = out
+        self.markers = None
+        if producer is not None:  # named by its checkpoint: the same shipper on a restart
+            sid = shipper_id("sacct", str(poller.path.resolve()))
+            self.markers = Markers(producer, topic, partitions, sid, marker_interval)
+        self.stats = ShipStats()
+
+    async def mark(self) -> None:
+        """A round of markers at the poller's guarantee: every job that ended before the
+        high-water mark minus the overlap was sent (with its submit and start)."""
+        if self.markers is not None:
+            ts = self.poller.cp.hwm - self.poller.overlap
+            await asyncio.gather(*await self.markers.round(ts=ts))
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        stop = stop or asyncio.Event()
+        poller, producer, st = self.poller, self.producer, self.stats
+        k = 0
+        while not stop.is_set():
+            try:
+                p = await asyncio.to_thread(poller.poll, time.time())
+            except SnapshotFailed as e:
+                st.failed_polls += 1
+                logs.get("ship.jobs").warning("sacct poll failed: %s", e)
+                p = None
+            if p is not None:
+                if producer is None:
+                    if self.out is not None:
+                        self.out.write(b"".join(e.to_json() + b"\n" for e in p.events))
+                        self.out.flush()
+                    st.events += len(p.events)
+                    st.dead_letters += len(p.rejects)
+                else:
+                    futs = await dead_letter_rejects(producer, self.dead_topic, p.rejects)
+                    st.dead_letters += len(futs)
+                    await send_events(producer, self.topic, p.events, self.partitions, st, futs)
+                poller.commit(p, save=producer is not None)  # after the broker's ack
+                await self.mark()
+            k += 1
+            if self.count is not None and k >= self.count:
+                break
+            if p is None or not p.behind:  # a marker round every marker_interval meanwhile
+                until = time.monotonic() + self.period
+                while not stop.is_set() and (left := until - time.monotonic()) > 0:
+                    try:
+                        await asyncio.wait_for(stop.wait(), min(left, self.marker_interval))
+                    except TimeoutError:
+                        pass
+                    if self.markers is not None and self.markers.due():
+                        await self.mark()
+
+    async def last_markers(self) -> None:
+        await self.mark()
+
+    def summary(self) -> str:
+        p, st = self.poller, self.stats
+        return (
+            f"{p.polls:,} sacct polls ({st.failed_polls:,} failed), {st.events:,} events in "
+            f"{st.messages:,} messages, {p.dropped:,} seen again and not re-sent, "
+            f"{p.refused:,} polls refused as larger than bounds.max_snapshot_bytes, "
+            f"{st.dead_letters:,} dead letters"
+        )

@@ -1,7 +1,7 @@
 """The Slurm shipper: every period, a snapshot of ``scontrol show node``, ``squeue`` and the
 advance reservations becomes one iteration of NodeStatus records (the mapping of
 ``models.formats.slurmnodes``), published as the Moab shipper publishes its lines (node-status
-slices per partition, ``streams.sources.moabship.MoabShipper.send_batch``), with the
+slices per partition, ``streams.ship.moab.MoabShipper.send_batch``), with the
 publisher's watermark markers every ``worker.marker_interval`` (ts: the latest iteration's
 time) and one round when it stops.
 
@@ -28,9 +28,8 @@ import re
 import selectors
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
@@ -52,6 +51,7 @@ from models.formats.slurmnodes import (
 from models.records.nodestatus import NodeStatusBatch
 from streams import logs
 from streams.format import instant_ms
+from streams.ship.base import ShipStats
 
 FORMATS = ("auto", "text", "json")
 log = logs.get("ship.slurm")
@@ -197,20 +197,6 @@ def take_snapshot(cmds: SlurmCommands, form: str, clock: Callable[[], float]) ->
     return slurm_iteration(ts_ms, nodes, jobs, rsv, cmds.planned_flag)
 
 
-@dataclass
-class SlurmShipStats:
-    iterations: int = 0
-    records: int = 0
-    messages: int = 0
-    failed_attempts: int = 0  # snapshots taken again
-    skipped_iterations: int = 0  # every attempt failed: nothing sent for that period
-    publish_failures: int = 0  # iterations the broker did not acknowledge
-    refused_snapshots: int = 0  # a command printed more than the cap: skipped, not retried
-    planned_unnamed: int = 0  # IDLE+PLANNED node-iterations no pending job named
-    unknown_flags: Counter[str] = field(default_factory=Counter)
-    last_error: str = ""
-
-
 def record_json(r: Any) -> bytes:
     """A NodeStatus as the JSON line ``--dry-run`` prints."""
     return orjson.dumps(
@@ -225,7 +211,8 @@ def record_json(r: Any) -> bytes:
 
 
 class SlurmShipper:
-    """Snapshots -> a publisher (a MoabShipper, or ``None`` for --dry-run to ``out``)."""
+    """Snapshots -> a publisher (a MoabShipper, or ``None`` for --dry-run to ``out``): one
+    every ``period`` seconds until stopped, or ``count`` of them."""
 
     def __init__(
         self,
@@ -235,15 +222,18 @@ class SlurmShipper:
         retries: int = 2,
         retry_wait: float = 2.0,
         clock: Callable[[], float] = time.time,
+        period: float = 60.0,
+        count: int | None = None,
     ) -> None:
         self.cmds = cmds
+        self.period, self.count = period, count
         self.publisher = publisher
         self.out = out
         self.retries = retries
         self.retry_wait = retry_wait
         self.clock = clock
         self.form: str | None = None
-        self.stats = SlurmShipStats()
+        self.stats = ShipStats()
 
     async def snapshot(self) -> SlurmIteration | None:
         """A whole snapshot, tried ``1 + retries`` times; None (counted) when every try failed."""
@@ -297,10 +287,17 @@ class SlurmShipper:
         return True
 
     async def run(
-        self, period: float, count: int | None = None, stop: asyncio.Event | None = None
+        self,
+        stop: asyncio.Event | None = None,
+        *,
+        period: float | None = None,
+        count: int | None = None,
     ) -> None:
         """A snapshot every ``period`` seconds (on a fixed grid from the first; an overrun skips
-        to the next tick) until ``stop`` is set or ``count`` iterations were attempted."""
+        to the next tick) until ``stop`` is set or ``count`` iterations were attempted (both
+        the shipper's unless given)."""
+        period = self.period if period is None else period
+        count = self.count if count is None else count
         stop = stop or asyncio.Event()
         t0 = time.monotonic()
         k = 0
@@ -320,6 +317,22 @@ class SlurmShipper:
                 except TimeoutError:
                     pass
                 await self.mark()
+
+    async def last_markers(self) -> None:
+        """The publisher's round when the shipper stops (none for --dry-run)."""
+        if self.publisher is not None:
+            await self.publisher.mark(force=True)
+
+    def summary(self) -> str:
+        s = self.stats
+        flags = ", ".join(f"{k}={v}" for k, v in sorted(s.unknown_flags.items())) or "none"
+        return (
+            f"{s.iterations:,} iterations, {s.records:,} records in {s.messages:,} messages, "
+            f"{s.skipped_iterations:,} skipped, {s.refused_snapshots:,} refused as larger than "
+            f"bounds.max_snapshot_bytes, {s.failed_attempts:,} failed attempts, "
+            f"{s.publish_failures:,} not acknowledged, {s.planned_unnamed:,} planned nodes "
+            f"without a job, unknown flags: {flags}"
+        )
 
     async def mark(self) -> None:
         """The publisher's watermark markers when a round is due (none for --dry-run); a

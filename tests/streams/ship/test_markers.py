@@ -18,9 +18,9 @@ from models.records.nodestatus import Codebook
 from models.records.plausible import TimeBounds
 from streams.codecs.control import Marker, decode_control, decode_marker, is_marker
 from streams.codecs.nodestatus import Decoder
-from streams.sources.moabship import MoabShipper, ship_files
-from streams.sources.samplekafka import SampleKafkaShipper
-from streams.sources.sampleship import ship_sample_files
+from streams.ship.moab import MoabShipper, ship_files
+from streams.ship.sample_files import ship_sample_files
+from streams.ship.samples import SampleKafkaShipper
 from tests.golden.make_golden import INPUTS
 
 

@@ -15,8 +15,10 @@ import pytest
 from models.records.jobevent import JobEvent
 from models.records.plausible import TimeBounds
 from streams.codecs.control import decode_marker, is_marker
-from streams.sources import jobship
-from streams.sources.jobship import JobShipStats, Markers, send_paced, ship_job_files
+from streams.ship import markers as marker_rules
+from streams.ship.base import ShipStats
+from streams.ship.job_files import send_paced, ship_job_files
+from streams.ship.markers import Markers
 
 
 class Recorder:
@@ -33,7 +35,7 @@ class Recorder:
 def test_markers_follow_what_they_cover_and_the_end_comes_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jobship, "ROUND_EVENTS", 50)  # 50 events: 350 s, under the interval
+    monkeypatch.setattr(marker_rules, "ROUND_EVENTS", 50)  # 50 events: 350 s, under the interval
     path = tmp_path / "jobs.jsonl"
     events = [JobEvent("end", float(t), f"j{t % 37}") for t in range(0, 50_000, 7)]
     path.write_bytes(b"\n".join(e.to_json() for e in events) + b"\n")
@@ -102,9 +104,9 @@ def test_paced_events_go_at_their_time_and_markers_every_wall_interval() -> None
             sent.append((clock(), partition, value))
             return await super().send(topic, value, key, partition)
 
-    async def go() -> JobShipStats:
+    async def go() -> ShipStats:
         rec = Timed()
-        st = JobShipStats()
+        st = ShipStats()
         markers = Markers(rec, "je", 4, "paced", interval, clock)
         await send_paced(rec, "je", events, 4, st, speed, None, markers, clock, clock.sleep)
         return st
