@@ -2,9 +2,17 @@
 
 Load order, later wins: built-in defaults < TOML file < ``DRAINWATCH_*`` environment variables.
 The TOML file is the ``--config`` path, else ``$DRAINWATCH_CONFIG``; it is parsed with the
-standard library's ``tomllib``. Each setting has one TOML key (``section.key``) and one
-environment variable; :data:`SPECS` is the table of all of them (the README and
-``deploy/drainwatch.example.toml`` document the same table, and a test keeps them in step).
+standard library's ``tomllib``.
+
+Each setting is declared once, as a field of the frozen dataclass of its TOML section
+(:class:`KafkaSettings` for ``[kafka]``, ... ; :class:`GeneralSettings` holds the top-level
+keys): the field name is the TOML key, the field default is the default, and :func:`setting`
+puts the environment variable, kind, bounds and help in the field's metadata. :class:`Settings`
+is made of the section objects (``settings.kafka.bootstrap``, ``settings.worker.lateness``).
+Everything else is derived from those declarations: :data:`SPECS` (the flat table), the loader,
+``describe()`` (``worker --print-settings``), ``deploy/drainwatch.example.toml`` and the README's
+table (:func:`example_toml`, :func:`readme_table`; ``python -m streams.config --write-docs``
+rewrites both, and tests keep them in step).
 
 Secrets (InfluxDB token, Kafka SASL password, TLS key password) are read from an environment
 variable or from a file (``DRAINWATCH_<NAME>_FILE`` or the TOML ``<key>_file``), never from a
@@ -19,10 +27,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
+import sys
+import textwrap
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -61,6 +73,22 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 STORES = ("memory://", "rocksdb://")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# what a setting's value is; _coerce turns TOML values and env strings into it
+KINDS = frozenset(
+    (
+        "str",
+        "int",
+        "float",
+        "choice",
+        "tz",
+        "path",
+        "file",
+        "secret",
+        "bootstrap",
+        "rates",
+        "instant",
+    )
+)
 
 
 class Secret:
@@ -89,740 +117,610 @@ class Secret:
         raise TypeError("Secret values are not picklable")
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """One setting: its field, TOML section/key, kind, default and meaning."""
-
-    name: str
-    section: str  # TOML table; "" = top level
-    key: str
-    kind: str  # str | int | float | choice | tz | path | file | secret | bootstrap | rates
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
-    optional: bool = False
-    maximum: float | None = None
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper()
-
-    @property
-    def toml_key(self) -> str:
-        key = f"{self.key}_file" if self.kind == "secret" else self.key
-        return f"{self.section}.{key}" if self.section else key
+# --- the declarations --------------------------------------------------------------------------
 
 
-SPECS: tuple[Spec, ...] = (
-    # --- Kafka ---
-    Spec(
-        "kafka_bootstrap",
-        "kafka",
-        "bootstrap",
-        "bootstrap",
-        "127.0.0.1:19092",
-        "Kafka bootstrap servers, host:port[,host:port...] (default: the local stack)",
-    ),
-    Spec(
-        "kafka_security_protocol",
-        "kafka",
-        "security_protocol",
-        "choice",
-        "PLAINTEXT",
-        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-        choices=SECURITY_PROTOCOLS,
-    ),
-    Spec(
-        "kafka_sasl_mechanism",
-        "kafka",
-        "sasl_mechanism",
-        "choice",
-        "PLAIN",
-        "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
-        choices=SASL_MECHANISMS,
-    ),
-    Spec(
-        "kafka_sasl_username",
-        "kafka",
-        "sasl_username",
-        "str",
-        None,
-        "SASL user name (SASL_* protocols)",
-        optional=True,
-    ),
-    Spec(
-        "kafka_sasl_password",
-        "kafka",
-        "sasl_password",
-        "secret",
-        None,
-        "SASL password: env var or a file (_FILE / TOML sasl_password_file)",
-        optional=True,
-    ),
-    Spec(
-        "kafka_ssl_cafile",
-        "kafka",
-        "ssl_cafile",
-        "file",
-        None,
-        "PEM CA bundle that signed the brokers' certificates (else the system CAs)",
-        optional=True,
-    ),
-    Spec(
-        "kafka_ssl_certfile",
-        "kafka",
-        "ssl_certfile",
-        "file",
-        None,
-        "PEM client certificate for mutual TLS",
-        optional=True,
-    ),
-    Spec(
-        "kafka_ssl_keyfile",
-        "kafka",
-        "ssl_keyfile",
-        "file",
-        None,
-        "PEM private key of the client certificate",
-        optional=True,
-    ),
-    Spec(
-        "kafka_ssl_key_password",
-        "kafka",
-        "ssl_key_password",
-        "secret",
-        None,
-        "password of an encrypted ssl_keyfile: env var or a file",
-        optional=True,
-    ),
-    Spec(
-        "topic_prefix",
-        "kafka",
-        "topic_prefix",
-        "str",
-        "drainwatch.",
-        "prefix of every topic name (node-status, job-events, ...)",
-    ),
-    Spec(
-        "topic_partitions",
-        "kafka",
-        "topic_partitions",
-        "int",
-        8,
-        "partitions of the topics the app creates",
-        minimum=1,
-    ),
-    Spec(
-        "topic_replication_factor",
-        "kafka",
-        "topic_replication_factor",
-        "int",
-        1,
-        "replication factor of the topics the app creates (3 on a production cluster)",
-        minimum=1,
-    ),
-    # --- InfluxDB ---
-    Spec(
-        "influx_url",
-        "influx",
-        "url",
-        "str",
-        "http://127.0.0.1:18086",
-        "InfluxDB base URL (v2 write API; 1.8 and 2.x both serve it)",
-    ),
-    Spec(
-        "influx_org",
-        "influx",
-        "org",
-        "str",
-        "drainwatch",
-        "InfluxDB 2.x organisation (ignored by 1.8)",
-    ),
-    Spec(
-        "influx_bucket",
-        "influx",
-        "bucket",
-        "str",
-        "drainwatch",
-        "bucket written to (on 1.8: database/retention-policy, e.g. drainwatch/autogen)",
-    ),
-    Spec(
-        "influx_database",
-        "influx",
-        "database",
-        "str",
-        "drainwatch",
-        "database name InfluxQL queries and Grafana use (2.x: via a DBRP mapping)",
-    ),
-    Spec(
-        "influx_token",
-        "influx",
-        "token",
-        "secret",
-        None,
-        "API token: env var or a file (_FILE / TOML token_file); never argv",
-        optional=True,
-    ),
-    # --- Accounting ---
-    Spec("tz", "accounting", "tz", "tz", "UTC", "IANA time zone of the day/hour windows"),
-    Spec(
-        "max_gap",
-        "accounting",
-        "max_gap",
-        "float",
-        600.0,
-        "longest interval (s) accrued to a state; longer ones count as unaccounted",
-        minimum=0.001,
-        maximum=1e12,
-    ),
-    Spec(
-        "nodes",
-        "accounting",
-        "nodes",
-        "int",
-        None,
-        "schedulable nodes for the static drain basis (unset: no static %)",
-        minimum=1,
-        maximum=2**31 - 1,
-        optional=True,
-    ),
-    Spec(
-        "cluster",
-        "accounting",
-        "cluster",
-        "str",
-        "default",
-        "cluster name: the 'cluster' tag of every InfluxDB point and metric message",
-    ),
-    # --- Bounds: what a plausible input looks like (issue policy 5 and 6) ---
-    Spec(
-        "not_before",
-        "bounds",
-        "not_before",
-        "instant",
-        "1970-01-01T00:00:00Z",
-        "records earlier than this ISO 8601 time are implausible and rejected",
-    ),
-    Spec(
-        "not_after",
-        "bounds",
-        "not_after",
-        "instant",
-        "2100-01-01T00:00:00Z",
-        "records at or after this ISO 8601 time are implausible and rejected",
-    ),
-    Spec(
-        "max_jump",
-        "bounds",
-        "max_jump",
-        "float",
-        2_592_000.0,
-        "a few records more than this many seconds from the rest of their source are "
-        "rejected as time_jump (0: off; default 30 days)",
-        minimum=0.0,
-        maximum=1e12,
-    ),
-    Spec(
-        "reorder_window",
-        "bounds",
-        "reorder_window",
-        "float",
-        5.0,
-        "node-status records up to this many seconds out of time order are put back in "
-        "order; later ones count as out of order (0: off)",
-        minimum=0.0,
-        maximum=3600.0,
-    ),
-    Spec(
-        "max_line_bytes",
-        "bounds",
-        "max_line_bytes",
-        "int",
-        1_048_576,
-        "longer input lines are rejected as line_too_long without being held in memory",
-        minimum=256,
-    ),
-    Spec(
-        "max_hosts",
-        "bounds",
-        "max_hosts",
-        "int",
-        262_144,
-        "host-list expressions naming more hosts are rejected as hostlist_too_large",
-        minimum=1,
-    ),
-    Spec(
-        "max_snapshot_bytes",
-        "bounds",
-        "max_snapshot_bytes",
-        "int",
-        268_435_456,
-        "a Slurm client's output (scontrol, squeue, sacct) longer than this is refused: the "
-        "client killed, the snapshot or poll skipped and counted",
-        minimum=65_536,
-    ),
-    # --- Worker ---
-    Spec(
-        "state_dir",
-        "",
-        "state_dir",
-        "path",
+def setting(
+    default: Any,
+    *,
+    env: str,
+    help: str,
+    kind: str | None = None,
+    choices: tuple[str, ...] = (),
+    minimum: float | None = None,
+    maximum: float | None = None,
+    example: Any = None,
+) -> Any:
+    """Declare one setting: a dataclass field with its default; the rest goes in its metadata.
+
+    ``default`` is written as in TOML (an ``instant`` as ISO 8601 text, a ``path`` as text; the
+    field holds it converted); None makes the setting optional (empty env value: unset).
+    ``kind`` defaults to the type of ``default`` (int, float or str). ``example`` is the value
+    the example TOML shows, commented out, for a setting that has no default to show."""
+    kind = kind or type(default).__name__
+    if kind not in KINDS or not env.startswith(ENV_PREFIX):
+        raise AssertionError(f"bad declaration of {env}: kind {kind!r}")
+    meta = {
+        "env": env,
+        "kind": kind,
+        "default": default,
+        "help": help,
+        "choices": choices,
+        "minimum": minimum,
+        "maximum": maximum,
+        "example": example,
+    }
+    value: Any = default
+    if kind == "instant":
+        value = _instant_ms(default, env)
+    elif kind == "path" and default is not None:
+        value = Path(default)
+    return field(default=value, metadata=meta)
+
+
+def _instant_ms(raw: Any, where: str) -> int:
+    """A TOML datetime/date or an ISO 8601 string (UTC without an offset) -> epoch ms."""
+    from datetime import UTC, date, datetime
+
+    if isinstance(raw, datetime):
+        dt = raw
+    elif isinstance(raw, date):
+        dt = datetime(raw.year, raw.month, raw.day)
+    elif isinstance(raw, str):
+        try:
+            dt = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(where, f"{raw!r} is not an ISO 8601 date or time") from None
+    else:
+        raise ConfigError(where, f"expected an ISO 8601 date or time, got {raw!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return round(dt.timestamp() * 1000)
+
+
+def _masked_repr(obj: Any) -> str:
+    """``Name(field=value, ...)`` with every value masked (streams.logs.mask)."""
+    inner = ", ".join(f"{f.name}={logs.mask(repr(getattr(obj, f.name)))}" for f in fields(obj))
+    return f"{type(obj).__name__}({inner})"
+
+
+class _Section:
+    """What every section shares: a repr that shows no credential (secrets, URL passwords)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _masked_repr(self)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class GeneralSettings(_Section):
+    """Top level: local state and logging."""
+
+    state_dir: Path = setting(
         ".drainwatch",
-        "directory for local state (worker data dir, local stack)",
-    ),
-    Spec(
-        "log_level",
-        "",
-        "log_level",
-        "choice",
+        env="DRAINWATCH_STATE_DIR",
+        kind="path",
+        example="/var/lib/drainwatch",
+        help="directory for local state (worker data dir, local stack)",
+    )
+    log_level: str = setting(
         "info",
-        "log level: debug, info, warning, error",
+        env="DRAINWATCH_LOG_LEVEL",
+        kind="choice",
         choices=LOG_LEVELS,
-    ),
-    Spec(
-        "log_format",
-        "",
-        "log_format",
-        "choice",
+        help="log level: debug, info, warning, error",
+    )
+    log_format: str = setting(
         "text",
-        "log line format: text, or json (one object per line, for journald/ELK)",
+        env="DRAINWATCH_LOG_FORMAT",
+        kind="choice",
         choices=LOG_FORMATS,
-    ),
-    Spec(
-        "store",
-        "worker",
-        "store",
-        "choice",
-        "memory://",
-        "Faust table store: memory:// or rocksdb:// (needs rocksdict)",
-        choices=STORES,
-    ),
-    Spec(
-        "web_bind",
-        "worker",
-        "web_bind",
-        "str",
-        "127.0.0.1",
-        "address the worker's web server (health, stats) binds",
-    ),
-    Spec(
-        "web_port",
-        "worker",
-        "web_port",
-        "int",
-        6066,
-        "port of the worker's web server",
-        minimum=1,
-        maximum=65535,
-    ),
-    Spec(
-        "lateness",
-        "worker",
-        "lateness",
-        "float",
-        600.0,
-        "event-time lateness (s): a window closes when every partition is this far past its end",
-        minimum=0.0,
-        maximum=1e6,
-    ),
-    Spec(
-        "message_max_bytes",
-        "kafka",
-        "message_max_bytes",
-        "int",
+        help="log line format: text, or json (one object per line, for journald/ELK)",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class KafkaSettings(_Section):
+    """Kafka: brokers, security, topics."""
+
+    bootstrap: str = setting(
+        "127.0.0.1:19092",
+        env="DRAINWATCH_KAFKA_BOOTSTRAP",
+        kind="bootstrap",
+        help="Kafka bootstrap servers, host:port[,host:port...] (default: the local stack)",
+    )
+    message_max_bytes: int = setting(
         900_000,
-        "largest message drainwatch sends (bytes); kept below the producer's and topics' limits",
+        env="DRAINWATCH_MESSAGE_MAX_BYTES",
         minimum=65_536,
         maximum=1_000_000,
-    ),
-    Spec(
-        "marker_interval",
-        "worker",
-        "marker_interval",
-        "float",
-        10.0,
-        "seconds between a shipper's watermark markers on every partition of its topic",
-        minimum=0.1,
-        maximum=86_400.0,
-    ),
-    Spec(
-        "shipper_timeout",
-        "worker",
-        "shipper_timeout",
-        "float",
-        300.0,
-        "seconds (of the shippers' clocks) after which a silent shipper's watermark stops counting",
-        minimum=1.0,
-        maximum=1e7,
-    ),
-    Spec(
-        "checkpoint_interval",
-        "worker",
-        "checkpoint_interval",
-        "float",
-        5.0,
-        "seconds between state snapshots; offsets are committed only up to a snapshot",
-        minimum=0.1,
-        maximum=1e6,
-    ),
-    Spec(
-        "flush_interval",
-        "worker",
-        "flush_interval",
-        "float",
-        2.0,
-        "seconds between writes of open (provisional) windows",
-        minimum=0.1,
-        maximum=1e6,
-    ),
-    Spec(
-        "live_jobs",
-        "worker",
-        "live_jobs",
-        "str",
-        "off",
-        "job-events analytics in the worker: off, or on (every job analytic, its alerts; "
-        "docs/state.md)",
-        choices=("off", "on"),
-    ),
-    Spec(
-        "live_samples",
-        "worker",
-        "live_samples",
-        "str",
-        "off",
-        "node-samples analytics in the worker: off, or on (DFS load per minute, hot zones and "
-        "their alert; docs/state.md)",
-        choices=("off", "on"),
-    ),
-    Spec(
-        "sample_period",
-        "samples",
-        "period",
-        "float",
-        60.0,
-        "seconds between a node's sweeps (a process younger than this counts all its I/O)",
-        minimum=0.001,
-        maximum=86400.0,
-    ),
-    Spec(
-        "mem_per_core",
-        "samples",
-        "mem_per_core",
-        "float",
+        help="largest message drainwatch sends (bytes); kept below the producer's and topics' "
+        "limits",
+    )
+    security_protocol: str = setting(
+        "PLAINTEXT",
+        env="DRAINWATCH_KAFKA_SECURITY_PROTOCOL",
+        kind="choice",
+        choices=SECURITY_PROTOCOLS,
+        help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    )
+    sasl_mechanism: str = setting(
+        "PLAIN",
+        env="DRAINWATCH_KAFKA_SASL_MECHANISM",
+        kind="choice",
+        choices=SASL_MECHANISMS,
+        help="SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+    )
+    sasl_username: str | None = setting(
         None,
-        "theoretical memory per core, GiB (node memory / cores; seed 003: 6); unset: no "
-        "memory ratios",
-        minimum=0.001,
-        optional=True,
-    ),
-    Spec(
-        "cores_per_node",
-        "samples",
-        "cores_per_node",
-        "float",
+        env="DRAINWATCH_KAFKA_SASL_USERNAME",
+        kind="str",
+        example="drainwatch",
+        help="SASL user name (SASL_* protocols)",
+    )
+    sasl_password: Secret | None = setting(
         None,
-        "cores allocated per node when samples do not say",
-        minimum=1.0,
-        optional=True,
-    ),
-    Spec(
-        "alert_hot_zone",
-        "alerts",
-        "hot_zone",
-        "float",
-        93.0,
-        "hot zone: DFS write load above this (MB/s; seed 003's 98 - 5 MB/s IOR example)",
-        minimum=0.0,
-    ),
-    Spec(
-        "alert_hot_zone_fs",
-        "alerts",
-        "hot_zone_fs",
-        "rates",
+        env="DRAINWATCH_KAFKA_SASL_PASSWORD",
+        kind="secret",
+        example="/etc/drainwatch/kafka_sasl_password",
+        help="SASL password: env var or a file (_FILE / TOML sasl_password_file)",
+    )
+    ssl_cafile: Path | None = setting(
         None,
-        "hot zone per file system: FS=RATE[,FS=RATE...] (e.g. scratch=1.2GiB/s; a plain "
-        "number is MB/s); the others use alerts.hot_zone (replay's --hot-zone-fs)",
-        optional=True,
-    ),
-    Spec(
-        "alert_hot_zone_minutes",
-        "alerts",
-        "hot_zone_minutes",
-        "int",
-        5,
-        "hot zone alert: after this many consecutive minutes above the threshold",
+        env="DRAINWATCH_KAFKA_SSL_CAFILE",
+        kind="file",
+        example="/etc/drainwatch/kafka-ca.pem",
+        help="PEM CA bundle that signed the brokers' certificates (else the system CAs)",
+    )
+    ssl_certfile: Path | None = setting(
+        None,
+        env="DRAINWATCH_KAFKA_SSL_CERTFILE",
+        kind="file",
+        example="/etc/drainwatch/client.pem",
+        help="PEM client certificate for mutual TLS",
+    )
+    ssl_keyfile: Path | None = setting(
+        None,
+        env="DRAINWATCH_KAFKA_SSL_KEYFILE",
+        kind="file",
+        example="/etc/drainwatch/client.key",
+        help="PEM private key of the client certificate",
+    )
+    ssl_key_password: Secret | None = setting(
+        None,
+        env="DRAINWATCH_KAFKA_SSL_KEY_PASSWORD",
+        kind="secret",
+        example="/etc/drainwatch/kafka_ssl_key_password",
+        help="password of an encrypted ssl_keyfile: env var or a file",
+    )
+    topic_prefix: str = setting(
+        "drainwatch.",
+        env="DRAINWATCH_TOPIC_PREFIX",
+        help="prefix of every topic name (node-status, job-events, ...)",
+    )
+    topic_partitions: int = setting(
+        8,
+        env="DRAINWATCH_TOPIC_PARTITIONS",
         minimum=1,
-        maximum=100000,
-    ),
-    Spec(
-        "section_nodes",
-        "jobs",
-        "section_nodes",
-        "int",
+        help="partitions of the topics the app creates",
+    )
+    topic_replication_factor: int = setting(
+        1,
+        env="DRAINWATCH_TOPIC_REPLICATION_FACTOR",
+        minimum=1,
+        help="replication factor of the topics the app creates (3 on a production cluster)",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class InfluxSettings(_Section):
+    """InfluxDB: where results are written."""
+
+    url: str = setting(
+        "http://127.0.0.1:18086",
+        env="DRAINWATCH_INFLUX_URL",
+        help="InfluxDB base URL (v2 write API; 1.8 and 2.x both serve it)",
+    )
+    org: str = setting(
+        "drainwatch", env="DRAINWATCH_INFLUX_ORG", help="InfluxDB 2.x organisation (ignored by 1.8)"
+    )
+    bucket: str = setting(
+        "drainwatch",
+        env="DRAINWATCH_INFLUX_BUCKET",
+        help="bucket written to (on 1.8: database/retention-policy, e.g. drainwatch/autogen)",
+    )
+    database: str = setting(
+        "drainwatch",
+        env="DRAINWATCH_INFLUX_DATABASE",
+        help="database name InfluxQL queries and Grafana use (2.x: via a DBRP mapping)",
+    )
+    token: Secret | None = setting(
         None,
-        "capability section (nodes) for live CUP40 (seed 004); unset: accounting.nodes; "
-        "neither: no live capability",
+        env="DRAINWATCH_INFLUX_TOKEN",
+        kind="secret",
+        example="/etc/drainwatch/influx_token",
+        help="API token: env var or a file (_FILE / TOML token_file); never argv",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class AccountingSettings(_Section):
+    """Drain accounting (seed 000)."""
+
+    tz: str = setting(
+        "UTC", env="DRAINWATCH_TZ", kind="tz", help="IANA time zone of the day/hour windows"
+    )
+    max_gap: float = setting(
+        600.0,
+        env="DRAINWATCH_MAX_GAP",
+        minimum=0.001,
+        maximum=1e12,
+        help="longest interval (s) accrued to a state; longer ones count as unaccounted",
+    )
+    nodes: int | None = setting(
+        None,
+        env="DRAINWATCH_NODES",
+        kind="int",
         minimum=1,
         maximum=2**31 - 1,
-        optional=True,
-    ),
-    Spec(
-        "backfill_flags",
-        "jobs",
-        "backfill_flags",
-        "choice",
-        "no",
-        "yes when the job events carry backfill flags (sacct Flags, Moab): the modified CUP",
-        choices=("no", "yes"),
-    ),
-    Spec(
-        "adjust_out",
-        "jobs",
-        "adjust_out",
-        "path",
-        None,
-        "file for a scheduler's fair-share hook: holder -> short-job penalty (seed 002), "
-        "re-written atomically at each 3-minute tick",
-        optional=True,
-    ),
-    Spec(
-        "alert_shortjob_flood",
-        "alerts",
-        "shortjob_flood",
-        "float",
-        3600.0,
-        "short-job flood: A(t) of a user or group above this (slot-seconds; calibrate yours)",
+        example=26846,
+        help="schedulable nodes for the static drain basis (unset: no static %)",
+    )
+    cluster: str = setting(
+        "default",
+        env="DRAINWATCH_CLUSTER",
+        help="cluster name: the 'cluster' tag of every InfluxDB point and metric message",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BoundsSettings(_Section):
+    """Bounds: what a plausible input looks like; every rejection is counted with its reason."""
+
+    not_before: int = setting(
+        "1970-01-01T00:00:00Z",
+        env="DRAINWATCH_NOT_BEFORE",
+        kind="instant",
+        help="records earlier than this ISO 8601 time are implausible and rejected",
+    )
+    not_after: int = setting(
+        "2100-01-01T00:00:00Z",
+        env="DRAINWATCH_NOT_AFTER",
+        kind="instant",
+        help="records at or after this ISO 8601 time are implausible and rejected",
+    )
+    max_jump: float = setting(
+        2_592_000.0,
+        env="DRAINWATCH_MAX_JUMP",
         minimum=0.0,
-    ),
-    Spec(
-        "alert_overrun_margin",
-        "alerts",
-        "overrun_margin",
-        "float",
-        60.0,
-        "overrun: a job still running this many seconds past its upper estimate (seed 001)",
+        maximum=1e12,
+        help="a few records more than this many seconds from the rest of their source are "
+        "rejected as time_jump (0: off; default 30 days)",
+    )
+    reorder_window: float = setting(
+        5.0,
+        env="DRAINWATCH_REORDER_WINDOW",
         minimum=0.0,
-    ),
-    Spec(
-        "alert_sliding_node_hours",
-        "alerts",
-        "sliding_node_hours",
-        "float",
-        100.0,
-        "sliding job: a job never seen running whose drain reaches this many node-hours",
+        maximum=3600.0,
+        help="node-status records up to this many seconds out of time order are put back in "
+        "order; later ones count as out of order (0: off)",
+    )
+    max_line_bytes: int = setting(
+        1_048_576,
+        env="DRAINWATCH_MAX_LINE_BYTES",
+        minimum=256,
+        help="longer input lines are rejected as line_too_long without being held in memory",
+    )
+    max_hosts: int = setting(
+        262_144,
+        env="DRAINWATCH_MAX_HOSTS",
+        minimum=1,
+        help="host-list expressions naming more hosts are rejected as hostlist_too_large",
+    )
+    max_snapshot_bytes: int = setting(
+        268_435_456,
+        env="DRAINWATCH_MAX_SNAPSHOT_BYTES",
+        minimum=65_536,
+        help="a Slurm client's output (scontrol, squeue, sacct) longer than this is refused: the "
+        "client killed, the snapshot or poll skipped and counted",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class WorkerSettings(_Section):
+    """Streaming worker (Faust)."""
+
+    lateness: float = setting(
+        600.0,
+        env="DRAINWATCH_LATENESS",
         minimum=0.0,
-    ),
-    Spec(
-        "alert_sliding_top_k",
-        "alerts",
-        "sliding_top_k",
-        "int",
-        5,
-        "sliding-rank alert: the K queued jobs with the most drain per node (seed 000 "
-        "§V-A.2) with at least alerts.sliding_rank_node_hours; resolved past rank 2K; 0: off",
-        minimum=0,
-        maximum=10_000,
-    ),
-    Spec(
-        "alert_sliding_rank_node_hours",
-        "alerts",
-        "sliding_rank_node_hours",
-        "float",
-        1.0,
-        "sliding-rank alert: least drain (node-hours) for a queued job to be ranked",
-        minimum=0.0,
-    ),
-    Spec(
-        "size_groups",
-        "jobs",
-        "size_groups",
-        "choice",
-        "auto",
-        "live drain by size group (seed 000 §V-D): absolute (the seed's sizes), relative "
-        "(scaled to accounting.nodes) or auto (relative below 5,000 nodes), as replay's "
-        "--size-groups",
-        choices=("auto", "absolute", "relative"),
-    ),
-    Spec(
-        "alert_sliding_quiet",
-        "alerts",
-        "sliding_quiet",
-        "float",
-        3600.0,
-        "sliding job resolved when no node has been held for it this long (s, event time)",
-        minimum=0.0,
-    ),
-    Spec(
-        "alert_stalled_after",
-        "alerts",
-        "stalled_after",
-        "float",
-        300.0,
-        "stalled pipeline: no input on a topic for this many seconds of the worker's clock "
-        "(0: off)",
-        minimum=0.0,
-    ),
-    Spec(
-        "alert_ftl_node_hours",
-        "alerts",
-        "ftl_node_hours",
-        "float",
+        maximum=1e6,
+        help="event-time lateness (s): a window closes when every partition is this far past its "
+        "end",
+    )
+    marker_interval: float = setting(
         10.0,
-        "failure to launch: a job drained for at least this many node-hours, then ran < 30 s",
-        minimum=0.0,
-    ),
-    Spec(
-        "alert_cup40_target",
-        "alerts",
-        "cup40_target",
-        "float",
-        0.80,
-        "capability: a day's CUP40 below this (seed 004's goal)",
-        minimum=0.0,
-        maximum=1.0,
-    ),
-    Spec(
-        "mmap_threshold",
-        "worker",
-        "mmap_threshold",
-        "int",
-        256,
-        "KiB above which the worker's memory is mmapped, so freed arrays leave the process "
-        "(glibc); 0: glibc's own threshold (a quarter more records/s, a quarter more memory)",
-        minimum=0,
-        maximum=32768,
-    ),
-    Spec(
-        "connect_timeout",
-        "worker",
-        "connect_timeout",
-        "float",
-        120.0,
-        "give up (one-line error, exit 1) when Kafka or InfluxDB stays unreachable this long",
+        env="DRAINWATCH_MARKER_INTERVAL",
+        minimum=0.1,
+        maximum=86400.0,
+        help="seconds between a shipper's watermark markers on every partition of its topic",
+    )
+    shipper_timeout: float = setting(
+        300.0,
+        env="DRAINWATCH_SHIPPER_TIMEOUT",
         minimum=1.0,
-        maximum=1e6,
-    ),
-    Spec(
-        "broker_session_timeout",
-        "worker",
-        "broker_session_timeout",
-        "float",
-        60.0,
-        "consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
-        minimum=1.0,
-        maximum=1e6,
-    ),
-    Spec(
-        "broker_heartbeat_interval",
-        "worker",
-        "broker_heartbeat_interval",
-        "float",
-        3.0,
-        "consumer heartbeat interval (s); < session timeout / 3",
+        maximum=1e7,
+        help="seconds (of the shippers' clocks) after which a silent shipper's watermark stops "
+        "counting",
+    )
+    checkpoint_interval: float = setting(
+        5.0,
+        env="DRAINWATCH_CHECKPOINT_INTERVAL",
         minimum=0.1,
         maximum=1e6,
-    ),
-    Spec(
-        "broker_rebalance_timeout",
-        "worker",
-        "broker_rebalance_timeout",
-        "float",
-        60.0,
-        "consumer group rebalance timeout (s)",
+        help="seconds between state snapshots; offsets are committed only up to a snapshot",
+    )
+    flush_interval: float = setting(
+        2.0,
+        env="DRAINWATCH_FLUSH_INTERVAL",
+        minimum=0.1,
+        maximum=1e6,
+        help="seconds between writes of open (provisional) windows",
+    )
+    mmap_threshold: int = setting(
+        256,
+        env="DRAINWATCH_MMAP_THRESHOLD",
+        minimum=0,
+        maximum=32_768,
+        help="KiB above which the worker's memory is mmapped, so freed arrays leave the process "
+        "(glibc); 0: glibc's own threshold (a quarter more records/s, a quarter more memory)",
+    )
+    live_jobs: str = setting(
+        "off",
+        env="DRAINWATCH_LIVE_JOBS",
+        choices=("off", "on"),
+        help="job-events analytics in the worker: off, or on (every job analytic, its alerts; "
+        "docs/state.md)",
+    )
+    live_samples: str = setting(
+        "off",
+        env="DRAINWATCH_LIVE_SAMPLES",
+        choices=("off", "on"),
+        help="node-samples analytics in the worker: off, or on (DFS load per minute, hot zones "
+        "and their alert; docs/state.md)",
+    )
+    connect_timeout: float = setting(
+        120.0,
+        env="DRAINWATCH_CONNECT_TIMEOUT",
         minimum=1.0,
         maximum=1e6,
-    ),
-)
+        help="give up (one-line error, exit 1) when Kafka or InfluxDB stays unreachable this long",
+    )
+    store: str = setting(
+        "memory://",
+        env="DRAINWATCH_STORE",
+        kind="choice",
+        choices=STORES,
+        help="Faust table store: memory:// or rocksdb:// (needs rocksdict)",
+    )
+    web_bind: str = setting(
+        "127.0.0.1",
+        env="DRAINWATCH_WEB_BIND",
+        help="address the worker's web server (health, stats) binds",
+    )
+    web_port: int = setting(
+        6066,
+        env="DRAINWATCH_WEB_PORT",
+        minimum=1,
+        maximum=65_535,
+        help="port of the worker's web server",
+    )
+    broker_session_timeout: float = setting(
+        60.0,
+        env="DRAINWATCH_BROKER_SESSION_TIMEOUT",
+        minimum=1.0,
+        maximum=1e6,
+        help="consumer group session timeout (s); shorter (e.g. 10) joins faster locally",
+    )
+    broker_heartbeat_interval: float = setting(
+        3.0,
+        env="DRAINWATCH_BROKER_HEARTBEAT_INTERVAL",
+        minimum=0.1,
+        maximum=1e6,
+        help="consumer heartbeat interval (s); < session timeout / 3",
+    )
+    broker_rebalance_timeout: float = setting(
+        60.0,
+        env="DRAINWATCH_BROKER_REBALANCE_TIMEOUT",
+        minimum=1.0,
+        maximum=1e6,
+        help="consumer group rebalance timeout (s)",
+    )
 
-_BY_NAME = {s.name: s for s in SPECS}
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SamplesSettings(_Section):
+    """Node samples (seed 003)."""
+
+    period: float = setting(
+        60.0,
+        env="DRAINWATCH_SAMPLE_PERIOD",
+        minimum=0.001,
+        maximum=86400.0,
+        help="seconds between a node's sweeps (a process younger than this counts all its I/O)",
+    )
+    mem_per_core: float | None = setting(
+        None,
+        env="DRAINWATCH_MEM_PER_CORE",
+        kind="float",
+        minimum=0.001,
+        example=6.0,
+        help="theoretical memory per core, GiB (node memory / cores; seed 003: 6); unset: no "
+        "memory ratios",
+    )
+    cores_per_node: float | None = setting(
+        None,
+        env="DRAINWATCH_CORES_PER_NODE",
+        kind="float",
+        minimum=1.0,
+        example=32.0,
+        help="cores allocated per node when samples do not say",
+    )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
+class JobsSettings(_Section):
+    """Job analytics in the worker (seeds 001, 002, 004)."""
+
+    section_nodes: int | None = setting(
+        None,
+        env="DRAINWATCH_SECTION_NODES",
+        kind="int",
+        minimum=1,
+        maximum=2**31 - 1,
+        example=512,
+        help="capability section (nodes) for live CUP40 (seed 004); unset: accounting.nodes; "
+        "neither: no live capability",
+    )
+    backfill_flags: str = setting(
+        "no",
+        env="DRAINWATCH_BACKFILL_FLAGS",
+        kind="choice",
+        choices=("no", "yes"),
+        help="yes when the job events carry backfill flags (sacct Flags, Moab): the modified CUP",
+    )
+    adjust_out: Path | None = setting(
+        None,
+        env="DRAINWATCH_ADJUST_OUT",
+        kind="path",
+        example="/var/lib/drainwatch/fairshare_adjust.tsv",
+        help="file for a scheduler's fair-share hook: holder -> short-job penalty (seed 002), "
+        "re-written atomically at each 3-minute tick",
+    )
+    size_groups: str = setting(
+        "auto",
+        env="DRAINWATCH_SIZE_GROUPS",
+        kind="choice",
+        choices=("auto", "absolute", "relative"),
+        help="live drain by size group (seed 000 §V-D): absolute (the seed's sizes), relative "
+        "(scaled to accounting.nodes) or auto (relative below 5,000 nodes), as replay's "
+        "--size-groups",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class AlertsSettings(_Section):
+    """Alert thresholds of the live worker."""
+
+    shortjob_flood: float = setting(
+        3600.0,
+        env="DRAINWATCH_ALERT_SHORTJOB_FLOOD",
+        minimum=0.0,
+        help="short-job flood: A(t) of a user or group above this (slot-seconds; calibrate yours)",
+    )
+    overrun_margin: float = setting(
+        60.0,
+        env="DRAINWATCH_ALERT_OVERRUN_MARGIN",
+        minimum=0.0,
+        help="overrun: a job still running this many seconds past its upper estimate (seed 001)",
+    )
+    cup40_target: float = setting(
+        0.8,
+        env="DRAINWATCH_ALERT_CUP40_TARGET",
+        minimum=0.0,
+        maximum=1.0,
+        help="capability: a day's CUP40 below this (seed 004's goal)",
+    )
+    sliding_node_hours: float = setting(
+        100.0,
+        env="DRAINWATCH_ALERT_SLIDING_NODE_HOURS",
+        minimum=0.0,
+        help="sliding job: a job never seen running whose drain reaches this many node-hours",
+    )
+    sliding_quiet: float = setting(
+        3600.0,
+        env="DRAINWATCH_ALERT_SLIDING_QUIET",
+        minimum=0.0,
+        help="sliding job resolved when no node has been held for it this long (s, event time)",
+    )
+    sliding_top_k: int = setting(
+        5,
+        env="DRAINWATCH_ALERT_SLIDING_TOP_K",
+        minimum=0,
+        maximum=10_000,
+        help="sliding-rank alert: the K queued jobs with the most drain per node (seed 000 "
+        "§V-A.2) with at least alerts.sliding_rank_node_hours; resolved past rank 2K; 0: off",
+    )
+    sliding_rank_node_hours: float = setting(
+        1.0,
+        env="DRAINWATCH_ALERT_SLIDING_RANK_NODE_HOURS",
+        minimum=0.0,
+        help="sliding-rank alert: least drain (node-hours) for a queued job to be ranked",
+    )
+    stalled_after: float = setting(
+        300.0,
+        env="DRAINWATCH_ALERT_STALLED_AFTER",
+        minimum=0.0,
+        help="stalled pipeline: no input on a topic for this many seconds of the worker's clock "
+        "(0: off)",
+    )
+    hot_zone: float = setting(
+        93.0,
+        env="DRAINWATCH_ALERT_HOT_ZONE",
+        minimum=0.0,
+        help="hot zone: DFS write load above this (MB/s; seed 003's 98 - 5 MB/s IOR example)",
+    )
+    hot_zone_minutes: int = setting(
+        5,
+        env="DRAINWATCH_ALERT_HOT_ZONE_MINUTES",
+        minimum=1,
+        maximum=100_000,
+        help="hot zone alert: after this many consecutive minutes above the threshold",
+    )
+    hot_zone_fs: tuple[tuple[str, float], ...] | None = setting(
+        None,
+        env="DRAINWATCH_ALERT_HOT_ZONE_FS",
+        kind="rates",
+        example="scratch=1.2GiB/s,home=500MB/s",
+        help="hot zone per file system: FS=RATE[,FS=RATE...] (e.g. scratch=1.2GiB/s; a plain "
+        "number is MB/s); the others use alerts.hot_zone (replay's --hot-zone-fs)",
+    )
+    ftl_node_hours: float = setting(
+        10.0,
+        env="DRAINWATCH_ALERT_FTL_NODE_HOURS",
+        minimum=0.0,
+        help="failure to launch: a job drained for at least this many node-hours, then ran < 30 s",
+    )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Settings:
-    """Effective configuration. Build it with :func:`load_settings`; see :data:`SPECS`."""
+    """Effective configuration, one object per TOML section. Build it with :func:`load_settings`."""
 
-    kafka_bootstrap: str = "127.0.0.1:19092"
-    kafka_security_protocol: str = "PLAINTEXT"
-    kafka_sasl_mechanism: str = "PLAIN"
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: Secret | None = None
-    kafka_ssl_cafile: Path | None = None
-    kafka_ssl_certfile: Path | None = None
-    kafka_ssl_keyfile: Path | None = None
-    kafka_ssl_key_password: Secret | None = None
-    topic_prefix: str = "drainwatch."
-    topic_partitions: int = 8
-    topic_replication_factor: int = 1
-    influx_url: str = "http://127.0.0.1:18086"
-    influx_org: str = "drainwatch"
-    influx_bucket: str = "drainwatch"
-    influx_database: str = "drainwatch"
-    influx_token: Secret | None = None
-    tz: str = "UTC"
-    max_gap: float = 600.0
-    nodes: int | None = None
-    not_before: int = 0
-    not_after: int = 4_102_444_800_000
-    max_jump: float = 2_592_000.0
-    reorder_window: float = 5.0
-    max_line_bytes: int = 1_048_576
-    max_hosts: int = 262_144
-    max_snapshot_bytes: int = 268_435_456
-    cluster: str = "default"
-    state_dir: Path = Path(".drainwatch")
-    log_level: str = "info"
-    log_format: str = "text"
-    store: str = "memory://"
-    web_bind: str = "127.0.0.1"
-    web_port: int = 6066
-    lateness: float = 600.0
-    message_max_bytes: int = 900_000
-    marker_interval: float = 10.0
-    shipper_timeout: float = 300.0
-    checkpoint_interval: float = 5.0
-    flush_interval: float = 2.0
-    mmap_threshold: int = 256
-    live_jobs: str = "off"
-    live_samples: str = "off"
-    sample_period: float = 60.0
-    mem_per_core: float | None = None
-    cores_per_node: float | None = None
-    alert_hot_zone: float = 93.0
-    alert_hot_zone_minutes: int = 5
-    alert_hot_zone_fs: tuple[tuple[str, float], ...] | None = None
-    section_nodes: int | None = None
-    backfill_flags: str = "no"
-    adjust_out: Path | None = None
-    alert_shortjob_flood: float = 3600.0
-    alert_overrun_margin: float = 60.0
-    alert_cup40_target: float = 0.80
-    alert_sliding_node_hours: float = 100.0
-    alert_sliding_quiet: float = 3600.0
-    alert_sliding_top_k: int = 5
-    alert_sliding_rank_node_hours: float = 1.0
-    size_groups: str = "auto"
-    alert_stalled_after: float = 300.0
-    alert_ftl_node_hours: float = 10.0
-    connect_timeout: float = 120.0
-    broker_session_timeout: float = 60.0
-    broker_heartbeat_interval: float = 3.0
-    broker_rebalance_timeout: float = 60.0
+    general: GeneralSettings = field(default_factory=GeneralSettings, metadata={"toml": ""})
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    influx: InfluxSettings = field(default_factory=InfluxSettings)
+    accounting: AccountingSettings = field(default_factory=AccountingSettings)
+    bounds: BoundsSettings = field(default_factory=BoundsSettings)
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    samples: SamplesSettings = field(default_factory=SamplesSettings)
+    jobs: JobsSettings = field(default_factory=JobsSettings)
+    alerts: AlertsSettings = field(default_factory=AlertsSettings)
 
     # --- derived views -------------------------------------------------------------------
 
     @property
     def bootstrap_servers(self) -> list[str]:
-        return [h.strip() for h in self.kafka_bootstrap.split(",") if h.strip()]
+        return [h.strip() for h in self.kafka.bootstrap.split(",") if h.strip()]
 
     @property
     def uses_ssl(self) -> bool:
-        return self.kafka_security_protocol in ("SSL", "SASL_SSL")
+        return self.kafka.security_protocol in ("SSL", "SASL_SSL")
 
     @property
     def uses_sasl(self) -> bool:
-        return self.kafka_security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return self.kafka.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """TLS context from the CA/cert/key files (aiokafka's helper; checks host names)."""
@@ -830,26 +728,28 @@ class Settings:
             return None
         from aiokafka.helpers import create_ssl_context
 
-        password = self.kafka_ssl_key_password
+        k = self.kafka
+        password = k.ssl_key_password
         ctx: ssl.SSLContext = create_ssl_context(
-            cafile=self.kafka_ssl_cafile,
-            certfile=self.kafka_ssl_certfile,
-            keyfile=self.kafka_ssl_keyfile,
+            cafile=k.ssl_cafile,
+            certfile=k.ssl_certfile,
+            keyfile=k.ssl_keyfile,
             password=password.reveal() if password is not None else None,
         )
         return ctx
 
     def aiokafka_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for AIOKafkaProducer/Consumer/AdminClient (servers + security)."""
+        k = self.kafka
         kw: dict[str, Any] = {
             "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": self.kafka_security_protocol,
+            "security_protocol": k.security_protocol,
         }
         if self.uses_sasl:
-            assert self.kafka_sasl_password is not None  # enforced by load_settings
-            kw["sasl_mechanism"] = self.kafka_sasl_mechanism
-            kw["sasl_plain_username"] = self.kafka_sasl_username
-            kw["sasl_plain_password"] = self.kafka_sasl_password.reveal()
+            assert k.sasl_password is not None  # enforced by load_settings
+            kw["sasl_mechanism"] = k.sasl_mechanism
+            kw["sasl_plain_username"] = k.sasl_username
+            kw["sasl_plain_password"] = k.sasl_password.reveal()
         if self.uses_ssl:
             kw["ssl_context"] = self.ssl_context()
         return kw
@@ -858,35 +758,215 @@ class Settings:
         """Broker URL and credentials for ``faust.App(**kwargs)``."""
         import faust
 
+        k = self.kafka
         kw: dict[str, Any] = {
             "broker": ";".join(f"kafka://{h}" for h in self.bootstrap_servers),
         }
         if self.uses_sasl:
-            assert self.kafka_sasl_password is not None
+            assert k.sasl_password is not None
             kw["broker_credentials"] = faust.SASLCredentials(
-                username=self.kafka_sasl_username,
-                password=self.kafka_sasl_password.reveal(),
-                mechanism=self.kafka_sasl_mechanism,
+                username=k.sasl_username,
+                password=k.sasl_password.reveal(),
+                mechanism=k.sasl_mechanism,
                 ssl_context=self.ssl_context(),  # None for SASL_PLAINTEXT
             )
         elif self.uses_ssl:
             kw["broker_credentials"] = faust.SSLCredentials(self.ssl_context())
         return kw
 
+    def value(self, name: str) -> Any:
+        """The value of the setting called ``name`` (:attr:`Spec.name`, e.g. ``"lateness"``)."""
+        return _BY_NAME[name].get(self)
+
     def describe(self) -> dict[str, str]:
-        """Setting -> printable value, secrets and URL credentials masked: safe to log."""
+        """Setting name -> printable value, secrets and URL credentials masked: safe to log."""
         out: dict[str, str] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = "" if v is None else logs.mask(str(v))
+        for spec in SPECS:
+            v = spec.get(self)
+            out[spec.name] = "" if v is None else logs.mask(str(v))
         return out
 
     def __repr__(self) -> str:
-        """Masked like :meth:`describe`: a repr in a traceback or log shows no credential."""
-        inner = ", ".join(
-            f"{f.name}={logs.mask(repr(getattr(self, f.name)))}" for f in fields(self)
-        )
+        """``Settings(name=value, ...)`` by setting name, masked like :meth:`describe`: a repr
+        in a traceback or log shows no credential."""
+        inner = ", ".join(f"{s.name}={logs.mask(repr(s.get(self)))}" for s in SPECS)
         return f"Settings({inner})"
+
+    # TRANSITION: flat names. ``settings.lateness`` for ``settings.worker.lateness``, typed Any;
+    # the properties are made below. Remove with the other TRANSITION blocks.
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    # TRANSITION: end
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One setting as its declaration says, with where it lives (see :func:`setting`)."""
+
+    attr: str  # the section's attribute on Settings ("general" for the top-level keys)
+    key: str  # the field's name: the TOML key (a secret's TOML key is key + "_file")
+    section: str  # TOML table; "" = top level
+    env: str
+    kind: str
+    default: Any  # as written in TOML: an instant as ISO 8601 text, a path as text
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    example: Any = None  # shown, commented out, in the example TOML
+
+    @property
+    def name(self) -> str:
+        """The setting's name: the environment variable's, lowercased (``describe()``'s key)."""
+        return self.env.removeprefix(ENV_PREFIX).lower()
+
+    @property
+    def optional(self) -> bool:
+        return self.default is None
+
+    @property
+    def toml_key(self) -> str:
+        key = f"{self.key}_file" if self.kind == "secret" else self.key
+        return f"{self.section}.{key}" if self.section else key
+
+    def get(self, settings: Settings) -> Any:
+        return getattr(getattr(settings, self.attr), self.key)
+
+
+_SECTION_TYPES: dict[str, Any] = {f.name: f.default_factory for f in fields(Settings)}
+# every setting, in declaration order, from the section dataclasses
+SPECS: tuple[Spec, ...] = tuple(
+    Spec(attr=sf.name, key=f.name, section=sf.metadata.get("toml", sf.name), **f.metadata)
+    for sf in fields(Settings)
+    for f in fields(_SECTION_TYPES[sf.name])
+)
+_BY_NAME = {s.name: s for s in SPECS}
+_BY_PATH = {f"{s.attr}.{s.key}": s for s in SPECS}
+
+
+def _env(path: str) -> str:
+    """The environment variable of the setting at ``section.field`` (errors name it)."""
+    return _BY_PATH[path].env
+
+
+# TRANSITION: flat names. Until every caller says settings.<section>.<field>: a read-only
+# property per setting (settings.lateness is settings.worker.lateness), and flat keyword
+# arguments to Settings(...) and dataclasses.replace(settings, ...). /work/codemod_settings.py
+# rewrites the callers; then delete every TRANSITION block.
+def _init_with_flat_names(self: Settings, *args: Any, **kwargs: Any) -> None:
+    flat = {name: kwargs.pop(name) for name in list(kwargs) if name in _BY_NAME}
+    _init_by_section(self, *args, **kwargs)
+    for attr, changes in _by_section(flat).items():
+        object.__setattr__(self, attr, replace(getattr(self, attr), **changes))
+
+
+_init_by_section = Settings.__init__
+Settings.__init__ = _init_with_flat_names  # type: ignore[method-assign]
+for _spec in SPECS:
+    setattr(Settings, _spec.name, property(attrgetter(f"{_spec.attr}.{_spec.key}")))
+# TRANSITION: end
+
+
+def _by_section(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Setting name -> value, grouped by section attribute and field name."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in values.items():
+        spec = _BY_NAME[name]
+        out.setdefault(spec.attr, {})[spec.key] = v
+    return out
+
+
+# --- the documents derived from the declarations ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_TOML = ROOT / "deploy" / "drainwatch.example.toml"
+README = ROOT / "README.md"
+README_BEGIN = "<!-- settings table: python -m streams.config --write-docs; a test checks it -->"
+README_END = "<!-- end of the settings table -->"
+_EXAMPLE_HEADER = """\
+# drainwatch settings: every key, with its default and its environment variable.
+# Generated from streams/config.py (python -m streams.config --write-docs); edit it there.
+#
+# Load order, later wins: built-in defaults < this file < DRAINWATCH_* environment variables.
+# Point a command at this file with `drainwatch --config FILE ...` or DRAINWATCH_CONFIG=FILE.
+# Relative paths are relative to this file's folder. Unknown keys are an error.
+# Secrets (InfluxDB token, SASL password, TLS key password) are never written here: give a
+# file with *_file (one line, mode 600) or the environment variable.
+"""
+
+
+def _toml_value(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False) if isinstance(v, str) else repr(v)
+
+
+def example_toml() -> str:
+    """``deploy/drainwatch.example.toml``: every key with its help and environment variable;
+    a default is set as it is, an optional setting or a path is shown commented out with an
+    example."""
+    lines = [_EXAMPLE_HEADER]
+    for sf in fields(Settings):
+        title = (_SECTION_TYPES[sf.name].__doc__ or "").strip().rstrip(".")
+        section = sf.metadata.get("toml", sf.name)
+        lines += ["", f"# ---- {title} ----", *([f"[{section}]"] if section else [])]
+        for spec in SPECS:
+            if spec.attr == sf.name:
+                lines += ["", *_example_entry(spec)]
+    return "\n".join(lines) + "\n"
+
+
+def _example_entry(spec: Spec) -> list[str]:
+    lines = textwrap.wrap(spec.help, 98, initial_indent="# ", subsequent_indent="# ")
+    also = f"  (or {spec.env}_FILE)" if spec.kind == "secret" else ""
+    lines.append(f"# env: {spec.env}{also}")
+    key = spec.toml_key.rpartition(".")[2]
+    if not spec.optional and spec.kind != "path":
+        return [*lines, f"{key} = {_toml_value(spec.default)}"]
+    if spec.example is None:
+        raise AssertionError(f"{spec.env}: declare an example for the example TOML")
+    shown = f"# {key} = {_toml_value(spec.example)}"
+    if spec.default is not None:  # a relative path in the file is relative to the file
+        shown += f"   (default {_toml_value(spec.default)}, relative to the working directory)"
+    return [*lines, shown]
+
+
+def _shown_default(spec: Spec) -> str:
+    d = spec.default
+    if d is None:
+        return "unset"
+    if isinstance(d, float) and d.is_integer():
+        d = int(d)
+    return f"`{d}`"
+
+
+def readme_table() -> str:
+    """README.md's settings table, between :data:`README_BEGIN` and :data:`README_END`."""
+    rows = [README_BEGIN, "| env var | TOML key | default | meaning |", "| --- | --- | --- | --- |"]
+    for spec in SPECS:
+        env = f"{spec.env}[_FILE]" if spec.kind == "secret" else spec.env
+        meaning = spec.help.replace("|", "\\|")
+        rows.append(f"| `{env}` | `{spec.toml_key}` | {_shown_default(spec)} | {meaning} |")
+    rows.append(README_END)
+    return "\n".join(rows)
+
+
+def _readme_with_table(text: str) -> str:
+    head, begin, rest = text.partition(README_BEGIN)
+    _, end, tail = rest.partition(README_END)
+    if not begin or not end:
+        raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} block")
+    return head + readme_table() + tail
+
+
+def write_docs() -> None:
+    """Rewrite the example TOML and README.md's settings table from the declarations."""
+    from streams.atomic import atomic_file
+
+    readme = _readme_with_table(README.read_text(encoding="utf-8"))
+    for path, text in ((EXAMPLE_TOML, example_toml()), (README, readme)):
+        with atomic_file(path) as f:
+            f.write(text.encode("utf-8"))
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -903,7 +983,8 @@ def load_settings(
     if path is not None:
         values.update(_from_toml(Path(path)))
     values.update(_from_env(env))
-    return _validate(Settings(**values))
+    sections = {a: _SECTION_TYPES[a](**kw) for a, kw in _by_section(values).items()}
+    return _validate(Settings(**sections))
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
@@ -1064,26 +1145,6 @@ def _coerce(spec: Spec, raw: Any, where: str) -> Any:
     return value
 
 
-def _instant_ms(raw: Any, where: str) -> int:
-    """A TOML datetime/date or an ISO 8601 string (UTC without an offset) -> epoch ms."""
-    from datetime import UTC, date, datetime
-
-    if isinstance(raw, datetime):
-        dt = raw
-    elif isinstance(raw, date):
-        dt = datetime(raw.year, raw.month, raw.day)
-    elif isinstance(raw, str):
-        try:
-            dt = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ConfigError(where, f"{raw!r} is not an ISO 8601 date or time") from None
-    else:
-        raise ConfigError(where, f"expected an ISO 8601 date or time, got {raw!r}")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return round(dt.timestamp() * 1000)
-
-
 def _number(raw: Any, where: str, typ: Callable[[Any], Any]) -> Any:
     if isinstance(raw, bool):
         raise ConfigError(where, f"expected a number, got {raw!r}")
@@ -1133,47 +1194,41 @@ def _check_bootstrap(value: str, where: str) -> str:
 
 def _validate(s: Settings) -> Settings:
     """Cross-field rules; errors name the setting's environment variable."""
-    spec = _BY_NAME
+    k, w = s.kafka, s.worker
     if s.uses_sasl:
-        if not s.kafka_sasl_username:
+        if not k.sasl_username:
             raise ConfigError(
-                spec["kafka_sasl_username"].env,
-                f"required with security protocol {s.kafka_security_protocol}",
+                _env("kafka.sasl_username"),
+                f"required with security protocol {k.security_protocol}",
             )
-        if s.kafka_sasl_password is None:
+        if k.sasl_password is None:
             raise ConfigError(
-                spec["kafka_sasl_password"].env,
-                f"required with security protocol {s.kafka_security_protocol} "
-                f"(or {spec['kafka_sasl_password'].env}_FILE)",
+                _env("kafka.sasl_password"),
+                f"required with security protocol {k.security_protocol} "
+                f"(or {_env('kafka.sasl_password')}_FILE)",
             )
     if not s.uses_ssl:
-        for name in (
-            "kafka_ssl_cafile",
-            "kafka_ssl_certfile",
-            "kafka_ssl_keyfile",
-            "kafka_ssl_key_password",
-        ):
-            if getattr(s, name) is not None:
+        for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_key_password"):
+            if getattr(k, key) is not None:
                 raise ConfigError(
-                    spec[name].env,
-                    f"set but security protocol is {s.kafka_security_protocol} "
-                    "(use SSL or SASL_SSL)",
+                    _env(f"kafka.{key}"),
+                    f"set but security protocol is {k.security_protocol} (use SSL or SASL_SSL)",
                 )
-    if s.kafka_ssl_keyfile is not None and s.kafka_ssl_certfile is None:
-        raise ConfigError(spec["kafka_ssl_keyfile"].env, "needs kafka_ssl_certfile too")
-    if s.broker_heartbeat_interval * 3 > s.broker_session_timeout:
+    if k.ssl_keyfile is not None and k.ssl_certfile is None:
+        raise ConfigError(_env("kafka.ssl_keyfile"), "needs kafka_ssl_certfile too")
+    if w.broker_heartbeat_interval * 3 > w.broker_session_timeout:
         raise ConfigError(
-            spec["broker_heartbeat_interval"].env,
-            f"{s.broker_heartbeat_interval:g} s must be at most a third of "
-            f"broker_session_timeout ({s.broker_session_timeout:g} s)",
+            _env("worker.broker_heartbeat_interval"),
+            f"{w.broker_heartbeat_interval:g} s must be at most a third of "
+            f"broker_session_timeout ({w.broker_session_timeout:g} s)",
         )
-    if not s.topic_prefix.replace(".", "").replace("-", "").replace("_", "").isalnum():
+    if not k.topic_prefix.replace(".", "").replace("-", "").replace("_", "").isalnum():
         raise ConfigError(
-            spec["topic_prefix"].env,
-            f"{s.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'",
+            _env("kafka.topic_prefix"),
+            f"{k.topic_prefix!r}: topic names allow letters, digits, '.', '_', '-'",
         )
-    if s.not_before >= s.not_after:
-        raise ConfigError(spec["not_before"].env, "must be earlier than not_after")
+    if s.bounds.not_before >= s.bounds.not_after:
+        raise ConfigError(_env("bounds.not_before"), "must be earlier than not_after")
     return s
 
 
@@ -1188,6 +1243,12 @@ def setup_logging(args: argparse.Namespace, stream: TextIO | None = None) -> Non
             settings = load_settings(getattr(args, "config", None))
         except Exception:  # the command reports a bad configuration itself
             settings = None
-        level = level or (settings.log_level if settings else "info")
-        fmt = fmt or (settings.log_format if settings else "text")
+        level = level or (settings.general.log_level if settings else "info")
+        fmt = fmt or (settings.general.log_format if settings else "text")
     logs.setup(level, fmt, stream)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write-docs"]:
+        sys.exit("usage: python -m streams.config --write-docs (the example TOML, README's table)")
+    write_docs()

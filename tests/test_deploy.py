@@ -22,7 +22,7 @@ import pytest
 yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
 
 from streams.cli import build_parser  # noqa: E402
-from streams.config import SPECS, Settings, load_settings  # noqa: E402
+from streams.config import SPECS, Settings, example_toml, load_settings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -678,6 +678,8 @@ def test_example_toml_documents_every_setting_and_loads() -> None:
     # Every value it sets is the default, so it loads to the default settings.
     assert load_settings(path, env={}) == Settings()
     assert doc["kafka"]["bootstrap"] == Settings().kafka_bootstrap
+    # It is made from the declarations in streams/config.py.
+    assert text == example_toml(), "stale: python -m streams.config --write-docs"
 
 
 def test_external_listener_is_loopback_plaintext_or_sasl_ssl() -> None:

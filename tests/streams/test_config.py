@@ -2,19 +2,169 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import ssl
 import subprocess
-from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 
 import faust
 import pytest
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
-from streams.config import SPECS, ConfigError, Secret, Settings, _coerce, load_settings
+from streams.config import SPECS, ConfigError, Secret, Settings, load_settings, readme_table
 
 TOKEN = "s3cr3t-t0ken-value-42"
+
+# env name, TOML key, default (as written in TOML): the contract of every deployment's files
+CONTRACT: list[tuple[str, str, object]] = [
+    ("DRAINWATCH_KAFKA_BOOTSTRAP", "kafka.bootstrap", "127.0.0.1:19092"),
+    ("DRAINWATCH_KAFKA_SECURITY_PROTOCOL", "kafka.security_protocol", "PLAINTEXT"),
+    ("DRAINWATCH_KAFKA_SASL_MECHANISM", "kafka.sasl_mechanism", "PLAIN"),
+    ("DRAINWATCH_KAFKA_SASL_USERNAME", "kafka.sasl_username", None),
+    ("DRAINWATCH_KAFKA_SASL_PASSWORD", "kafka.sasl_password_file", None),
+    ("DRAINWATCH_KAFKA_SSL_CAFILE", "kafka.ssl_cafile", None),
+    ("DRAINWATCH_KAFKA_SSL_CERTFILE", "kafka.ssl_certfile", None),
+    ("DRAINWATCH_KAFKA_SSL_KEYFILE", "kafka.ssl_keyfile", None),
+    ("DRAINWATCH_KAFKA_SSL_KEY_PASSWORD", "kafka.ssl_key_password_file", None),
+    ("DRAINWATCH_TOPIC_PREFIX", "kafka.topic_prefix", "drainwatch."),
+    ("DRAINWATCH_TOPIC_PARTITIONS", "kafka.topic_partitions", 8),
+    ("DRAINWATCH_TOPIC_REPLICATION_FACTOR", "kafka.topic_replication_factor", 1),
+    ("DRAINWATCH_INFLUX_URL", "influx.url", "http://127.0.0.1:18086"),
+    ("DRAINWATCH_INFLUX_ORG", "influx.org", "drainwatch"),
+    ("DRAINWATCH_INFLUX_BUCKET", "influx.bucket", "drainwatch"),
+    ("DRAINWATCH_INFLUX_DATABASE", "influx.database", "drainwatch"),
+    ("DRAINWATCH_INFLUX_TOKEN", "influx.token_file", None),
+    ("DRAINWATCH_TZ", "accounting.tz", "UTC"),
+    ("DRAINWATCH_MAX_GAP", "accounting.max_gap", 600.0),
+    ("DRAINWATCH_NODES", "accounting.nodes", None),
+    ("DRAINWATCH_CLUSTER", "accounting.cluster", "default"),
+    ("DRAINWATCH_NOT_BEFORE", "bounds.not_before", "1970-01-01T00:00:00Z"),
+    ("DRAINWATCH_NOT_AFTER", "bounds.not_after", "2100-01-01T00:00:00Z"),
+    ("DRAINWATCH_MAX_JUMP", "bounds.max_jump", 2_592_000.0),
+    ("DRAINWATCH_REORDER_WINDOW", "bounds.reorder_window", 5.0),
+    ("DRAINWATCH_MAX_LINE_BYTES", "bounds.max_line_bytes", 1_048_576),
+    ("DRAINWATCH_MAX_HOSTS", "bounds.max_hosts", 262_144),
+    ("DRAINWATCH_MAX_SNAPSHOT_BYTES", "bounds.max_snapshot_bytes", 268_435_456),
+    ("DRAINWATCH_STATE_DIR", "state_dir", ".drainwatch"),
+    ("DRAINWATCH_LOG_LEVEL", "log_level", "info"),
+    ("DRAINWATCH_LOG_FORMAT", "log_format", "text"),
+    ("DRAINWATCH_STORE", "worker.store", "memory://"),
+    ("DRAINWATCH_WEB_BIND", "worker.web_bind", "127.0.0.1"),
+    ("DRAINWATCH_WEB_PORT", "worker.web_port", 6066),
+    ("DRAINWATCH_LATENESS", "worker.lateness", 600.0),
+    ("DRAINWATCH_MESSAGE_MAX_BYTES", "kafka.message_max_bytes", 900_000),
+    ("DRAINWATCH_MARKER_INTERVAL", "worker.marker_interval", 10.0),
+    ("DRAINWATCH_SHIPPER_TIMEOUT", "worker.shipper_timeout", 300.0),
+    ("DRAINWATCH_CHECKPOINT_INTERVAL", "worker.checkpoint_interval", 5.0),
+    ("DRAINWATCH_FLUSH_INTERVAL", "worker.flush_interval", 2.0),
+    ("DRAINWATCH_LIVE_JOBS", "worker.live_jobs", "off"),
+    ("DRAINWATCH_LIVE_SAMPLES", "worker.live_samples", "off"),
+    ("DRAINWATCH_SAMPLE_PERIOD", "samples.period", 60.0),
+    ("DRAINWATCH_MEM_PER_CORE", "samples.mem_per_core", None),
+    ("DRAINWATCH_CORES_PER_NODE", "samples.cores_per_node", None),
+    ("DRAINWATCH_ALERT_HOT_ZONE", "alerts.hot_zone", 93.0),
+    ("DRAINWATCH_ALERT_HOT_ZONE_FS", "alerts.hot_zone_fs", None),
+    ("DRAINWATCH_ALERT_HOT_ZONE_MINUTES", "alerts.hot_zone_minutes", 5),
+    ("DRAINWATCH_SECTION_NODES", "jobs.section_nodes", None),
+    ("DRAINWATCH_BACKFILL_FLAGS", "jobs.backfill_flags", "no"),
+    ("DRAINWATCH_ADJUST_OUT", "jobs.adjust_out", None),
+    ("DRAINWATCH_ALERT_SHORTJOB_FLOOD", "alerts.shortjob_flood", 3600.0),
+    ("DRAINWATCH_ALERT_OVERRUN_MARGIN", "alerts.overrun_margin", 60.0),
+    ("DRAINWATCH_ALERT_SLIDING_NODE_HOURS", "alerts.sliding_node_hours", 100.0),
+    ("DRAINWATCH_ALERT_SLIDING_TOP_K", "alerts.sliding_top_k", 5),
+    ("DRAINWATCH_ALERT_SLIDING_RANK_NODE_HOURS", "alerts.sliding_rank_node_hours", 1.0),
+    ("DRAINWATCH_SIZE_GROUPS", "jobs.size_groups", "auto"),
+    ("DRAINWATCH_ALERT_SLIDING_QUIET", "alerts.sliding_quiet", 3600.0),
+    ("DRAINWATCH_ALERT_STALLED_AFTER", "alerts.stalled_after", 300.0),
+    ("DRAINWATCH_ALERT_FTL_NODE_HOURS", "alerts.ftl_node_hours", 10.0),
+    ("DRAINWATCH_ALERT_CUP40_TARGET", "alerts.cup40_target", 0.8),
+    ("DRAINWATCH_MMAP_THRESHOLD", "worker.mmap_threshold", 256),
+    ("DRAINWATCH_CONNECT_TIMEOUT", "worker.connect_timeout", 120.0),
+    ("DRAINWATCH_BROKER_SESSION_TIMEOUT", "worker.broker_session_timeout", 60.0),
+    ("DRAINWATCH_BROKER_HEARTBEAT_INTERVAL", "worker.broker_heartbeat_interval", 3.0),
+    ("DRAINWATCH_BROKER_REBALANCE_TIMEOUT", "worker.broker_rebalance_timeout", 60.0),
+]
+# env name -> kind, minimum, maximum, choices
+CHECKS: dict[str, tuple[str, float | None, float | None, tuple[str, ...]]] = {
+    "DRAINWATCH_KAFKA_BOOTSTRAP": ("bootstrap", None, None, ()),
+    "DRAINWATCH_KAFKA_SECURITY_PROTOCOL": (
+        "choice",
+        None,
+        None,
+        ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    ),
+    "DRAINWATCH_KAFKA_SASL_MECHANISM": (
+        "choice",
+        None,
+        None,
+        ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+    ),
+    "DRAINWATCH_KAFKA_SASL_USERNAME": ("str", None, None, ()),
+    "DRAINWATCH_KAFKA_SASL_PASSWORD": ("secret", None, None, ()),
+    "DRAINWATCH_KAFKA_SSL_CAFILE": ("file", None, None, ()),
+    "DRAINWATCH_KAFKA_SSL_CERTFILE": ("file", None, None, ()),
+    "DRAINWATCH_KAFKA_SSL_KEYFILE": ("file", None, None, ()),
+    "DRAINWATCH_KAFKA_SSL_KEY_PASSWORD": ("secret", None, None, ()),
+    "DRAINWATCH_TOPIC_PREFIX": ("str", None, None, ()),
+    "DRAINWATCH_TOPIC_PARTITIONS": ("int", 1, None, ()),
+    "DRAINWATCH_TOPIC_REPLICATION_FACTOR": ("int", 1, None, ()),
+    "DRAINWATCH_INFLUX_URL": ("str", None, None, ()),
+    "DRAINWATCH_INFLUX_ORG": ("str", None, None, ()),
+    "DRAINWATCH_INFLUX_BUCKET": ("str", None, None, ()),
+    "DRAINWATCH_INFLUX_DATABASE": ("str", None, None, ()),
+    "DRAINWATCH_INFLUX_TOKEN": ("secret", None, None, ()),
+    "DRAINWATCH_TZ": ("tz", None, None, ()),
+    "DRAINWATCH_MAX_GAP": ("float", 0.001, 1e12, ()),
+    "DRAINWATCH_NODES": ("int", 1, 2_147_483_647, ()),
+    "DRAINWATCH_CLUSTER": ("str", None, None, ()),
+    "DRAINWATCH_NOT_BEFORE": ("instant", None, None, ()),
+    "DRAINWATCH_NOT_AFTER": ("instant", None, None, ()),
+    "DRAINWATCH_MAX_JUMP": ("float", 0.0, 1e12, ()),
+    "DRAINWATCH_REORDER_WINDOW": ("float", 0.0, 3600.0, ()),
+    "DRAINWATCH_MAX_LINE_BYTES": ("int", 256, None, ()),
+    "DRAINWATCH_MAX_HOSTS": ("int", 1, None, ()),
+    "DRAINWATCH_MAX_SNAPSHOT_BYTES": ("int", 65_536, None, ()),
+    "DRAINWATCH_STATE_DIR": ("path", None, None, ()),
+    "DRAINWATCH_LOG_LEVEL": ("choice", None, None, ("debug", "info", "warning", "error")),
+    "DRAINWATCH_LOG_FORMAT": ("choice", None, None, ("text", "json")),
+    "DRAINWATCH_STORE": ("choice", None, None, ("memory://", "rocksdb://")),
+    "DRAINWATCH_WEB_BIND": ("str", None, None, ()),
+    "DRAINWATCH_WEB_PORT": ("int", 1, 65_535, ()),
+    "DRAINWATCH_LATENESS": ("float", 0.0, 1e6, ()),
+    "DRAINWATCH_MESSAGE_MAX_BYTES": ("int", 65_536, 1_000_000, ()),
+    "DRAINWATCH_MARKER_INTERVAL": ("float", 0.1, 86_400.0, ()),
+    "DRAINWATCH_SHIPPER_TIMEOUT": ("float", 1.0, 1e7, ()),
+    "DRAINWATCH_CHECKPOINT_INTERVAL": ("float", 0.1, 1e6, ()),
+    "DRAINWATCH_FLUSH_INTERVAL": ("float", 0.1, 1e6, ()),
+    "DRAINWATCH_LIVE_JOBS": ("str", None, None, ("off", "on")),
+    "DRAINWATCH_LIVE_SAMPLES": ("str", None, None, ("off", "on")),
+    "DRAINWATCH_SAMPLE_PERIOD": ("float", 0.001, 86_400.0, ()),
+    "DRAINWATCH_MEM_PER_CORE": ("float", 0.001, None, ()),
+    "DRAINWATCH_CORES_PER_NODE": ("float", 1.0, None, ()),
+    "DRAINWATCH_ALERT_HOT_ZONE": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_HOT_ZONE_FS": ("rates", None, None, ()),
+    "DRAINWATCH_ALERT_HOT_ZONE_MINUTES": ("int", 1, 100_000, ()),
+    "DRAINWATCH_SECTION_NODES": ("int", 1, 2_147_483_647, ()),
+    "DRAINWATCH_BACKFILL_FLAGS": ("choice", None, None, ("no", "yes")),
+    "DRAINWATCH_ADJUST_OUT": ("path", None, None, ()),
+    "DRAINWATCH_ALERT_SHORTJOB_FLOOD": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_OVERRUN_MARGIN": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_SLIDING_NODE_HOURS": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_SLIDING_TOP_K": ("int", 0, 10_000, ()),
+    "DRAINWATCH_ALERT_SLIDING_RANK_NODE_HOURS": ("float", 0.0, None, ()),
+    "DRAINWATCH_SIZE_GROUPS": ("choice", None, None, ("auto", "absolute", "relative")),
+    "DRAINWATCH_ALERT_SLIDING_QUIET": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_STALLED_AFTER": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_FTL_NODE_HOURS": ("float", 0.0, None, ()),
+    "DRAINWATCH_ALERT_CUP40_TARGET": ("float", 0.0, 1.0, ()),
+    "DRAINWATCH_MMAP_THRESHOLD": ("int", 0, 32_768, ()),
+    "DRAINWATCH_CONNECT_TIMEOUT": ("float", 1.0, 1e6, ()),
+    "DRAINWATCH_BROKER_SESSION_TIMEOUT": ("float", 1.0, 1e6, ()),
+    "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": ("float", 0.1, 1e6, ()),
+    "DRAINWATCH_BROKER_REBALANCE_TIMEOUT": ("float", 1.0, 1e6, ()),
+}
 
 
 def write(path: Path, text: str) -> Path:
@@ -81,19 +231,54 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # --- defaults and precedence -----------------------------------------------------------------
 
 
-def test_defaults_match_spec_table() -> None:
+def test_env_names_toml_keys_and_defaults_are_the_contract() -> None:
+    """Deployments' env files, units and TOML files name these: a setting keeps its
+    environment variable, TOML key, default, kind and bounds (a new setting adds a row)."""
+    assert {s.env: (s.toml_key, s.default) for s in SPECS} == {
+        env: (key, default) for env, key, default in CONTRACT
+    }
+    assert {s.env: (s.kind, s.minimum, s.maximum, s.choices) for s in SPECS} == CHECKS
+    for s in SPECS:
+        assert s.name == s.env.removeprefix("DRAINWATCH_").lower()  # describe()'s key
+        assert s.toml_key.removesuffix("_file") == f"{s.section}.{s.key}".removeprefix(".")
+        assert s.optional == (s.default is None)
+
+
+def test_defaults_load_and_every_env_name_is_read() -> None:
     s = load_settings(env={})
     assert s == Settings()
-    assert {f.name for f in fields(Settings)} == {spec.name for spec in SPECS}
-    for spec in SPECS:
-        default = getattr(Settings(), spec.name)
-        if spec.kind == "instant":
-            assert default == _coerce(spec, spec.default, spec.env), spec
-            continue
-        assert (str(default) if isinstance(default, Path) else default) == spec.default, spec
     assert s.kafka_bootstrap == "127.0.0.1:19092"
     assert s.topic_prefix == "drainwatch."
     assert s.tz == "UTC" and s.max_gap == 600.0 and s.nodes is None
+    assert Settings().bounds.not_after == 4_102_444_800_000 and Settings().bounds.not_before == 0
+    for spec in SPECS:  # each variable, set to its default (or empty: unset), is a setting
+        if spec.kind != "secret":
+            text = "" if spec.default is None else str(spec.default)
+            assert load_settings(env={spec.env: text}) == Settings(), spec.env
+
+
+def test_readme_table_is_made_from_the_declarations() -> None:
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert readme_table() in text, (
+        "README.md's table is stale: python -m streams.config --write-docs"
+    )
+
+
+# TRANSITION: flat names. The shim on Settings until every caller uses sections.
+def test_flat_names_still_read_construct_and_replace() -> None:
+    s = Settings()
+    for spec in SPECS:
+        assert getattr(s, spec.name) == getattr(getattr(s, spec.attr), spec.key)
+    t = Settings(flush_interval=1.0, nodes=5, kafka_bootstrap="h:1")
+    assert (t.worker.flush_interval, t.accounting.nodes, t.kafka.bootstrap) == (1.0, 5, "h:1")
+    u = dataclasses.replace(t, tz="Europe/Berlin", alert_hot_zone=50.0)
+    assert (u.accounting.tz, u.accounting.nodes, u.alerts.hot_zone) == ("Europe/Berlin", 5, 50.0)
+    assert u.worker == t.worker and t.accounting == replace(t.accounting, nodes=5)
+    with pytest.raises(TypeError):
+        Settings(no_such_setting=1)
+
+
+# TRANSITION: end
 
 
 def test_precedence_defaults_toml_env(tmp_path: Path) -> None:
