@@ -299,15 +299,17 @@ def jobs_run(a: argparse.Namespace) -> dict[str, Any]:
     run = Run(Stack(), OUT, a.port)
     try:
         s = run.settings
-        bounds = TimeBounds(s.not_before, s.not_after, round(s.max_jump * 1000))
+        bounds = TimeBounds(
+            s.bounds.not_before, s.bounds.not_after, round(s.bounds.max_jump * 1000)
+        )
         events, _ = read_job_events(
-            fmt, [str(path)], RejectLog(), bounds, s.max_line_bytes, s.max_hosts
+            fmt, [str(path)], RejectLog(), bounds, s.bounds.max_line_bytes, s.bounds.max_hosts
         )
         t_ship = run.ship(fmt, path)
         on_disk = topic_bytes(run.stack, run.prefix)
         released = list(events)  # the shipper's end of input: the merger releases all
         ends = {e.job: e.ts for e in released if e.type == "end"}
-        rows = RuntimePredictor(overrun_margin=s.alert_overrun_margin).update(
+        rows = RuntimePredictor(overrun_margin=s.alerts.overrun_margin).update(
             [e for e in released if e.type != "submit"]
         )
         points = {(round(ends[r.job] * 1000), r.job, r.user): r for r in rows}

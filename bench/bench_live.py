@@ -187,8 +187,8 @@ async def _ship_unbatched(env: dict[str, str], log: Path, max_rows: int) -> None
     prod = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=5)
     await prod.start()
     try:
-        topic = settings.topic_prefix + "node-status"
-        sh = MoabShipper(prod, topic, settings.topic_prefix + "dead-letter", PARTS)
+        topic = settings.kafka.topic_prefix + "node-status"
+        sh = MoabShipper(prod, topic, settings.kafka.topic_prefix + "dead-letter", PARTS)
         sh.max_rows = max_rows
         await ship_files(sh, [str(log)], progress=False)
     finally:
@@ -259,8 +259,8 @@ async def _latency(stack: Stack, env: dict[str, str], tag: str, log: Path, n: in
     await prod.start()
     samples = []
     try:
-        topic = settings.topic_prefix + "node-status"
-        sh = MoabShipper(prod, topic, settings.topic_prefix + "dead-letter", PARTS)
+        topic = settings.kafka.topic_prefix + "node-status"
+        sh = MoabShipper(prod, topic, settings.kafka.topic_prefix + "dead-letter", PARTS)
         for k in range(min(n + 1, len(starts) - 1)):
             chunk = b"".join(lines[starts[k] : starts[k + 1]])
             # the minute of the iteration's records: its first row comes with this iteration

@@ -305,10 +305,10 @@ def expected_rows(
     which the latest ~TAIL_POINTS of them are, how many are from then): released are the
     events up to the lowest over the partitions of their latest event time minus the lateness;
     one point per ended job (series job + user, time: its end)."""
-    wm = min(latest.values()) - settings.lateness if len(latest) == parts else float("-inf")
+    wm = min(latest.values()) - settings.worker.lateness if len(latest) == parts else float("-inf")
     released = [e for e in events if e.ts <= wm]
     ends = {e.job: e.ts for e in released if e.type == "end"}
-    rows = RuntimePredictor(overrun_margin=settings.alert_overrun_margin).update(
+    rows = RuntimePredictor(overrun_margin=settings.alerts.overrun_margin).update(
         [e for e in released if e.type != "submit"]
     )
     points = sorted({(round(ends[r.job] * 1000), r.job, r.user) for r in rows})
@@ -326,14 +326,20 @@ def throughput(
     try:
         settings = run.settings
         rejects = RejectLog()
-        bounds = TimeBounds(settings.not_before, settings.not_after,
-                            round(settings.max_jump * 1000))  # fmt: skip
-        events, _ = read_job_events(fmt, [str(path)], rejects, bounds, settings.max_line_bytes,
-                                    settings.max_hosts)  # fmt: skip
+        bounds = TimeBounds(settings.bounds.not_before, settings.bounds.not_after,
+                            round(settings.bounds.max_jump * 1000))  # fmt: skip
+        events, _ = read_job_events(
+            fmt,
+            [str(path)],
+            rejects,
+            bounds,
+            settings.bounds.max_line_bytes,
+            settings.bounds.max_hosts,
+        )
         t_ship = run.ship(fmt, path)
         n_msgs, n_shipped, latest = shipped(settings, run.prefix)
         n_released, want, tail_ms, tail_n = expected_rows(
-            events, latest, settings.topic_partitions, settings
+            events, latest, settings.kafka.topic_partitions, settings
         )
         wrap = None
         if profile is not None:
@@ -402,29 +408,43 @@ def throughput(
     last_by_part = {p: ts - wall0 for ts, p, _ in fw}
     return {
         "input": str(path.relative_to(ROOT.parent) if path.is_relative_to(ROOT.parent) else path),
-        "format": fmt, "events": len(events), "events_shipped": n_shipped,
-        "job_events_messages": n_msgs, "events_released": n_released,
-        "runtime_points_expected": want, "runtime_points": n, "complete": n == want,
-        "ship_s": t_ship, "ship_events_per_s": len(events) / t_ship,
-        "worker_startup_s": t_health, "first_point_s": first, "done_s": t_done,
+        "format": fmt,
+        "events": len(events),
+        "events_shipped": n_shipped,
+        "job_events_messages": n_msgs,
+        "events_released": n_released,
+        "runtime_points_expected": want,
+        "runtime_points": n,
+        "complete": n == want,
+        "ship_s": t_ship,
+        "ship_events_per_s": len(events) / t_ship,
+        "worker_startup_s": t_health,
+        "first_point_s": first,
+        "done_s": t_done,
         "events_per_s": len(events) / t_done,
         "events_per_s_without_startup": len(events) / (t_done - t_health),
         # also without the consumer group's join: from the first events forwarded
         "events_per_s_from_first_forward": len(events) / (t_done - (fw[0][0] - wall0))
-        if fw else None,
-        "worker_peak_rss_mb": rss, "worker_cpu_s_to_first_point": cpu_first,
+        if fw
+        else None,
+        "worker_peak_rss_mb": rss,
+        "worker_cpu_s_to_first_point": cpu_first,
         "worker_cpu_s_to_done": cpu_done,
         "events_per_worker_cpu_s": len(events) / cpu_done if cpu_done else None,
         # the broker's and InfluxDB's CPU from the worker's start to done (this bench's own
         # polls of InfluxDB, a count query every 0.1 s, included: poll_query_ms_mean)
         **{f"{k}_cpu_s_to_done": others_done[k] - others_cpu0[k] for k in others},
-        "polls": polls, "poll_query_ms_mean": 1000 * poll_s / polls if polls else None,
+        "polls": polls,
+        "poll_query_ms_mean": 1000 * poll_s / polls if polls else None,
         "forwarded_first_s": fw[0][0] - wall0 if fw else None,
-        "forwarded_half_s": half, "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
+        "forwarded_half_s": half,
+        "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
         "forwarded_last_by_partition_s": dict(sorted(last_by_part.items())),
-        "partials_messages": len(fw), "under_py_spy": profile is not None,
-        "worker_exit_code_on_sigterm": run.exit_code, "influx_outages": outages,
-    }  # fmt: skip
+        "partials_messages": len(fw),
+        "under_py_spy": profile is not None,
+        "worker_exit_code_on_sigterm": run.exit_code,
+        "influx_outages": outages,
+    }
 
 
 # ---- alert latency ---------------------------------------------------------------------------
@@ -629,12 +649,27 @@ def _messages(fmt: str, path: Path, settings: Settings) -> list[_Event]:
     function, recorded), as the consumer hands them over: value, partition, offset."""
     from streams.ship.job_files import ship_job_files
 
-    parts = settings.topic_partitions
+    parts = settings.kafka.topic_partitions
     rec = _Recorder(parts)
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
-    asyncio.run(ship_job_files(rec, "job-events", "dead-letter", fmt, [str(path)], bounds,
-                               settings.max_line_bytes, settings.max_hosts, progress=False,
-                               partitions=parts))  # fmt: skip
+    bounds = TimeBounds(
+        settings.bounds.not_before,
+        settings.bounds.not_after,
+        round(settings.bounds.max_jump * 1000),
+    )
+    asyncio.run(
+        ship_job_files(
+            rec,
+            "job-events",
+            "dead-letter",
+            fmt,
+            [str(path)],
+            bounds,
+            settings.bounds.max_line_bytes,
+            settings.bounds.max_hosts,
+            progress=False,
+            partitions=parts,
+        )
+    )
     return rec.events("job-events")
 
 
@@ -654,8 +689,8 @@ async def _in_process(
     from streams.live.samples import SamplesCombine, SamplesForward
     from streams.topics import topic_names
 
-    parts = settings.topic_partitions
-    names = topic_names(settings.topic_prefix)
+    parts = settings.kafka.topic_partitions
+    names = topic_names(settings.kafka.topic_prefix)
     topics = {f: Topic(getattr(names, f)) for f in AppTopics.__annotations__}
     app = SimpleNamespace(
         producer=Producer({t.name: t for t in topics.values()}), conf=SimpleNamespace(id="bench")

@@ -181,11 +181,15 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
 def _messages(trace: Path, settings: Settings) -> list[_Event]:
     from streams.ship.sample_files import ship_sample_files
 
-    parts = settings.topic_partitions
+    parts = settings.kafka.topic_partitions
     rec = _Recorder(parts)
-    bounds = TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    bounds = TimeBounds(
+        settings.bounds.not_before,
+        settings.bounds.not_after,
+        round(settings.bounds.max_jump * 1000),
+    )
     asyncio.run(ship_sample_files(rec, "node-samples", "dead-letter", [str(trace)], bounds,
-                                  settings.max_line_bytes, partitions=parts))  # fmt: skip
+                                  settings.bounds.max_line_bytes, partitions=parts))  # fmt: skip
     return rec.events("node-samples")
 
 

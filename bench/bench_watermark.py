@@ -2,7 +2,7 @@
 event on the real phillips sacct dump (``../shared/data/sacct/phillips.log``), with and without
 the shippers' markers, and the event-time latency of the alerts its releases drive.
 
-The dump goes through ``streams.sources.jobship.ship_job_files`` (the ``ship jobs`` code) into
+The dump goes through ``streams.ship.job_files.ship_job_files`` (the ``ship jobs`` code) into
 a recording producer; its messages, in the order the shipper sent them (what a consumer that
 keeps up sees), feed :class:`models.jobs.merge.JobEventMerger` (8 partitions, lateness
 ``--lateness``) one message at a time, releasing after each as the worker does. Reported:

@@ -111,16 +111,16 @@ def app_settings(settings: Settings, *, app_id: str = APP_ID) -> dict[str, Any]:
     """Keyword arguments for ``faust.App`` derived from the settings (for inspection/tests)."""
     kw: dict[str, Any] = dict(settings.faust_kwargs())
     kw.update(
-        store=settings.store,
-        datadir=str(settings.state_dir / "worker" / app_id),
-        web_bind=settings.web_bind,
-        web_port=settings.web_port,
-        web_host=settings.web_bind,
-        topic_partitions=settings.topic_partitions,
-        topic_replication_factor=settings.topic_replication_factor,
-        broker_session_timeout=settings.broker_session_timeout,
-        broker_heartbeat_interval=settings.broker_heartbeat_interval,
-        broker_rebalance_timeout=settings.broker_rebalance_timeout,
+        store=settings.worker.store,
+        datadir=str(settings.general.state_dir / "worker" / app_id),
+        web_bind=settings.worker.web_bind,
+        web_port=settings.worker.web_port,
+        web_host=settings.worker.web_bind,
+        topic_partitions=settings.kafka.topic_partitions,
+        topic_replication_factor=settings.kafka.topic_replication_factor,
+        broker_session_timeout=settings.worker.broker_session_timeout,
+        broker_heartbeat_interval=settings.worker.broker_heartbeat_interval,
+        broker_rebalance_timeout=settings.worker.broker_rebalance_timeout,
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
         # per partition and fetch (aiokafka's fetch_max_bytes, 50 MB, bounds a whole fetch): a
@@ -148,7 +148,7 @@ def create_app(settings: Settings, *, app_id: str = APP_ID) -> faust.App:
     """
     app = faust.App(app_id, **app_settings(settings, app_id=app_id))
     app.transport = kafka_transport(app)
-    names = topic_names(settings.topic_prefix)
+    names = topic_names(settings.kafka.topic_prefix)
     app.drainwatch_topics = AppTopics(  # type: ignore[attr-defined]
         **{
             f.name: app.topic(

@@ -33,8 +33,7 @@ import sys
 import textwrap
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
-from operator import attrgetter
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -792,14 +791,6 @@ class Settings:
         inner = ", ".join(f"{s.name}={logs.mask(repr(s.get(self)))}" for s in SPECS)
         return f"Settings({inner})"
 
-    # TRANSITION: flat names. ``settings.lateness`` for ``settings.worker.lateness``, typed Any;
-    # the properties are made below. Remove with the other TRANSITION blocks.
-    if TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> Any: ...
-
-    # TRANSITION: end
-
 
 @dataclass(frozen=True, slots=True)
 class Spec:
@@ -849,24 +840,6 @@ _BY_PATH = {f"{s.attr}.{s.key}": s for s in SPECS}
 def _env(path: str) -> str:
     """The environment variable of the setting at ``section.field`` (errors name it)."""
     return _BY_PATH[path].env
-
-
-# TRANSITION: flat names. Until every caller says settings.<section>.<field>: a read-only
-# property per setting (settings.lateness is settings.worker.lateness), and flat keyword
-# arguments to Settings(...) and dataclasses.replace(settings, ...). /work/codemod_settings.py
-# rewrites the callers; then delete every TRANSITION block.
-def _init_with_flat_names(self: Settings, *args: Any, **kwargs: Any) -> None:
-    flat = {name: kwargs.pop(name) for name in list(kwargs) if name in _BY_NAME}
-    _init_by_section(self, *args, **kwargs)
-    for attr, changes in _by_section(flat).items():
-        object.__setattr__(self, attr, replace(getattr(self, attr), **changes))
-
-
-_init_by_section = Settings.__init__
-Settings.__init__ = _init_with_flat_names  # type: ignore[method-assign]
-for _spec in SPECS:
-    setattr(Settings, _spec.name, property(attrgetter(f"{_spec.attr}.{_spec.key}")))
-# TRANSITION: end
 
 
 def _by_section(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -10,8 +10,8 @@ every part of the shell can import it and none of them needs another part to kno
 * **Stage**: owns one analytic's state; ``step(batch)`` returns the :data:`Output` that is final
   after that batch, ``finish()`` the rest.
 * **Sink**: ``declare``, ``write``, ``document``, then ``commit`` or ``abort``.
-* The output vocabulary they share: :class:`Table`, :class:`Column`, :data:`Row` (the declared
-  tables are the stages'; ``streams.tables`` lists them all; ``streams.format`` formats rows).
+* The output vocabulary they share: :class:`Table`, :class:`Column`, :data:`Row` (the tables
+  are declared per family in ``streams.tables``; ``streams.format`` formats rows).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ async def wait_for_kafka(settings: Settings, what: str = "drainwatch") -> None:
     """Return once the brokers answer (retried by :class:`Backoff`)."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    backoff = Backoff(what, f"Kafka at {settings.kafka_bootstrap}", settings.connect_timeout)
+    backoff = Backoff(what, f"Kafka at {settings.kafka.bootstrap}", settings.worker.connect_timeout)
     while True:
         admin = AIOKafkaAdminClient(**_kw(settings))
         try:
@@ -106,7 +106,7 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
         existing = set(await admin.list_topics())
         new = []
         for t in TOPICS:
-            name = settings.topic_prefix + t.name
+            name = settings.kafka.topic_prefix + t.name
             if name in existing:
                 continue
             config = {"max.message.bytes": str(LIMIT_BYTES)}
@@ -121,8 +121,8 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
             new.append(
                 NewTopic(
                     name,
-                    num_partitions=1 if t.single_partition else settings.topic_partitions,
-                    replication_factor=settings.topic_replication_factor,
+                    num_partitions=1 if t.single_partition else settings.kafka.topic_partitions,
+                    replication_factor=settings.kafka.topic_replication_factor,
                     topic_configs=config,
                 )
             )
@@ -133,8 +133,8 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
                 pass
         # right after creation the metadata can list no partitions yet (a count of 0 would
         # make the job merger wait for nothing): ask again until every topic has them
-        names = [settings.topic_prefix + t.name for t in TOPICS]
-        deadline = time.monotonic() + settings.connect_timeout
+        names = [settings.kafka.topic_prefix + t.name for t in TOPICS]
+        deadline = time.monotonic() + settings.worker.connect_timeout
         while True:
             meta = await admin.describe_topics(names)
             out = {m["topic"]: len(m["partitions"]) for m in meta}

@@ -262,11 +262,11 @@ def test_compose_worker_environment_loads_with_real_settings(
     write_token.write_text("test-only-write-token\n")
     wenv["DRAINWATCH_INFLUX_TOKEN_FILE"] = str(write_token)
     s = load_settings(env=wenv)
-    assert s.kafka_bootstrap == "kafka:9092"
-    assert s.influx_url == "http://influxdb:8086"
-    assert s.influx_bucket == env["INFLUXDB_BUCKET"] == s.influx_database
-    assert s.influx_token is not None and s.influx_token.reveal() == "test-only-write-token"
-    assert s.nodes is None  # DRAINWATCH_NODES= (empty) means "no static basis"
+    assert s.kafka.bootstrap == "kafka:9092"
+    assert s.influx.url == "http://influxdb:8086"
+    assert s.influx.bucket == env["INFLUXDB_BUCKET"] == s.influx.database
+    assert s.influx.token is not None and s.influx.token.reveal() == "test-only-write-token"
+    assert s.accounting.nodes is None  # DRAINWATCH_NODES= (empty) means "no static basis"
     # The broker's internal listener is what the worker dials.
     assert (
         "INTERNAL://kafka:9092"
@@ -274,7 +274,7 @@ def test_compose_worker_environment_loads_with_real_settings(
     )
     # Healthcheck probes the port and path the app serves.
     probe = " ".join(worker["healthcheck"]["test"])
-    assert f"127.0.0.1:{s.web_port}/health/" in probe
+    assert f"127.0.0.1:{s.worker.web_port}/health/" in probe
 
 
 def test_compose_only_runs_commands_that_exist(compose: dict[str, Any]) -> None:
@@ -571,7 +571,7 @@ def test_grafana_datasource_provisioning(compose: dict[str, Any]) -> None:
     text = (GRAFANA / "provisioning" / "datasources" / "influxdb.yaml").read_text()
     assert set(referenced_vars(text)) <= set(genv)
     env = env_example()
-    assert interpolate(genv[ds["jsonData"]["dbName"][2:-1]], env) == Settings().influx_database
+    assert interpolate(genv[ds["jsonData"]["dbName"][2:-1]], env) == Settings().influx.database
     assert interpolate(genv[ds["url"][2:-1]], env) == "http://influxdb:8086"
 
 
@@ -677,7 +677,7 @@ def test_example_toml_documents_every_setting_and_loads() -> None:
         assert spec.env in text, f"{spec.env} not documented"
     # Every value it sets is the default, so it loads to the default settings.
     assert load_settings(path, env={}) == Settings()
-    assert doc["kafka"]["bootstrap"] == Settings().kafka_bootstrap
+    assert doc["kafka"]["bootstrap"] == Settings().kafka.bootstrap
     # It is made from the declarations in streams/config.py.
     assert text == example_toml(), "stale: python -m streams.config --write-docs"
 

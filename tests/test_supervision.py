@@ -75,7 +75,7 @@ def test_unit_restarts_with_a_start_limit_and_never_after_a_configuration_error(
     assert str(EXIT_TEMPFAIL) not in svc.get("SuccessExitStatus", "").split()
     # An outage: each start waits connect_timeout, then exits 75; at the fixed RestartSec of
     # systemd < 254 those starts stay below the limit. A crash at start (~2 s) reaches it.
-    outage = Settings().connect_timeout + restart
+    outage = Settings().worker.connect_timeout + restart
     assert outage * burst > interval, "an outage of Kafka or InfluxDB would trip the limit"
     assert (2 + restart) * burst < interval, "a crash loop at start would never trip the limit"
 

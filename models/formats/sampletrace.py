@@ -15,7 +15,7 @@ log per job. This is drainwatch's layout of the same fields, with the seed's nam
 ``fs`` (per file system ``[write, read]`` speeds, for sources that give rates, e.g.
 ``{"scratch": [666.5, 0.0]}`` in MiB/s) and ``wchar`` (cumulative bytes passed to write calls,
 /proc/<pid>/io; absent = unknown, as in traces written before it was kept) are optional.
-``streams.sources.sampler`` writes this format; :func:`parse_trace` reads it.
+``streams.ship.sampler`` writes this format; :func:`parse_trace` reads it.
 """
 
 from __future__ import annotations

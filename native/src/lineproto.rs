@@ -1,5 +1,5 @@
 //! InfluxDB line protocol for a table's rows, compiled: the rules of
-//! `streams/sinks/jobpoints.py`'s `Measurement.line` (tags and fields in the plan's key order,
+//! `streams/sinks/points.py`'s `Measurement.line` (tags and fields in the plan's key order,
 //! an empty or None value left out, integers as `<n>i`, floats in Python's `repr` form without
 //! a trailing `.0`, NaN and infinities left out, strings quoted and escaped, keys and tag values
 //! escaped; the time to the millisecond in nanoseconds, with crc32(job) % 10^6 below it for a

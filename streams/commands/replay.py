@@ -403,11 +403,11 @@ def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
     settings = load_settings(getattr(args, "config", None))
     for name in ("tz", "nodes", "max_gap", "not_before", "not_after", "max_jump"):
         if getattr(args, name, None) is None:
-            setattr(args, name, getattr(settings, name))
+            setattr(args, name, settings.value(name))
     if getattr(args, "reorder_window", None) is None:
-        args.reorder_window = settings.reorder_window
-    args.max_line_bytes = settings.max_line_bytes
-    args.max_hosts = settings.max_hosts
+        args.reorder_window = settings.bounds.reorder_window
+    args.max_line_bytes = settings.bounds.max_line_bytes
+    args.max_hosts = settings.bounds.max_hosts
     return args
 
 

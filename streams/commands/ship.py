@@ -79,7 +79,7 @@ def _dry_run_producer(settings: Settings) -> Any:
     """The stand-in producer ``--dry-run`` prints through."""
     from streams.ship.dry_run import DryRunProducer
 
-    return DryRunProducer(settings.topic_partitions)
+    return DryRunProducer(settings.kafka.topic_partitions)
 
 
 async def _nothing() -> None:
@@ -136,7 +136,11 @@ def _bounds(settings: Settings) -> TimeBounds:
     """The replay's plausibility bounds, from the settings."""
     from models.records.plausible import TimeBounds
 
-    return TimeBounds(settings.not_before, settings.not_after, round(settings.max_jump * 1000))
+    return TimeBounds(
+        settings.bounds.not_before,
+        settings.bounds.not_after,
+        round(settings.bounds.max_jump * 1000),
+    )
 
 
 def _ship_samples_kafka(args: argparse.Namespace) -> int:
@@ -169,9 +173,9 @@ def _ship_samples_kafka(args: argparse.Namespace) -> int:
 
     shipper = SampleKafkaShipper(
         connect,
-        settings.topic_prefix + "node-samples",
+        settings.kafka.topic_prefix + "node-samples",
         args.buffer_max,
-        marker_interval=settings.marker_interval,
+        marker_interval=settings.worker.marker_interval,
         source=shipper_id("sampler", sampler.node),
         sampler=sampler,
         period=args.period,
@@ -241,7 +245,9 @@ def _ship_moab(args: argparse.Namespace) -> int:
         check_inputs(args.paths)
     bounds = _bounds(settings)
     checkpoint = args.checkpoint or str(
-        settings.state_dir / "ship" / (os.path.abspath(args.paths[0]).replace("/", "_") + ".json")
+        settings.general.state_dir
+        / "ship"
+        / (os.path.abspath(args.paths[0]).replace("/", "_") + ".json")
     )
 
     async def main() -> int:
@@ -254,20 +260,20 @@ def _ship_moab(args: argparse.Namespace) -> int:
         stop = _stop_on_signals()
 
         async def build() -> MoabShipper:
-            topic = settings.topic_prefix + "node-status"
+            topic = settings.kafka.topic_prefix + "node-status"
             parts = len(await producer.partitions_for(topic))
             # --follow: named by its checkpoint, so a restarted shipper is the same one
             sid = shipper_id("moab", os.path.abspath(checkpoint)) if args.follow else None
             return MoabShipper(
                 producer,
                 topic,
-                settings.topic_prefix + "dead-letter",
+                settings.kafka.topic_prefix + "dead-letter",
                 parts,
                 bounds,
-                settings.max_line_bytes,
-                max_bytes=settings.message_max_bytes,
+                settings.bounds.max_line_bytes,
+                max_bytes=settings.kafka.message_max_bytes,
                 source=sid,
-                marker_interval=settings.marker_interval,
+                marker_interval=settings.worker.marker_interval,
                 paths=args.paths if args.follow else in_time_order(args.paths),
                 checkpoint=checkpoint if args.follow else None,
                 poll_s=args.poll,
@@ -299,9 +305,9 @@ def _ship_slurm(args: argparse.Namespace) -> int:
         args.slurm_format,
         args.timeout,
         not args.no_reservations,
-        settings.max_hosts,
+        settings.bounds.max_hosts,
         planned_flag=not args.sched_nodes_hold,
-        max_bytes=settings.max_snapshot_bytes,
+        max_bytes=settings.bounds.max_snapshot_bytes,
     )
 
     async def main() -> int:
@@ -315,16 +321,16 @@ def _ship_slurm(args: argparse.Namespace) -> int:
         async def build() -> SlurmShipper:
             publisher = None
             if producer is not None:
-                topic = settings.topic_prefix + "node-status"
+                topic = settings.kafka.topic_prefix + "node-status"
                 parts = len(await producer.partitions_for(topic))
                 publisher = MoabShipper(
                     producer,
                     topic,
-                    settings.topic_prefix + "dead-letter",
+                    settings.kafka.topic_prefix + "dead-letter",
                     parts,
-                    max_bytes=settings.message_max_bytes,
+                    max_bytes=settings.kafka.message_max_bytes,
                     source=shipper_id("slurm"),
-                    marker_interval=settings.marker_interval,
+                    marker_interval=settings.worker.marker_interval,
                 )
             return SlurmShipper(
                 cmds,
@@ -368,7 +374,7 @@ def _ship_files(
         if getattr(args, "dry_run", False):
             producer = _dry_run_producer(settings)
             parts = {
-                settings.topic_prefix + t: settings.topic_partitions
+                settings.kafka.topic_prefix + t: settings.kafka.topic_partitions
                 for t in ("job-events", "node-samples")
             }
         else:
@@ -400,7 +406,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--since {args.since!r} is not an ISO 8601 time or 'now'") from None
     bounds = _bounds(settings)
-    cp = Path(args.checkpoint or settings.state_dir / "ship" / "sacct.json")
+    cp = Path(args.checkpoint or settings.general.state_dir / "ship" / "sacct.json")
     poller = SacctPoller(
         args.sacct,
         cp,
@@ -408,11 +414,11 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         args.overlap,
         max_window=args.max_window,
         bounds=bounds,
-        max_line_bytes=settings.max_line_bytes,
-        max_hosts=settings.max_hosts,
+        max_line_bytes=settings.bounds.max_line_bytes,
+        max_hosts=settings.bounds.max_hosts,
         completion=args.sacct_completion,
         starts=args.starts,
-        max_bytes=settings.max_snapshot_bytes,
+        max_bytes=settings.bounds.max_snapshot_bytes,
     )
 
     async def main() -> int:
@@ -420,7 +426,7 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
         producer = None
         if not args.dry_run:
             producer, _ = await _producer(settings, "jobs")
-        topic = settings.topic_prefix + "job-events"
+        topic = settings.kafka.topic_prefix + "job-events"
 
         async def build() -> SacctShipper:
             parts = len(await producer.partitions_for(topic)) if producer is not None else 1
@@ -428,11 +434,11 @@ def _ship_jobs_sacct(args: argparse.Namespace) -> int:
                 poller,
                 producer,
                 topic,
-                settings.topic_prefix + "dead-letter",
+                settings.kafka.topic_prefix + "dead-letter",
                 parts,
                 args.period,
                 args.count,
-                settings.marker_interval,
+                settings.worker.marker_interval,
                 sys.stdout.buffer,
             )
 
@@ -474,17 +480,17 @@ def _ship_jobs_jobcomp(args: argparse.Namespace) -> int:
         await consumer.start()
 
         async def build() -> JobcompShipper:
-            topic = settings.topic_prefix + "job-events"
+            topic = settings.kafka.topic_prefix + "job-events"
             parts = len(await producer.partitions_for(topic))
             markers = None
             if not dry:  # named by its consumer group: the same shipper on a restart
                 sid = shipper_id("jobcomp", args.group)
-                markers = Markers(producer, topic, parts, sid, settings.marker_interval)
+                markers = Markers(producer, topic, parts, sid, settings.worker.marker_interval)
             return JobcompShipper(
                 consumer,
                 producer,
                 topic,
-                settings.topic_prefix + "dead-letter",
+                settings.kafka.topic_prefix + "dead-letter",
                 parts,
                 bounds,
                 args.start_records,
@@ -516,19 +522,19 @@ def _ship_jobs(args: argparse.Namespace) -> int:
     def build(
         producer: Any, settings: Settings, bounds: TimeBounds, parts: dict[str, int]
     ) -> JobFilesShipper:
-        topic = settings.topic_prefix + "job-events"
+        topic = settings.kafka.topic_prefix + "job-events"
         return JobFilesShipper(
             producer,
             topic,
-            settings.topic_prefix + "dead-letter",
+            settings.kafka.topic_prefix + "dead-letter",
             args.format,
             args.paths,
             bounds,
-            settings.max_line_bytes,
-            settings.max_hosts,
+            settings.bounds.max_line_bytes,
+            settings.bounds.max_hosts,
             progress=not args.no_progress,
             partitions=parts.get(topic) or 1,
-            marker_interval=None if args.no_markers else settings.marker_interval,
+            marker_interval=None if args.no_markers else settings.worker.marker_interval,
             speed=args.speed,
         )
 
@@ -541,16 +547,16 @@ def _ship_sample_files(args: argparse.Namespace) -> int:
     def build(
         producer: Any, settings: Settings, bounds: TimeBounds, parts: dict[str, int]
     ) -> SampleFilesShipper:
-        topic = settings.topic_prefix + "node-samples"
+        topic = settings.kafka.topic_prefix + "node-samples"
         return SampleFilesShipper(
             producer,
             topic,
-            settings.topic_prefix + "dead-letter",
+            settings.kafka.topic_prefix + "dead-letter",
             args.paths,
             bounds,
-            settings.max_line_bytes,
+            settings.bounds.max_line_bytes,
             partitions=parts.get(topic) or 1,
-            marker_interval=None if args.no_markers else settings.marker_interval,
+            marker_interval=None if args.no_markers else settings.worker.marker_interval,
         )
 
     return _ship_files(args, "sample-files", build)

@@ -65,16 +65,22 @@ def influx_sink(settings: Settings, log_prefix: str = "drainwatch") -> InfluxSin
     from streams.kafka import Backoff
     from streams.sinks.influx import InfluxSink
 
-    token = settings.influx_token.reveal() if settings.influx_token is not None else ""
-    backoff = Backoff(log_prefix, f"InfluxDB at {settings.influx_url}", settings.connect_timeout)
+    token = settings.influx.token.reveal() if settings.influx.token is not None else ""
+    backoff = Backoff(
+        log_prefix, f"InfluxDB at {settings.influx.url}", settings.worker.connect_timeout
+    )
     while True:
-        with InfluxDBClient(url=settings.influx_url, token=token, timeout=5000) as c:
+        with InfluxDBClient(url=settings.influx.url, token=token, timeout=5000) as c:
             if c.ping():
                 break
         time.sleep(backoff.failed("no answer to ping"))
     check_influx_access(settings, token)
     return InfluxSink(
-        settings.influx_url, token, settings.influx_org, settings.influx_bucket, settings.cluster
+        settings.influx.url,
+        token,
+        settings.influx.org,
+        settings.influx.bucket,
+        settings.accounting.cluster,
     )
 
 
@@ -85,8 +91,8 @@ def check_influx_access(settings: Settings, token: str) -> None:
     import urllib.parse
     import urllib.request
 
-    q = urllib.parse.urlencode({"org": settings.influx_org, "bucket": settings.influx_bucket})
-    url = f"{settings.influx_url.rstrip('/')}/api/v2/write?{q}"
+    q = urllib.parse.urlencode({"org": settings.influx.org, "bucket": settings.influx.bucket})
+    url = f"{settings.influx.url.rstrip('/')}/api/v2/write?{q}"
     req = urllib.request.Request(url, b"", {"Authorization": f"Token {token}"}, method="POST")
     try:
         urllib.request.urlopen(req, timeout=10).close()
@@ -95,14 +101,14 @@ def check_influx_access(settings: Settings, token: str) -> None:
             raise ConfigError("influx_token", f"InfluxDB refused it (HTTP {e.code})") from None
         if e.code == 404:
             raise ConfigError(
-                "influx_bucket", f"InfluxDB has no bucket {settings.influx_bucket!r} (HTTP 404)"
+                "influx_bucket", f"InfluxDB has no bucket {settings.influx.bucket!r} (HTTP 404)"
             ) from None
     except OSError:  # gone again since its ping: the writes retry until it is back
         pass
     except ValueError:  # http.client.InvalidURL; its text may hold part of a password
         raise ConfigError(
             "influx_url",
-            f"{mask(settings.influx_url)} is not a URL (percent-encode its '/', "
+            f"{mask(settings.influx.url)} is not a URL (percent-encode its '/', "
             "'?', '#' and '@' in a user name or password, or leave them out: the token "
             "authenticates)",
         ) from None
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     async def prepare() -> tuple[int | None, int | None]:
         await wait_for_kafka(settings, "drainwatch worker")
         parts = await ensure_topics(settings)
-        names = topic_names(settings.topic_prefix)
+        names = topic_names(settings.kafka.topic_prefix)
         return parts.get(names.job_events), parts.get(names.node_samples)
 
     try:
@@ -168,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"drainwatch worker: configuration error: {mask(str(e))}", file=sys.stderr)
         return EXIT_CONFIG
-    if settings.mmap_threshold:  # large arrays go back to the system when freed
-        pin_mmap_threshold(settings.mmap_threshold * 1024)
+    if settings.worker.mmap_threshold:  # large arrays go back to the system when freed
+        pin_mmap_threshold(settings.worker.mmap_threshold * 1024)
     from streams.live import attach
 
     app = create_app(settings, app_id=args.group or APP_ID)

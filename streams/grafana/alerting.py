@@ -97,7 +97,7 @@ class Rule:
 
 def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
     """(group, rules): the drain group, the job group, the samples group, the pipeline group."""
-    hz_n = s.alert_hot_zone_minutes
+    hz_n = s.alerts.hot_zone_minutes
     # B has no value on a series the query left empty (Grafana expands the annotations for
     # every series, firing or not): "no value" then, not a template error in the log
     val = "{{ if $values.B.Value }}{{ humanize $values.B.Value }}{{ else }}no value{{ end }}"
@@ -113,10 +113,10 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     2 * 86400,
                     "max",
                     "gt",
-                    s.alert_sliding_node_hours,
+                    s.alerts.sliding_node_hours,
                     "critical",
                     f"A job never seen running has held {val} node-hours idle "
-                    f"(alerts.sliding_node_hours = {s.alert_sliding_node_hours:g}); the jobs "
+                    f"(alerts.sliding_node_hours = {s.alerts.sliding_node_hours:g}); the jobs "
                     "dashboard's sliding-jobs table names it.",
                     "Seed 000 §V-A.2: the scheduler keeps reserving nodes for a job whose start "
                     "slides into the future. Check the job's reservation (showres, scontrol show "
@@ -131,10 +131,10 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     86400,
                     "max",
                     "gt",
-                    s.alert_ftl_node_hours,
+                    s.alerts.ftl_node_hours,
                     "warning",
                     f"A job drained {val} node-hours, then ran for under 30 s "
-                    f"(alerts.ftl_node_hours = {s.alert_ftl_node_hours:g}).",
+                    f"(alerts.ftl_node_hours = {s.alerts.ftl_node_hours:g}).",
                     "Seed 000 §V-C: a big job held nodes idle and died at launch. See the jobs "
                     "dashboard's failure-to-launch table, contact the user, check the nodes it "
                     "landed on (prolog failures, bad nodes) before it is resubmitted.",
@@ -169,10 +169,10 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     15 * 60,
                     "last",
                     "gt",
-                    s.alert_shortjob_flood,
+                    s.alerts.shortjob_flood,
                     "warning",
                     f"{{{{ $labels.kind }}}} {{{{ $labels.holder }}}}: short-job penalty A(t) = "
-                    f"{val} slot-seconds (alerts.shortjob_flood = {s.alert_shortjob_flood:g}).",
+                    f"{val} slot-seconds (alerts.shortjob_flood = {s.alerts.shortjob_flood:g}).",
                     "Seed 002: a flood of jobs under 600 s wastes slot turnover. The fair-share "
                     "hook already lowers the holder's priority; contact the user about bundling "
                     "the jobs (job arrays, one longer job).",
@@ -188,7 +188,7 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     0.0,
                     "warning",
                     f"Job {{{{ $labels.subject }}}} runs past its upper run-time estimate by more "
-                    f"than {s.alert_overrun_margin:g} s.",
+                    f"than {s.alerts.overrun_margin:g} s.",
                     "Seed 001: the job runs longer than its (user, job name) history predicts; "
                     "jobs waiting for its nodes will start late. Check the job (hung, larger "
                     "input) and the reservations behind it.",
@@ -200,9 +200,9 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     3 * 86400,
                     "last",
                     "lt",
-                    s.alert_cup40_target,
+                    s.alerts.cup40_target,
                     "info",
-                    f"CUP40 of the last complete day is {val} (target {s.alert_cup40_target:g}).",
+                    f"CUP40 of the last complete day is {val} (target {s.alerts.cup40_target:g}).",
                     "Seed 004: large jobs got less of the machine than the capability goal. "
                     "Review the queue for large jobs held back, and the P_CUP term on the "
                     "capability dashboard.",
@@ -221,9 +221,9 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     30 * 60,
                     "last",
                     "gt",
-                    s.alert_hot_zone,
+                    s.alerts.hot_zone,
                     "warning",
-                    f"DFS write load above {s.alert_hot_zone:g} MB/s for the last {hz_n} "
+                    f"DFS write load above {s.alerts.hot_zone:g} MB/s for the last {hz_n} "
                     f"minutes (lowest {val} MB/s).",
                     "Seed 003 §5.2: the file system is in its hot zone; every writer slows "
                     "down. See the hot-zone table for the jobs writing most and throttle or "
@@ -238,12 +238,12 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
                     "stalled",
                     "Pipeline stalled",
                     'SELECT count("records") FROM "pipeline" WHERE $timeFilter GROUP BY "cluster"',
-                    round(s.alert_stalled_after),
+                    round(s.alerts.stalled_after),
                     "last",
                     "lt",
                     1.0,
                     "critical",
-                    f"No worker has reported for {s.alert_stalled_after:g} s.",
+                    f"No worker has reported for {s.alerts.stalled_after:g} s.",
                     "The drainwatch worker writes the pipeline measurement every 10 s. Check "
                     "that it runs (its /health/ on worker.web_port), that it reaches Kafka "
                     "and InfluxDB, and its log.",

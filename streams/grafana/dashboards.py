@@ -141,7 +141,7 @@ def drain(s: Settings) -> Dashboard:
 
 
 def jobs(s: Settings) -> Dashboard:
-    ftl = s.alert_ftl_node_hours
+    ftl = s.alerts.ftl_node_hours
     return Dashboard(
         "drainwatch-jobs",
         "drainwatch: jobs",
@@ -166,7 +166,7 @@ def jobs(s: Settings) -> Dashboard:
             table(
                 "Perpetually sliding jobs (never seen running)",
                 "Jobs nodes were held for that no node has run yet, by drain per node charged "
-                f"(seed 000 §V-A.2); the worker alerts past {s.alert_sliding_node_hours:g} "
+                f"(seed 000 §V-A.2); the worker alerts past {s.alerts.sliding_node_hours:g} "
                 "node-hours.",
                 target(
                     'SELECT "job", "drain_node_seconds" / 3600 AS "drain_node_hours", '
@@ -220,7 +220,7 @@ def jobs(s: Settings) -> Dashboard:
             ),
             table(
                 "Running jobs past their prediction (seed 001's red rows)",
-                f"Jobs still running {s.alert_overrun_margin:g} s past their upper estimate "
+                f"Jobs still running {s.alerts.overrun_margin:g} s past their upper estimate "
                 "(seed 001's red rows): the worker's overrun alerts, firing = 1 while they run on.",
                 target(
                     'SELECT last("firing") AS "firing", last("value") AS "running_s", '
@@ -293,13 +293,13 @@ def shortjobs(s: Settings) -> Dashboard:
             timeseries(
                 "Short-job penalty A(t) per user",
                 "A(t) = 0.9 A(t−1) + 0.1 T_s(t) every 3 minutes (seed 002, short jobs); the flood "
-                f"alert fires above {s.alert_shortjob_flood:g} slot-seconds.",
+                f"alert fires above {s.alerts.shortjob_flood:g} slot-seconds.",
                 target(
                     'SELECT "adjust" FROM "shortjobs" WHERE "kind" = \'user\' AND '
                     f'{USER} AND {where} GROUP BY "holder"',
                     alias="$tag_holder",
                 ),
-                threshold=s.alert_shortjob_flood,
+                threshold=s.alerts.shortjob_flood,
             ),
             timeseries(
                 "Short-job penalty A(t) per group",
@@ -309,7 +309,7 @@ def shortjobs(s: Settings) -> Dashboard:
                     f'{where} GROUP BY "holder"',
                     alias="$tag_holder",
                 ),
-                threshold=s.alert_shortjob_flood,
+                threshold=s.alerts.shortjob_flood,
             ),
             timeseries(
                 "N_s and T_s per 3-minute tick (all users)",
@@ -378,13 +378,13 @@ def samples(s: Settings) -> Dashboard:
             timeseries(
                 "DFS write and read MB/s",
                 "Write and read load of the distributed file system per minute, summed over the "
-                f"jobs' nodes; hot zone above {s.alert_hot_zone:g} MB/s (seed 003 §5.2).",
+                f"jobs' nodes; hot zone above {s.alerts.hot_zone:g} MB/s (seed 003 §5.2).",
                 target(
                     'SELECT "write_mb_s" AS "write", "read_mb_s" AS "read" FROM "dfs" '
                     f"WHERE {where}"
                 ),
                 unit="MBs",
-                threshold=s.alert_hot_zone,
+                threshold=s.alerts.hot_zone,
                 width=24,
             ),
             table(
@@ -442,13 +442,13 @@ def capability(s: Settings) -> Dashboard:
                 "CUP40 and modified CUP per day vs target",
                 "Share of node-hours used by jobs of at least 40 % of the section; modified "
                 "CUP without backfill node-hours (seed 004); the target is "
-                f"{s.alert_cup40_target:.0%}.",
+                f"{s.alerts.cup40_target:.0%}.",
                 target(
                     'SELECT "cup40" AS "CUP40", "cup40_modified" AS "modified CUP" FROM '
                     f'"capability" WHERE {where}'
                 ),
                 unit="percentunit",
-                threshold=s.alert_cup40_target,
+                threshold=s.alerts.cup40_target,
                 bars=True,
             ),
             timeseries(
@@ -468,7 +468,7 @@ def capability(s: Settings) -> Dashboard:
                 "CUP40 of the latest complete day (seed 004); red below the target.",
                 target(f'SELECT last("cup40") FROM "capability" WHERE {where}'),
                 unit="percentunit",
-                threshold=s.alert_cup40_target,
+                threshold=s.alerts.cup40_target,
                 below_bad=True,
             ),
             stat(

@@ -26,11 +26,11 @@ def attach(
     ctx = WorkerContext(app, settings, sink)
     health = attach_health(ctx)
     families: list[tuple[Any, Any]] = [(DrainForward(ctx), DrainCombine(ctx))]
-    if settings.live_jobs == "on":
+    if settings.worker.live_jobs == "on":
         from streams.live.jobs import JobsCombine, JobsForward
 
         families.append((JobsForward(ctx), JobsCombine(ctx, job_partitions)))
-    if settings.live_samples == "on":
+    if settings.worker.live_samples == "on":
         from streams.live.samples import SamplesCombine, SamplesForward
 
         families.append((SamplesForward(ctx), SamplesCombine(ctx, sample_partitions)))

@@ -94,9 +94,11 @@ class Outbox:
         """An outbox with its sinks, for ``ctx``'s cluster, zone and topics."""
         out = cls()
         s = ctx.settings
-        out.influx = LineSink(s.cluster, s.tz, lambda lines: out.points.extend(lines), 1)
-        names = topic_names(s.topic_prefix)
-        out.metrics = TopicSink(names, s.cluster, lambda ms: out.messages.extend(ms))
+        out.influx = LineSink(
+            s.accounting.cluster, s.accounting.tz, lambda lines: out.points.extend(lines), 1
+        )
+        names = topic_names(s.kafka.topic_prefix)
+        out.metrics = TopicSink(names, s.accounting.cluster, lambda ms: out.messages.extend(ms))
         return out
 
     def settle(self) -> None:

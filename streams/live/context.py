@@ -47,7 +47,7 @@ class WorkerContext:
         if self.writes is None and self.sink is not None:
             self.writes = WriteQueue(self.sink.write_lines, "influxdb")
         if not self.worker:
-            self.worker = f"{socket.gethostname()}:{self.settings.web_port}"
+            self.worker = f"{socket.gethostname()}:{self.settings.worker.web_port}"
 
     async def _send_state(self, key: bytes, value: bytes) -> None:
         await (await self.topics.worker_state.send(key=key, value=value))

@@ -80,7 +80,9 @@ class DrainForward:
         s = ctx.settings
         self.decoders: dict[int, Decoder] = {}
         self.fresh: set[int] = set()  # partitions with records not yet in a partial
-        self.bounds = TimeBounds(s.not_before, s.not_after, round(s.max_jump * 1000))
+        self.bounds = TimeBounds(
+            s.bounds.not_before, s.bounds.not_after, round(s.bounds.max_jump * 1000)
+        )
 
     def topic(self) -> Any:
         return self.ctx.topics.node_status
@@ -95,10 +97,10 @@ class DrainForward:
         s = self.ctx.settings
         st = PartitionDrain(
             p,
-            s.tz,
-            round(s.max_gap * 1000),
-            round(s.lateness * 1000),
-            round(s.reorder_window * 1000),
+            s.accounting.tz,
+            round(s.accounting.max_gap * 1000),
+            round(s.worker.lateness * 1000),
+            round(s.bounds.reorder_window * 1000),
         )
         self.decoders[p] = Decoder(st.book)
         return st
@@ -149,7 +151,7 @@ class DrainForward:
         self.fresh.discard(p)
         # in parts of at most message_max_bytes, applied in order (only the last one carries
         # the watermark): a backlog's partial holds every minute window since the last one
-        parts = encode_drain_partials(st.partial(), self.ctx.settings.message_max_bytes)
+        parts = encode_drain_partials(st.partial(), self.ctx.settings.kafka.message_max_bytes)
         self.ctx.counts["drain_partial_parts"] += len(parts)
         return parts
 
@@ -177,14 +179,14 @@ class DrainCombine:
 
     def _alerts(self) -> DrainAlerts:
         s = self.ctx.settings
-        return DrainAlerts(None, s.alert_sliding_node_hours, s.alert_sliding_quiet)
+        return DrainAlerts(None, s.alerts.sliding_node_hours, s.alerts.sliding_quiet)
 
     def topic(self) -> Any:
         return self.ctx.topics.drain_partials
 
     def fresh(self) -> None:
         s = self.ctx.settings
-        self.comb = DrainCombiner(s.tz, s.nodes)
+        self.comb = DrainCombiner(s.accounting.tz, s.accounting.nodes)
         self.alerts = self._alerts()
 
     def restore(self, version: int, tree: Any) -> None:
@@ -219,7 +221,7 @@ class DrainCombine:
         comb, ctx = self.comb, self.ctx
         assert comb is not None
         rows, jobs = comb.take()
-        cluster, t = ctx.settings.cluster, ctx.topics
+        cluster, t = ctx.settings.accounting.cluster, ctx.topics
         windows, states = live_window_rows(rows)
         job_rows = live_job_rows(jobs)
         for sink in (out.influx, out.metrics):
@@ -229,8 +231,8 @@ class DrainCombine:
         da = self.alerts
         changes = da.jobs(jobs) + da.windows(w for w in rows if w.unit != "minute")
         changes += da.quiet(comb.watermark_ms)
-        if jobs and ctx.settings.live_jobs == "on":  # the job-events side joins them
-            cap = ctx.settings.message_max_bytes
+        if jobs and ctx.settings.worker.live_jobs == "on":  # the job-events side joins them
+            cap = ctx.settings.kafka.message_max_bytes
             for v in encode_drain_totals(jobs, comb.watermark_ms, cap):
                 out.messages.append((t.jobs_partials.get_topic_name(), JOIN_KEY, v))
         ctx.counts["alert_changes"] += out.add_alerts(cluster, changes)

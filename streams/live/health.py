@@ -22,7 +22,7 @@ class Health:
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
         self.log = ctx.log.getChild("health")
-        self.stall = StallWatch(ctx.settings.alert_stalled_after, ctx.worker)
+        self.stall = StallWatch(ctx.settings.alerts.stalled_after, ctx.worker)
         self.changes: list[Alert] = []
         self.loaded = False
         self.forwarders: list[Any] = []  # streams.live.runner.Forwarder of each family
@@ -55,7 +55,7 @@ class Health:
                 self.loaded = True
             if not pending:
                 return
-            cluster = ctx.settings.cluster
+            cluster = ctx.settings.accounting.cluster
             if ctx.sink is not None:
                 points = [alert_line(cluster, a) for a in pending]
                 await asyncio.to_thread(ctx.sink.write_lines, points)
@@ -104,7 +104,7 @@ class Health:
         }
         for family, wl in self.watermark_lags().items():  # event-time seconds
             fields[f"watermark_lag_{family}_s"] = wl
-        tags = {"cluster": ctx.settings.cluster, "worker": ctx.worker}
+        tags = {"cluster": ctx.settings.accounting.cluster, "worker": ctx.worker}
         p = line("pipeline", tags, fields, round(now * 1000) * 1_000_000)
         self._last_sink = (st.writes, st.seconds)
         self._last_pipeline = (now, records)
@@ -195,7 +195,7 @@ def attach_health(ctx: WorkerContext) -> Health:
     async def metrics(web: Any, request: Any) -> Any:
         return web.text(health.metrics_text(), content_type="text/plain; version=0.0.4")
 
-    @app.timer(max(1.0, min(PIPELINE_INTERVAL_S, settings.alert_stalled_after / 5)))
+    @app.timer(max(1.0, min(PIPELINE_INTERVAL_S, settings.alerts.stalled_after / 5)))
     async def stalls() -> None:
         await health.check_stalls()
 

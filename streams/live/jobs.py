@@ -81,11 +81,11 @@ def live_stages(settings: Settings) -> dict[str, Any]:
     defaults, the settings' thresholds; capability and the node-release forecast only with a
     section size, ``jobs.section_nodes`` else ``accounting.nodes``)."""
     return live_job_stages(
-        settings.tz,
-        settings.cluster,
-        settings.section_nodes or settings.nodes,
-        settings.backfill_flags == "yes",
-        settings.alert_overrun_margin,
+        settings.accounting.tz,
+        settings.accounting.cluster,
+        settings.jobs.section_nodes or settings.accounting.nodes,
+        settings.jobs.backfill_flags == "yes",
+        settings.alerts.overrun_margin,
     )
 
 
@@ -125,7 +125,7 @@ class JobsForward:
         s = ctx.settings
         self.pending: dict[int, list[list[Any]]] = {}  # partition -> [offset, rows]
         # the compiled reader compares ts x 1000 with the bounds as doubles: exact for these
-        self._bounds_exact = all(float(b) == b for b in (s.not_before, s.not_after))
+        self._bounds_exact = all(float(b) == b for b in (s.bounds.not_before, s.bounds.not_after))
 
     def topic(self) -> Any:
         return self.ctx.topics.job_events
@@ -162,7 +162,7 @@ class JobsForward:
         s = self.ctx.settings
         native = _native_rows if self._bounds_exact else None
         if native is not None:
-            got = native(value, float(s.not_before), float(s.not_after))
+            got = native(value, float(s.bounds.not_before), float(s.bounds.not_after))
             if None not in got:
                 self.ctx.counts["job_events"] += len(got)
                 return got  # type: ignore[return-value]
@@ -196,7 +196,7 @@ class JobsForward:
                     return None
                 raise JobEventError("bad_json", str(e)) from e
             row = jobevent_row(d)
-            if not s.not_before <= row[1] * 1000 < s.not_after:
+            if not s.bounds.not_before <= row[1] * 1000 < s.bounds.not_after:
                 raise JobEventError("implausible_time", repr(row[1]))
         except JobEventError as err:
             text = message_text(line)
@@ -206,7 +206,7 @@ class JobsForward:
 
     def partials(self, p: int, state: Any) -> list[bytes]:
         """Runs of about PARTIAL_EVENTS records, each cut further to message_max_bytes."""
-        cap = self.ctx.settings.message_max_bytes
+        cap = self.ctx.settings.kafka.message_max_bytes
         runs = chunks(self.pending.pop(p, []))
         return [v for run in runs for v in split_job_partial(p, run, cap)]
 
@@ -223,10 +223,10 @@ class JobsCombine:
         self.ctx = ctx
         s = ctx.settings
         self.partitions = partitions  # of job-events: the merger waits for each of them
-        self.cal = DayCalendar(s.tz)
-        self.zone = ZoneInfo(s.tz)
-        self.adjust = AdjustTableFile(s.adjust_out) if s.adjust_out else None
-        self.merger = JobEventMerger(s.lateness, partitions, s.shipper_timeout)
+        self.cal = DayCalendar(s.accounting.tz)
+        self.zone = ZoneInfo(s.accounting.tz)
+        self.adjust = AdjustTableFile(s.jobs.adjust_out) if s.jobs.adjust_out else None
+        self.merger = JobEventMerger(s.worker.lateness, partitions, s.worker.shipper_timeout)
         self.stages: dict[str, Any] = {}
         self.alerts = JobAlerts()
         self.join: DrainJobJoin | None = None
@@ -236,21 +236,25 @@ class JobsCombine:
 
     def fresh(self) -> None:
         s = self.ctx.settings
-        self.merger = JobEventMerger(s.lateness, self.partitions, s.shipper_timeout)
+        self.merger = JobEventMerger(s.worker.lateness, self.partitions, s.worker.shipper_timeout)
         self.stages = live_stages(s)
         self.alerts = JobAlerts(
-            None, s.alert_shortjob_flood, s.alert_cup40_target, s.alert_overrun_margin, s.tz
+            None,
+            s.alerts.shortjob_flood,
+            s.alerts.cup40_target,
+            s.alerts.overrun_margin,
+            s.accounting.tz,
         )
-        self.join = DrainJobJoin(s.alert_ftl_node_hours)
+        self.join = DrainJobJoin(s.alerts.ftl_node_hours)
         self._configure()
 
     def _configure(self) -> None:
         s = self.ctx.settings
         assert self.join is not None
         self.join.configure(
-            size_groups(s.size_groups, s.nodes),
-            s.alert_sliding_top_k,
-            s.alert_sliding_rank_node_hours,
+            size_groups(s.jobs.size_groups, s.accounting.nodes),
+            s.alerts.sliding_top_k,
+            s.alerts.sliding_rank_node_hours,
         )
         self.stages["shortjobs"].on_tick = self.adjust
 
@@ -305,7 +309,9 @@ class JobsCombine:
         changes = self.merger.add_marker(p, off, mk.source, mk.ts, mk.sent, mk.end)
         if changes:
             topic = self.ctx.topics.job_events.get_topic_name()
-            self._alerts(shipper_alerts(self.alerts.book, topic, changes, s.shipper_timeout), out)
+            self._alerts(
+                shipper_alerts(self.alerts.book, topic, changes, s.worker.shipper_timeout), out
+            )
 
     def _finish(self, out: Outbox) -> None:
         """The end of every shipper's input: each stage's ``finish()`` rows, as the replay
@@ -388,7 +394,9 @@ class JobsCombine:
         return guard
 
     def _alerts(self, alerts: list[Alert], out: Outbox) -> None:
-        self.ctx.counts["alert_changes"] += out.add_alerts(self.ctx.settings.cluster, alerts)
+        self.ctx.counts["alert_changes"] += out.add_alerts(
+            self.ctx.settings.accounting.cluster, alerts
+        )
 
     def _step(self, batch: list[JobEvent], out: Outbox) -> None:
         """One day-bounded batch through every stage: rows to points and messages, alerts. A

@@ -779,14 +779,14 @@ def attach(
                     await combiner.keep_up()
                     await asyncio.sleep(0)
 
-    @app.timer(settings.flush_interval, name=f"drainwatch.{comb.name}.flush")
+    @app.timer(settings.worker.flush_interval, name=f"drainwatch.{comb.name}.flush")
     async def flush() -> None:
         await forwarder.publish()
         await combiner.flush()
 
     if fwd.stateful:
 
-        @app.timer(settings.checkpoint_interval, name=f"drainwatch.{fwd.name}.checkpoint")
+        @app.timer(settings.worker.checkpoint_interval, name=f"drainwatch.{fwd.name}.checkpoint")
         async def checkpoint() -> None:
             await forwarder.publish(save=True)
 

@@ -100,7 +100,7 @@ class SamplesForward:
             dead_letter(ctx, out, Reject(reason, self.name, 0, text), **where)
         batch = parsed.batch
         ms = batch.ts * 1000
-        ok = (s.not_before <= ms) & (ms < s.not_after)
+        ok = (s.bounds.not_before <= ms) & (ms < s.bounds.not_after)
         if not ok.all():
             for k in np.flatnonzero(~ok).tolist():
                 a, b = parsed.bounds[k].tolist()
@@ -113,7 +113,7 @@ class SamplesForward:
 
     def partials(self, p: int, state: Any) -> list[bytes]:
         """Runs of about PARTIAL_EVENTS samples, each cut further to message_max_bytes."""
-        cap = self.ctx.settings.message_max_bytes
+        cap = self.ctx.settings.kafka.message_max_bytes
         runs = chunks(self.pending.pop(p, []), sample_entry_weight)
         return [v for run in runs for v in split_sample_partial(p, run, cap)]
 
@@ -129,7 +129,7 @@ class SamplesCombine:
     def __init__(self, ctx: WorkerContext, partitions: int | None) -> None:
         self.ctx = ctx
         self.partitions = partitions
-        self.zone = ZoneInfo(ctx.settings.tz)
+        self.zone = ZoneInfo(ctx.settings.accounting.tz)
         self.fresh()
 
     def topic(self) -> Any:
@@ -137,16 +137,20 @@ class SamplesCombine:
 
     def fresh(self) -> None:
         s = self.ctx.settings
-        self.merger = SampleMerger(s.lateness, self.partitions, s.shipper_timeout)
+        self.merger = SampleMerger(s.worker.lateness, self.partitions, s.worker.shipper_timeout)
         self.shipper_book = AlertBook()  # the shippers' data_quality alerts
-        self.dfs = DfsStream(s.sample_period, 1e6, s.alert_hot_zone, 3, 0, s.alert_hot_zone_minutes)
-        mpc = None if s.mem_per_core is None else s.mem_per_core * GIB_KB
-        self.util = JobUtilStream(s.sample_period, mpc, s.cores_per_node, s.lateness)
+        self.dfs = DfsStream(
+            s.samples.period, 1e6, s.alerts.hot_zone, 3, 0, s.alerts.hot_zone_minutes
+        )
+        mpc = None if s.samples.mem_per_core is None else s.samples.mem_per_core * GIB_KB
+        self.util = JobUtilStream(
+            s.samples.period, mpc, s.samples.cores_per_node, s.worker.lateness
+        )
         self.fs = FsStreams(
-            dict(s.alert_hot_zone_fs or ()),
-            s.alert_hot_zone,
-            period=s.sample_period,
-            alert_minutes=s.alert_hot_zone_minutes,
+            dict(s.alerts.hot_zone_fs or ()),
+            s.alerts.hot_zone,
+            period=s.samples.period,
+            alert_minutes=s.alerts.hot_zone_minutes,
         )
 
     def restore(self, version: int, tree: Any) -> None:
@@ -202,8 +206,8 @@ class SamplesCombine:
         changes = self.merger.add_marker(p, off, mk.source, mk.ts, mk.sent, mk.end)
         if changes:
             topic = self.ctx.topics.node_samples.get_topic_name()
-            alerts = shipper_alerts(self.shipper_book, topic, changes, s.shipper_timeout)
-            self.ctx.counts["alert_changes"] += out.add_alerts(s.cluster, alerts)
+            alerts = shipper_alerts(self.shipper_book, topic, changes, s.worker.shipper_timeout)
+            self.ctx.counts["alert_changes"] += out.add_alerts(s.accounting.cluster, alerts)
 
     def _finish(self, out: Outbox) -> None:
         """The end of every shipper's input, as the replay ends: every minute and episode
@@ -231,7 +235,7 @@ class SamplesCombine:
     def _util_out(self, until: float, out: Outbox) -> None:
         """Per-job utilisation rows of the buckets ending by ``until``: the jobs with new
         measures, provisional until quiet (``until`` infinite: every job final)."""
-        cluster, zone, dfs = self.ctx.settings.cluster, self.zone, self.dfs
+        cluster, zone, dfs = self.ctx.settings.accounting.cluster, self.zone, self.dfs
         util = self.util
         changed, final = util.close(until)
         done = set(final)
@@ -250,7 +254,7 @@ class SamplesCombine:
         """A DFS stream's final minutes (InfluxDB and metrics.dfs, keyed ``<minute_ms>``, or
         ``<fs>:<minute_ms>`` for a file system's), ended episodes and alert changes."""
         ctx = self.ctx
-        cluster = ctx.settings.cluster
+        cluster = ctx.settings.accounting.cluster
         head: tuple[str, ...] = () if fs is None else (fs,)
         mt, zt = (DFS_MINUTELY, HOT_ZONES) if fs is None else (DFS_MINUTELY_FS, HOT_ZONES_FS)
         rows = [(*head, m.minute * 60_000, m.write, m.read, m.jobs_writing) for m in minutes]

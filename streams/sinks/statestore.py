@@ -46,7 +46,9 @@ class StateStore:
         gen = "b" if self._generation.get(owner) == "a" else "a"
         sid = uuid.uuid4().hex.encode()  # ID_BYTES
         base = self._key(owner)
-        size = self.settings.message_max_bytes - ID_BYTES  # a chunk's value: the id, then this
+        size = (
+            self.settings.kafka.message_max_bytes - ID_BYTES
+        )  # a chunk's value: the id, then this
         chunks = [data[i : i + size] for i in range(0, len(data), size)] or [b""]
         # the chunks at once (each send waits for its own acknowledgement), the manifests (the
         # generation's own and the current one) once all of them are acknowledged

@@ -1,5 +1,5 @@
 """sacct polling through the whole live path: `ship jobs --sacct --starts` walks the public
-phillips.log dump (the stand-in sacct of tests/streams/sources/test_sacctpoll.py, records
+phillips.log dump (the stand-in sacct of tests/streams/ship/test_sacct.py, records
 written up to 25 minutes late) into Kafka, a worker with the job analytics on consumes it, and
 the daily usage in InfluxDB equals `drainwatch replay` of the same dump's events up to the
 worker's watermark: no job lost or counted twice on the consumer side. The worker's lateness

@@ -1,6 +1,6 @@
 """`drainwatch ship jobs --sacct` on the real local Kafka: polls walking through the public
 phillips.log dump (a stand-in sacct serving it by end time, some records reaching the
-database late; see tests/streams/sources/test_sacctpoll.py) put on <prefix>job-events exactly
+database late; see tests/streams/ship/test_sacct.py) put on <prefix>job-events exactly
 the events a one-shot read of the dump gives, each once; a restart from the checkpoint sends
 no event again. After each poll, a round of watermark markers (issue 30) at the poller's
 guarantee: every job that ended before it was sent, so no end event follows a marker past it."""

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import ssl
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import faust
@@ -247,9 +245,9 @@ def test_env_names_toml_keys_and_defaults_are_the_contract() -> None:
 def test_defaults_load_and_every_env_name_is_read() -> None:
     s = load_settings(env={})
     assert s == Settings()
-    assert s.kafka_bootstrap == "127.0.0.1:19092"
-    assert s.topic_prefix == "drainwatch."
-    assert s.tz == "UTC" and s.max_gap == 600.0 and s.nodes is None
+    assert s.kafka.bootstrap == "127.0.0.1:19092"
+    assert s.kafka.topic_prefix == "drainwatch."
+    assert s.accounting.tz == "UTC" and s.accounting.max_gap == 600.0 and s.accounting.nodes is None
     assert Settings().bounds.not_after == 4_102_444_800_000 and Settings().bounds.not_before == 0
     for spec in SPECS:  # each variable, set to its default (or empty: unset), is a setting
         if spec.kind != "secret":
@@ -262,23 +260,6 @@ def test_readme_table_is_made_from_the_declarations() -> None:
     assert readme_table() in text, (
         "README.md's table is stale: python -m streams.config --write-docs"
     )
-
-
-# TRANSITION: flat names. The shim on Settings until every caller uses sections.
-def test_flat_names_still_read_construct_and_replace() -> None:
-    s = Settings()
-    for spec in SPECS:
-        assert getattr(s, spec.name) == getattr(getattr(s, spec.attr), spec.key)
-    t = Settings(flush_interval=1.0, nodes=5, kafka_bootstrap="h:1")
-    assert (t.worker.flush_interval, t.accounting.nodes, t.kafka.bootstrap) == (1.0, 5, "h:1")
-    u = dataclasses.replace(t, tz="Europe/Berlin", alert_hot_zone=50.0)
-    assert (u.accounting.tz, u.accounting.nodes, u.alerts.hot_zone) == ("Europe/Berlin", 5, 50.0)
-    assert u.worker == t.worker and t.accounting == replace(t.accounting, nodes=5)
-    with pytest.raises(TypeError):
-        Settings(no_such_setting=1)
-
-
-# TRANSITION: end
 
 
 def test_precedence_defaults_toml_env(tmp_path: Path) -> None:
@@ -297,26 +278,26 @@ web_port = 7000
 """,
     )
     s = load_settings(cfg, env={"DRAINWATCH_WEB_PORT": "7100", "DRAINWATCH_NODES": "100"})
-    assert s.kafka_bootstrap == "k1:9092,k2:9092"  # TOML
+    assert s.kafka.bootstrap == "k1:9092,k2:9092"  # TOML
     assert s.bootstrap_servers == ["k1:9092", "k2:9092"]
-    assert s.topic_prefix == "site."  # TOML
-    assert s.tz == "America/Chicago"  # TOML
-    assert s.web_port == 7100  # env beats TOML
-    assert s.nodes == 100  # env beats TOML
-    assert s.max_gap == 600.0  # default
-    assert s.state_dir == tmp_path / "state"  # relative to the TOML file's folder
+    assert s.kafka.topic_prefix == "site."  # TOML
+    assert s.accounting.tz == "America/Chicago"  # TOML
+    assert s.worker.web_port == 7100  # env beats TOML
+    assert s.accounting.nodes == 100  # env beats TOML
+    assert s.accounting.max_gap == 600.0  # default
+    assert s.general.state_dir == tmp_path / "state"  # relative to the TOML file's folder
 
 
 def test_config_path_from_env_and_argument_wins(tmp_path: Path) -> None:
     a = write(tmp_path / "a.toml", "[accounting]\nmax_gap = 300\n")
     b = write(tmp_path / "b.toml", "[accounting]\nmax_gap = 120.5\n")
-    assert load_settings(env={"DRAINWATCH_CONFIG": str(a)}).max_gap == 300.0
-    assert load_settings(b, env={"DRAINWATCH_CONFIG": str(a)}).max_gap == 120.5
+    assert load_settings(env={"DRAINWATCH_CONFIG": str(a)}).accounting.max_gap == 300.0
+    assert load_settings(b, env={"DRAINWATCH_CONFIG": str(a)}).accounting.max_gap == 120.5
 
 
 def test_empty_env_value_unsets_optional_setting(tmp_path: Path) -> None:
     cfg = write(tmp_path / "c.toml", "[accounting]\nnodes = 64\n")
-    assert load_settings(cfg, env={"DRAINWATCH_NODES": ""}).nodes is None
+    assert load_settings(cfg, env={"DRAINWATCH_NODES": ""}).accounting.nodes is None
 
 
 def test_non_setting_drainwatch_variables_are_allowed() -> None:
@@ -330,11 +311,11 @@ def test_non_setting_drainwatch_variables_are_allowed() -> None:
 def test_token_from_env_file_and_toml_file(tmp_path: Path) -> None:
     tok = write(tmp_path / "token", TOKEN + "\n")
     s = load_settings(env={"DRAINWATCH_INFLUX_TOKEN_FILE": str(tok)})
-    assert s.influx_token is not None and s.influx_token.reveal() == TOKEN
+    assert s.influx.token is not None and s.influx.token.reveal() == TOKEN
     cfg = write(tmp_path / "dw.toml", '[influx]\ntoken_file = "token"\n')
-    assert load_settings(cfg, env={}).influx_token.reveal() == TOKEN
+    assert load_settings(cfg, env={}).influx.token.reveal() == TOKEN
     s = load_settings(cfg, env={"DRAINWATCH_INFLUX_TOKEN": "from-env"})
-    assert s.influx_token.reveal() == "from-env"
+    assert s.influx.token.reveal() == "from-env"
 
 
 def test_token_never_in_repr_str_or_describe(tmp_path: Path) -> None:
@@ -347,14 +328,14 @@ def test_token_never_in_repr_str_or_describe(tmp_path: Path) -> None:
             "DRAINWATCH_KAFKA_SASL_PASSWORD_FILE": str(pw),
         }
     )
-    for text in (repr(s), str(s), repr(s.describe()), str(s.influx_token), f"{s.influx_token}"):
+    for text in (repr(s), str(s), repr(s.describe()), str(s.influx.token), f"{s.influx.token}"):
         assert TOKEN not in text and "kafka-pass-xyz" not in text
     assert "'***'" in repr(s)
     assert s.describe()["influx_token"] == "'***'"
     with pytest.raises(TypeError):
         import pickle
 
-        pickle.dumps(s.influx_token)
+        pickle.dumps(s.influx.token)
     assert Secret("a") == Secret("a") and Secret("a") != Secret("b")
 
 
@@ -566,8 +547,8 @@ def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
 
 def test_hot_zone_fs_thresholds_parse_to_mb_s_and_refuse_bad_items() -> None:
     s = load_settings(None, env={"DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=1.2GiB/s, home=500"})
-    assert s.alert_hot_zone_fs == (("scratch", 1.2 * 2**30 / 1e6), ("home", 500.0))
-    assert load_settings(None, env={}).alert_hot_zone_fs is None
+    assert s.alerts.hot_zone_fs == (("scratch", 1.2 * 2**30 / 1e6), ("home", 500.0))
+    assert load_settings(None, env={}).alerts.hot_zone_fs is None
     for bad, why in (("scratch", "expected FS=RATE"), ("a=1,a=2", "already"),
                      ("a=12Mb/s", "a=12Mb/s")):  # fmt: skip
         with pytest.raises(ConfigError, match=why) as e:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from models.drain.basis import QUALITY_MIN
-from streams.config import Settings
+from streams.config import AlertsSettings, Settings
 from streams.grafana.__main__ import generate, main
 from streams.grafana.alerting import rules_file
 
@@ -59,9 +59,17 @@ def test_six_dashboards_every_panel_influxql_with_a_description() -> None:
 
 
 def test_alert_rules_use_the_workers_thresholds() -> None:
-    s = Settings(alert_hot_zone=50.0, alert_shortjob_flood=10.0, alert_cup40_target=0.5,
-                 alert_sliding_node_hours=7.0, alert_ftl_node_hours=3.0,
-                 alert_hot_zone_minutes=9, alert_stalled_after=120.0)  # fmt: skip
+    s = Settings(
+        alerts=AlertsSettings(
+            hot_zone=50.0,
+            shortjob_flood=10.0,
+            cup40_target=0.5,
+            sliding_node_hours=7.0,
+            ftl_node_hours=3.0,
+            hot_zone_minutes=9,
+            stalled_after=120.0,
+        )
+    )
     rules = {r["labels"]["drainwatch_kind"]: r for g in rules_file(s)["groups"]
              for r in g["rules"]}  # fmt: skip
     assert sorted(rules) == ["capability", "data_quality", "failure_to_launch", "hot_zone",

@@ -18,7 +18,7 @@ import pytest
 
 from streams import logs
 from streams.cli import main
-from streams.config import Settings, setup_logging
+from streams.config import InfluxSettings, Settings, setup_logging
 from streams.kafka import Backoff
 from tests.paths import REPO
 
@@ -258,7 +258,7 @@ def test_no_credential_reaches_a_log_line() -> None:
 
 
 def test_describe_masks_url_credentials() -> None:
-    d = Settings(influx_url="http://user:secret@host:8086").describe()
+    d = Settings(influx=InfluxSettings(url="http://user:secret@host:8086")).describe()
     assert d["influx_url"] == "http://user:***@host:8086"
     assert "secret" not in str(d)
 

@@ -132,9 +132,10 @@ def test_a_failed_run_leaves_the_previous_outputs(tmp_path: Path, monkeypatch) -
     assert main(argv("moab", out)) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     from streams.stages import drain
+    from streams.tables.drain import DRAIN_DAILY
 
     def boom(self):  # a fault half-way through writing the reports
-        yield drain.DRAIN_DAILY, [("2015-03-07", 1, 1, 0, 0, 0, 1.0, 1.0, 1.0, "ok")]
+        yield DRAIN_DAILY, [("2015-03-07", 1, 1, 0, 0, 0, 1.0, 1.0, 1.0, "ok")]
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(drain.DrainStage, "finish", boom)

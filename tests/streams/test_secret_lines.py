@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.config import ConfigError, Settings, load_settings
+from streams.config import ConfigError, InfluxSettings, Settings, load_settings
 from tests.paths import REPO
 
 SECRET = "s3cret"
@@ -107,7 +107,7 @@ def test_bootstrap_with_credentials_is_refused_without_echoing_them(
 
 
 def test_settings_repr_masks_url_credentials() -> None:
-    s = Settings(influx_url=f"http://u:{SECRET}/x@h:8086")
+    s = Settings(influx=InfluxSettings(url=f"http://u:{SECRET}/x@h:8086"))
     assert SECRET not in repr(s) and SECRET not in str(s)
     assert "influx_url='http://u:***@h:8086'" in repr(s)
     assert "nodes=None" in repr(s)  # values keep their type in the repr

@@ -29,7 +29,7 @@ from streams.codecs.base import MIN_MESSAGE_BYTES, cut_text, fit_object
 from streams.codecs.deadletter import dead_letter_message, decode_dead_letter
 from streams.codecs.metrics import decode_metric, encode_job, encode_window, row_messages
 from streams.codecs.nodestatus import Decoder, encode
-from streams.config import Settings
+from streams.config import KafkaSettings, Settings
 from streams.sinks.statestore import StateStore, _whole
 from tests.golden.make_golden import INPUTS
 from tests.streams.codecs.helpers import validator
@@ -200,7 +200,7 @@ def test_state_chunks_are_at_most_the_setting() -> None:
     async def send(key: bytes, value: bytes) -> None:
         sent[key] = value
 
-    store = StateStore(Settings(message_max_bytes=65_536), "t", "g", send)
+    store = StateStore(Settings(kafka=KafkaSettings(message_max_bytes=65_536)), "t", "g", send)
     data = np.random.default_rng(1).bytes(300_000)
     asyncio.run(store.save("drain/0", data))
     assert max(len(v) for v in sent.values()) == 65_536

@@ -12,7 +12,7 @@ from tests.streams.codecs.helpers import refused, validator
 
 def test_round_trip_and_schema() -> None:
     value = control.encode_flush("moab:/var/log/moab.log")
-    # the bytes the shipper writes today (streams/sources/moabship.py)
+    # the bytes the shipper writes today (streams/ship/moab.py)
     assert value == orjson.dumps({"v": 1, "source": "moab:/var/log/moab.log", "control": "flush"})
     validator("node-status").validate(orjson.loads(value))
     assert control.decode_control(value) == control.Control("moab:/var/log/moab.log", "flush")

@@ -1,5 +1,5 @@
 """Metric-topic messages: every topic's messages fit its schema and read back; the bytes are the
-public contract (the old home, streams/sinks/jobpoints.py, re-exports the same functions)."""
+public contract."""
 
 from __future__ import annotations
 

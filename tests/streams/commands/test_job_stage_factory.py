@@ -5,7 +5,6 @@ names, classes and configuration, every attribute alike."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -17,7 +16,7 @@ from models.jobs.fairshare import DEFAULT_HALF_LIFE_S, FairShareUsage
 from models.jobs.runtime import RuntimePredictor
 from models.jobs.shortjobs import ShortJobPenalty
 from models.jobs.turnover import SlotTurnover
-from streams.config import Settings
+from streams.config import AccountingSettings, AlertsSettings, JobsSettings, Settings
 from streams.live.jobs import live_stages
 from streams.stages.capability import CapabilityStage
 from streams.stages.fairshare import FairShareStage
@@ -31,19 +30,19 @@ from streams.stages.usage import UsageStage
 
 def by_hand(settings: Settings) -> dict[str, Any]:
     """The worker's job stages as it built them before the one factory."""
-    tz = settings.tz
+    tz = settings.accounting.tz
     stages: dict[str, Any] = {
-        "usage": UsageStage(tz, settings.cluster),
+        "usage": UsageStage(tz, settings.accounting.cluster),
         "shortjobs": ShortJobsStage(ShortJobPenalty()),
         "turnover": TurnoverStage(SlotTurnover(), tz),
         "runtime": RuntimeStage(
-            RuntimePredictor(overrun_margin=settings.alert_overrun_margin), keep=False
+            RuntimePredictor(overrun_margin=settings.alerts.overrun_margin), keep=False
         ),
         "fairshare": FairShareStage(FairShareUsage(DEFAULT_HALF_LIFE_S, ("NODE_FAIL",)), tz),
     }
-    section = settings.section_nodes or settings.nodes
+    section = settings.jobs.section_nodes or settings.accounting.nodes
     if section:
-        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.backfill_flags == "yes")
+        use = CapabilityUse(section, DEFAULT_FRACTION, tz, settings.jobs.backfill_flags == "yes")
         stages["capability"] = CapabilityStage(use, tz, "setting", "live: no Red/Black partitions")
         stages["release"] = ReleaseForecastStage(section, provisional=True)
     return stages
@@ -77,25 +76,21 @@ def shape(x: Any, depth: int = 0) -> Any:
 def factory_stages(s: Settings) -> dict[str, Any]:
     """The call that replaces ``live_stages(settings)`` in the worker."""
     return live_job_stages(
-        s.tz,
-        s.cluster,
-        s.section_nodes or s.nodes,
-        s.backfill_flags == "yes",
-        s.alert_overrun_margin,
+        s.accounting.tz,
+        s.accounting.cluster,
+        s.jobs.section_nodes or s.accounting.nodes,
+        s.jobs.backfill_flags == "yes",
+        s.alerts.overrun_margin,
     )
 
 
 SETTINGS = [
     Settings(),  # no section size: no capability, no release forecast
-    dataclasses.replace(Settings(), tz="Europe/Berlin", cluster="c1", nodes=40),
-    dataclasses.replace(
-        Settings(),
-        tz="America/Chicago",
-        cluster="c2",
-        nodes=40,
-        section_nodes=32,
-        backfill_flags="yes",
-        alert_overrun_margin=300.0,
+    Settings(accounting=AccountingSettings(tz="Europe/Berlin", cluster="c1", nodes=40)),
+    Settings(
+        accounting=AccountingSettings(tz="America/Chicago", cluster="c2", nodes=40),
+        jobs=JobsSettings(section_nodes=32, backfill_flags="yes"),
+        alerts=AlertsSettings(overrun_margin=300.0),
     ),
 ]
 

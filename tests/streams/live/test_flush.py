@@ -89,7 +89,7 @@ def _pipeline() -> tuple[Combiner, dict[str, Topic], _Sink, _Store]:
     settings = load_settings(
         env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_LATENESS": "1"}
     )
-    names = topic_names(settings.topic_prefix)
+    names = topic_names(settings.kafka.topic_prefix)
     topics = {f: Topic(getattr(names, f)) for f in AppTopics.__annotations__}
     app = SimpleNamespace(
         producer=Producer({t.name: t for t in topics.values()}), conf=SimpleNamespace(id="t")

@@ -65,7 +65,7 @@ def _pipeline(store: _Store | None = None) -> tuple[Combiner, dict[str, Topic], 
     settings = load_settings(
         env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_LATENESS": "1"}
     )
-    names = topic_names(settings.topic_prefix)
+    names = topic_names(settings.kafka.topic_prefix)
     topics = {f: Topic(getattr(names, f)) for f in AppTopics.__annotations__}
     producer = Producer({t.name: t for t in topics.values()})
     app = _App(producer=producer, conf=SimpleNamespace(id="t"), crashed=[])

@@ -22,7 +22,7 @@ from models.jobs.capability import DayCalendar
 from models.jobs.runtime import RuntimePredictor
 from models.records.jobevent import JobEvent
 from models.state import StateFormatError, pack, unpack
-from streams.config import Settings
+from streams.config import AccountingSettings, Settings
 from streams.live.jobs import live_stages
 from streams.sources.jobevents import day_batches
 from streams.stages.runtime import RuntimeStage
@@ -34,7 +34,7 @@ REFUSED = (StateFormatError, KeyError, TypeError, ValueError)
 
 def _stages(tz: str, section: int) -> dict[str, Any]:
     """The stages as the live worker builds them (streams.live.jobs.live_stages)."""
-    s = dataclasses.replace(Settings(), tz=tz, nodes=section)
+    s = Settings(accounting=AccountingSettings(tz=tz, nodes=section))
     built = live_stages(s)
     return {k: built[k] for k in NAMES}
 
