@@ -678,7 +678,7 @@ def test_example_toml_documents_every_setting_and_loads() -> None:
     # Every value it sets is the default, so it loads to the default settings.
     assert load_settings(path, env={}) == Settings()
     assert doc["kafka"]["bootstrap"] == Settings().kafka.bootstrap
-    # It is made from the declarations in streams/config.py.
+    # It is made from the declarations in streams/config/sections.py.
     assert text == example_toml(), "stale: python -m streams.config --write-docs"
 
 

@@ -1,7 +1,7 @@
 """`drainwatch worker`: the live drain pipeline's Faust worker, until SIGINT/SIGTERM.
 
 Settings come from ``--config`` (or ``$DRAINWATCH_CONFIG``) and ``DRAINWATCH_*`` variables;
-see streams/config.py. The effective settings are logged at start with secrets masked. Before
+see streams/config/. The effective settings are logged at start with secrets masked. Before
 the worker starts, Kafka and InfluxDB must answer: each is retried with backoff, one line per
 attempt, and after ``connect_timeout`` the command fails with one line (exit 75). Missing topics
 are created (streams/kafka.py). ``--no-influx`` runs without InfluxDB (metric topics only).

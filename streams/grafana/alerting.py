@@ -2,7 +2,7 @@
 file-provisioning format (``apiVersion: 1``; rules as ``groups: [{orgId, name, folder,
 interval, rules}]``), one rule per kind of the worker's own alerts (``models/alerts.py``).
 
-Thresholds come from the same settings the worker uses (``alerts.*`` in ``streams/config.py``;
+Thresholds come from the same settings the worker uses (``alerts.*`` in ``streams/config/``;
 ``quality_min`` from ``models/drain/basis.py``), so Grafana and the alerts topic agree. Each rule
 is an InfluxQL query (A), reduced to one number per series (B) and compared (C). The contact
 point's URL is read from ``DRAINWATCH_GRAFANA_WEBHOOK_URL`` when Grafana starts: no secret

@@ -3,7 +3,7 @@
 Each panel's description says what its number means and whose method it follows: seed 000
 (drain time), 001 (run-time prediction), 002 (short-job penalties, turnover), 003 (DFS hot
 zones, utilisation), 004 (capability use). Alert thresholds are drawn from the same settings
-the worker's alerts use (``streams/config.py``, ``alerts.*``).
+the worker's alerts use (``streams/config/``, ``alerts.*``).
 """
 
 from __future__ import annotations

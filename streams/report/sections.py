@@ -19,7 +19,7 @@ from streams.report.data import ReplayOutputs, parse_instant
 
 TOP = 15  # rows of a ranked table
 TOP_HOLDERS = 5  # lines of a per-holder plot
-# the live alerts' defaults (streams/config.py), drawn as reference lines
+# the live alerts' defaults (streams/config/sections.py), drawn as reference lines
 FLOOD_LEVEL = 3600.0  # alerts.shortjob_flood, slot-seconds of A(t)
 CUP40_GOAL = 0.80  # seed 004's goal, alerts.cup40_target
 

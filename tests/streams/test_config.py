@@ -136,8 +136,8 @@ CHECKS: dict[str, tuple[str, float | None, float | None, tuple[str, ...]]] = {
     "DRAINWATCH_SHIPPER_TIMEOUT": ("float", 1.0, 1e7, ()),
     "DRAINWATCH_CHECKPOINT_INTERVAL": ("float", 0.1, 1e6, ()),
     "DRAINWATCH_FLUSH_INTERVAL": ("float", 0.1, 1e6, ()),
-    "DRAINWATCH_LIVE_JOBS": ("str", None, None, ("off", "on")),
-    "DRAINWATCH_LIVE_SAMPLES": ("str", None, None, ("off", "on")),
+    "DRAINWATCH_LIVE_JOBS": ("choice", None, None, ("off", "on")),
+    "DRAINWATCH_LIVE_SAMPLES": ("choice", None, None, ("off", "on")),
     "DRAINWATCH_SAMPLE_PERIOD": ("float", 0.001, 86_400.0, ()),
     "DRAINWATCH_MEM_PER_CORE": ("float", 0.001, None, ()),
     "DRAINWATCH_CORES_PER_NODE": ("float", 1.0, None, ()),
@@ -554,3 +554,15 @@ def test_hot_zone_fs_thresholds_parse_to_mb_s_and_refuse_bad_items() -> None:
         with pytest.raises(ConfigError, match=why) as e:
             load_settings(None, env={"DRAINWATCH_ALERT_HOT_ZONE_FS": bad})
         assert e.value.key == "DRAINWATCH_ALERT_HOT_ZONE_FS"
+
+
+@pytest.mark.parametrize("name", ["DRAINWATCH_LIVE_JOBS", "DRAINWATCH_LIVE_SAMPLES"])
+def test_a_live_family_switch_is_on_or_off_nothing_else(name: str) -> None:
+    """``ON`` and ``yes`` once read as off without a word: now ``ON`` is on (a choice's case is
+    not its meaning) and anything but on or off is a ConfigError naming the variable."""
+    key = name.removeprefix("DRAINWATCH_").lower()
+    assert load_settings(env={name: "on"}).value(key) == "on"
+    assert load_settings(env={name: " ON "}).value(key) == "on"
+    for bad in ("yes", "1", "true"):
+        with pytest.raises(ConfigError, match=name):
+            load_settings(env={name: bad})
