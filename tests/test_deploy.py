@@ -653,8 +653,9 @@ def test_dashboard_panels_queries_and_datasource() -> None:
     ):
         assert needed in fields_used, needed
     jobs = json.loads((GRAFANA / "dashboards" / "jobs.json").read_text(encoding="utf-8"))
-    sliding = [t["query"] for p in jobs["panels"] for t in p["targets"]
-               if 'FROM "drain_job"' in t["query"]]  # fmt: skip
+    sliding = [
+        t["query"] for p in jobs["panels"] for t in p["targets"] if 'FROM "drain_job"' in t["query"]
+    ]
     assert sliding and all(check_influxql(q) == "drain_job" for q in sliding)  # drain by job
 
 

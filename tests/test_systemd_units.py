@@ -34,8 +34,11 @@ def _units() -> dict[str, configparser.ConfigParser]:
 def test_every_shipper_and_the_worker_has_a_unit() -> None:
     cmds = {" ".join(shlex.split(u["Service"]["ExecStart"])[1:3]) for u in _units().values()}
     assert cmds == {"worker", "ship slurm", "ship jobs", "ship moab", "ship samples"}
-    jobs = [u["Service"]["ExecStart"] for u in _units().values() if " ship jobs " in
-            u["Service"]["ExecStart"]]  # fmt: skip
+    jobs = [
+        u["Service"]["ExecStart"]
+        for u in _units().values()
+        if " ship jobs " in u["Service"]["ExecStart"]
+    ]
     assert any("--sacct" in j for j in jobs) and any("--jobcomp-topic" in j for j in jobs)
 
 
@@ -54,11 +57,15 @@ def test_unit_is_restarted_unprivileged_and_its_command_parses(name: str) -> Non
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
 def test_systemd_analyze_verify() -> None:
     for p in sorted(UNITS.glob("*.service")):
-        r = subprocess.run(["systemd-analyze", "verify", str(p)], capture_output=True,
-                           text=True, timeout=60)  # fmt: skip
+        r = subprocess.run(
+            ["systemd-analyze", "verify", str(p)], capture_output=True, text=True, timeout=60
+        )
         # the only complaint allowed: the program is not installed on this machine
-        problems = [line for line in (r.stdout + r.stderr).splitlines()
-                    if line.strip() and f"Command {BIN} is not executable" not in line]  # fmt: skip
+        problems = [
+            line
+            for line in (r.stdout + r.stderr).splitlines()
+            if line.strip() and f"Command {BIN} is not executable" not in line
+        ]
         assert not problems, (p.name, problems)
 
 

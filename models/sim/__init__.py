@@ -1,0 +1,1 @@
+"""Simulation: the workload model, the EASY scheduler and the Moab log writer (demos, tests)."""

@@ -96,35 +96,9 @@ class JobFilesShipper:
         )
 
 
-async def ship_job_files(
-    producer: Any,
-    topic: str,
-    dead_topic: str,
-    fmt: str,
-    paths: Sequence[str],
-    bounds: TimeBounds,
-    max_line_bytes: int,
-    max_hosts: int,
-    progress: bool = True,
-    partitions: int = 1,
-    marker_interval: float | None = None,
-    speed: float | None = None,
-) -> ShipStats:
-    """A :class:`JobFilesShipper` run to its end; its stats."""
-    shipper = JobFilesShipper(
-        producer,
-        topic,
-        dead_topic,
-        fmt,
-        paths,
-        bounds,
-        max_line_bytes,
-        max_hosts,
-        progress,
-        partitions,
-        marker_interval,
-        speed,
-    )
+async def ship_job_files(*args: Any, **kwargs: Any) -> ShipStats:
+    """A :class:`JobFilesShipper` (the same arguments) run to its end; its stats."""
+    shipper = JobFilesShipper(*args, **kwargs)
     await shipper.run()
     return shipper.stats
 

@@ -127,19 +127,8 @@ class SampleFilesShipper:
         )
 
 
-async def ship_sample_files(
-    producer: Any,
-    topic: str,
-    dead_topic: str,
-    paths: Sequence[str],
-    bounds: TimeBounds,
-    max_line_bytes: int,
-    partitions: int = 1,
-    marker_interval: float | None = None,
-) -> ShipStats:
-    """A :class:`SampleFilesShipper` run to its end; its stats."""
-    shipper = SampleFilesShipper(
-        producer, topic, dead_topic, paths, bounds, max_line_bytes, partitions, marker_interval
-    )
+async def ship_sample_files(*args: Any, **kwargs: Any) -> ShipStats:
+    """A :class:`SampleFilesShipper` (the same arguments) run to its end; its stats."""
+    shipper = SampleFilesShipper(*args, **kwargs)
     await shipper.run()
     return shipper.stats

@@ -42,13 +42,33 @@ def sacct_fields(i: int) -> list[str]:
     nodelist = f"c[{first:02d}-{first + nodes - 1:02d}]" if nodes > 1 else f"c{first:02d}"
     el = int(run.total_seconds())
     return [
-        str(1000 + i), str(1000 + i), "phillips", "batch", "normal", f"acct{i % 3}", f"grp{i % 2}",
-        "100", f"user{i % 5}", str(2000 + i % 5), _t(sub), _t(sub), _t(start), _t(end),
-        f"{el // 3600:02d}:{el % 3600 // 60:02d}:{el % 60:02d}", "0:0",
-        "COMPLETED" if i % 7 else "FAILED", str(nodes), str(cpus), str(cpus), "4000Mn",
-        f"cpu={cpus},node={nodes}", f"billing={cpus},cpu={cpus},node={nodes}", "1-00:00:00",
-        nodelist, f"job{i % 4}",
-    ]  # fmt: skip
+        str(1000 + i),
+        str(1000 + i),
+        "phillips",
+        "batch",
+        "normal",
+        f"acct{i % 3}",
+        f"grp{i % 2}",
+        "100",
+        f"user{i % 5}",
+        str(2000 + i % 5),
+        _t(sub),
+        _t(sub),
+        _t(start),
+        _t(end),
+        f"{el // 3600:02d}:{el % 3600 // 60:02d}:{el % 60:02d}",
+        "0:0",
+        "COMPLETED" if i % 7 else "FAILED",
+        str(nodes),
+        str(cpus),
+        str(cpus),
+        "4000Mn",
+        f"cpu={cpus},node={nodes}",
+        f"billing={cpus},cpu={cpus},node={nodes}",
+        "1-00:00:00",
+        nodelist,
+        f"job{i % 4}",
+    ]
 
 
 SACCT_LINES = ["|".join(sacct_fields(i)) for i in range(40)]
@@ -70,14 +90,29 @@ def jobcomp_record(i: int) -> dict[str, object]:
     end = start + timedelta(minutes=10 + (i * 17) % 300)
     nodes = 1 + i % 3
     return {
-        "jobid": 5000 + i, "username": f"u{i % 4}", "user_id": 1000 + i % 4,
-        "groupname": "physics", "group_id": 500, "@start": _t(start), "@end": _t(end),
-        "elapsed": int((end - start).total_seconds()), "partition": "batch",
-        "nodes": f"c[{1 + i % 5:03d}-{nodes + i % 5:03d}]", "total_cpus": 32 * nodes,
-        "total_nodes": nodes, "derived_ec": "0:0", "exit_code": "0:0", "state": "COMPLETED",
-        "@submit": _t(sub), "@eligible": _t(sub), "cluster": "alpha", "qos": "normal",
-        "time_limit": 7200, "job_name": f"app{i % 3}", "account": "phys01",
-    }  # fmt: skip
+        "jobid": 5000 + i,
+        "username": f"u{i % 4}",
+        "user_id": 1000 + i % 4,
+        "groupname": "physics",
+        "group_id": 500,
+        "@start": _t(start),
+        "@end": _t(end),
+        "elapsed": int((end - start).total_seconds()),
+        "partition": "batch",
+        "nodes": f"c[{1 + i % 5:03d}-{nodes + i % 5:03d}]",
+        "total_cpus": 32 * nodes,
+        "total_nodes": nodes,
+        "derived_ec": "0:0",
+        "exit_code": "0:0",
+        "state": "COMPLETED",
+        "@submit": _t(sub),
+        "@eligible": _t(sub),
+        "cluster": "alpha",
+        "qos": "normal",
+        "time_limit": 7200,
+        "job_name": f"app{i % 3}",
+        "account": "phys01",
+    }
 
 
 JOBCOMP_LINES = [json.dumps(jobcomp_record(i)) for i in range(40)]
@@ -87,22 +122,29 @@ JOBCOMP = ("\n".join(JOBCOMP_LINES) + "\n").encode()
 def llview_dir(job: str = "77", bad_rows: bool = False, pcore: bool = True) -> dict[str, bytes]:
     """An LLview job directory of two nodes (LoadMem, PCOREusage, FSusage), keyed by the name
     under ``lv/``; ``bad_rows`` puts unparsable rows between the good ones."""
-    lm = ["jobid ts nodeid load used_mem usage used_cores used_cores_phys used_cores_logic "
-          "currentwatts avewatts"]  # fmt: skip
+    lm = [
+        "jobid ts nodeid load used_mem usage used_cores used_cores_phys used_cores_logic "
+        "currentwatts avewatts"
+    ]
     pc = ["ts nodeid coreid usage1_avg usage2_avg"]
     fs = ["jobid ts nodeid MbwR MbrR ocR"]
     for k in range(60):
         ts = 1709302348 + 60 * k
         for n, node in enumerate(("n1", "n2")):
-            lm.append(f"{job} {ts} {node} {2 + n + k % 3:.2f} {10 + k % 7:.2f} {4 + k % 5:.2f} "
-                      "4 4 0 600.00 580.00")  # fmt: skip
+            lm.append(
+                f"{job} {ts} {node} {2 + n + k % 3:.2f} {10 + k % 7:.2f} {4 + k % 5:.2f} "
+                "4 4 0 600.00 580.00"
+            )
             fs.append(f"{job} {ts} {node} {(k * 7 + n) % 120:.6f} {k % 5:.6f} {k % 9:.6e}")
             if bad_rows and k % 20 == 5:
                 lm.append(f"{job} {ts} {node} oops 1.0 1.0 4 4 0 600.00 580.00")
                 fs.append(f"{job} {ts} {node} 1.0")
         if k % 10 == 0:
-            pc += [f"{ts} {node} {c} {50 + c:.4f} {40 + c:.4f}" for node in ("n1", "n2")
-                   for c in range(4)]  # fmt: skip
+            pc += [
+                f"{ts} {node} {c} {50 + c:.4f} {40 + c:.4f}"
+                for node in ("n1", "n2")
+                for c in range(4)
+            ]
     files = {
         f"lv/LoadMem_{job}_node.dat": lm,
         f"lv/FSusage_{job}_all_node.dat": fs,

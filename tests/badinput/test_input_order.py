@@ -17,8 +17,20 @@ def _lines() -> list[bytes]:
 
 
 def _replay(paths: list[Path], out: Path, *extra: str) -> int:
-    return main(["replay", "--format", "moab", *map(str, paths), "--tz", "America/Chicago",
-                 "--out", str(out), "--no-progress", *extra])  # fmt: skip
+    return main(
+        [
+            "replay",
+            "--format",
+            "moab",
+            *map(str, paths),
+            "--tz",
+            "America/Chicago",
+            "--out",
+            str(out),
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 def test_rotated_files_in_glob_order_equal_the_whole_log(tmp_path: Path) -> None:

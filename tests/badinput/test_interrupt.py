@@ -43,10 +43,14 @@ def _sigint_default() -> None:
 
 def _cli(*argv: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", *argv], cwd=cwd, env=_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "streams.cli", *argv],
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=_sigint_default,  # noqa: PLW1509 (no threads are started before it)
-    )  # fmt: skip
+    )
 
 
 def _snapshot(*paths: Path) -> dict[str, bytes]:
@@ -70,8 +74,9 @@ def _restore(snapshot: dict[str, bytes], *dirs: Path) -> None:
 @pytest.fixture(scope="module")
 def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("sim")
-    p = _cli("simulate", "--model", "lublin", "--nodes", "20000", "--days", "0.3", "--out",
-             str(d), cwd=d)  # fmt: skip
+    p = _cli(
+        "simulate", "--model", "lublin", "--nodes", "20000", "--days", "0.3", "--out", str(d), cwd=d
+    )
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     return d / "moab.log"
@@ -118,16 +123,36 @@ def test_sigint_leaves_the_previous_outputs(moment: str, big_log: Path, tmp_path
     lines = gzip.decompress((INPUTS / "moab.log.gz").read_bytes()).splitlines(keepends=True)
     stray = lines[5].replace(b"2015-03-07", b"2400-03-07")
     (tmp_path / "previous.log").write_bytes(b"".join([*lines[:1000], stray, *lines[1000:]]))
-    first = _cli("replay", "--format", "moab", str(tmp_path / "previous.log"), "--out", str(out),
-                 "--rejects", str(rejects), "--no-progress", cwd=tmp_path)  # fmt: skip
+    first = _cli(
+        "replay",
+        "--format",
+        "moab",
+        str(tmp_path / "previous.log"),
+        "--out",
+        str(out),
+        "--rejects",
+        str(rejects),
+        "--no-progress",
+        cwd=tmp_path,
+    )
     assert first.wait(timeout=120) == 0, first.communicate()[1]
     before = _snapshot(out, rejects)
     assert any(n.endswith("summary_drain.json") for n in before) and rejects.read_bytes()
 
     done = False
     for _ in range(ATTEMPTS):
-        p = _cli("replay", "--format", "moab", str(big_log), "--out", str(out), "--rejects",
-                 str(rejects), "--no-progress", cwd=tmp_path)  # fmt: skip
+        p = _cli(
+            "replay",
+            "--format",
+            "moab",
+            str(big_log),
+            "--out",
+            str(out),
+            "--rejects",
+            str(rejects),
+            "--no-progress",
+            cwd=tmp_path,
+        )
         t0, reached = time.monotonic(), MOMENTS[moment]
         while p.poll() is None and not reached(out, p.pid, t0):
             time.sleep(0.002)

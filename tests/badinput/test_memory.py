@@ -54,10 +54,26 @@ CASES = {
 def _peak(fmt: str, data: bytes, tmp: Path) -> tuple[int, float, str]:
     tmp.mkdir()
     (tmp / "in").write_bytes(data)
-    cli = [sys.executable, "-m", "streams.cli", "replay", "--format", fmt, str(tmp / "in"),
-           "--out", str(tmp / "o"), "--no-progress"]  # fmt: skip
-    r = subprocess.run([sys.executable, "-c", WRAPPER, *cli], cwd=REPO, capture_output=True,
-                       text=True, check=True, timeout=300)  # fmt: skip
+    cli = [
+        sys.executable,
+        "-m",
+        "streams.cli",
+        "replay",
+        "--format",
+        fmt,
+        str(tmp / "in"),
+        "--out",
+        str(tmp / "o"),
+        "--no-progress",
+    ]
+    r = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *cli],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     rc, rss_kb = map(int, r.stdout.split())
     return rc, rss_kb / 1024, r.stderr
 

@@ -48,14 +48,17 @@ def test_a_moab_line_in_year_2400_is_rejected_and_changes_nothing_else(tmp_path:
             "--rejects",
             str(tmp_path / f"{out}.tsv"),
         ]
-        assert main(argv) == 0  # fmt: skip
+        assert main(argv) == 0
     for f in REPORTS:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     s = json.loads((tmp_path / "b" / "summary_drain.json").read_text())
     assert s["rejected_by_reason"] == {"implausible_time": 1}
     assert s["ignored"] == 0 and s["drain"]["nodes"] == 40  # no 'ghost' node in the basis
-    assert (tmp_path / "b.tsv").read_text().split("\t")[:3] == [str(dirty), "1001",
-                                                                "implausible_time"]  # fmt: skip
+    assert (tmp_path / "b.tsv").read_text().split("\t")[:3] == [
+        str(dirty),
+        "1001",
+        "implausible_time",
+    ]
 
 
 def test_the_stray_line_costs_no_memory(tmp_path: Path) -> None:
@@ -69,8 +72,14 @@ def test_the_stray_line_costs_no_memory(tmp_path: Path) -> None:
         "hwm=[l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"
         "print(rc, hwm)"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                       check=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     rc, rss_kb = map(int, r.stdout.split())
     assert rc == 0
     assert rss_kb < 250 * 1024, f"peak RSS {rss_kb / 1024:.0f} MB"
@@ -142,9 +151,21 @@ def test_job_events_far_out_of_time_are_rejected_not_charged(tmp_path: Path) -> 
     (tmp_path / "good.jsonl").write_bytes(good)
     (tmp_path / "dirty.jsonl").write_bytes(good + stray)
     for name in ("good", "dirty"):
-        argv = ["replay", "--format", "jobevents", str(tmp_path / f"{name}.jsonl"), "--tz",
-                "America/Chicago", "--nodes", "40", "--resource", "r", "--out",
-                str(tmp_path / name), "--no-progress"]  # fmt: skip
+        argv = [
+            "replay",
+            "--format",
+            "jobevents",
+            str(tmp_path / f"{name}.jsonl"),
+            "--tz",
+            "America/Chicago",
+            "--nodes",
+            "40",
+            "--resource",
+            "r",
+            "--out",
+            str(tmp_path / name),
+            "--no-progress",
+        ]
         assert main(argv) == 0
     for f in ("usage_daily.csv", "capability_daily.csv", "fairshare_usage.csv"):
         assert (tmp_path / "good" / f).read_bytes() == (tmp_path / "dirty" / f).read_bytes(), f
@@ -160,8 +181,17 @@ def test_a_sample_in_year_5138_is_rejected(tmp_path: Path) -> None:
     (tmp_path / "s.jsonl").write_bytes(good + json.dumps(stray).encode() + b"\n")
     (tmp_path / "g.jsonl").write_bytes(good)
     for name in ("g", "s"):
-        argv = ["replay", "--format", "samples", str(tmp_path / f"{name}.jsonl"), "--out",
-                str(tmp_path / f"o{name}"), "--no-progress", "--mem-per-core", "6"]  # fmt: skip
+        argv = [
+            "replay",
+            "--format",
+            "samples",
+            str(tmp_path / f"{name}.jsonl"),
+            "--out",
+            str(tmp_path / f"o{name}"),
+            "--no-progress",
+            "--mem-per-core",
+            "6",
+        ]
         assert main(argv) == 0
     for f in ("job_utilization.csv", "dfs_minutely.csv", "hot_zones.csv"):
         assert (tmp_path / "og" / f).read_bytes() == (tmp_path / "os" / f).read_bytes(), f
@@ -171,8 +201,15 @@ def test_a_sample_in_year_5138_is_rejected(tmp_path: Path) -> None:
 
 def test_bounds_are_options(tmp_path: Path, capsys) -> None:
     out = str(tmp_path / "o")
-    base = ["replay", "--format", "moab", str(INPUTS / "moab.log.gz"), "--out", out,
-            "--no-progress"]  # fmt: skip
+    base = [
+        "replay",
+        "--format",
+        "moab",
+        str(INPUTS / "moab.log.gz"),
+        "--out",
+        out,
+        "--no-progress",
+    ]
     # a window that excludes every record: all implausible -> nothing usable, exit 3
     assert main([*base, "--not-after", "2001-01-01"]) == 3
     assert main([*base, "--not-before", "2015-03-08T06:00Z"]) == 0

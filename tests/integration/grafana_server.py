@@ -65,8 +65,11 @@ class Webhook:
 
     def alerts(self) -> list[tuple[str, str]]:
         """(status, alertname) of every alert in every notification so far."""
-        return [(a["status"], a["labels"]["alertname"]) for b in self.bodies
-                for a in b.get("alerts", [])]  # fmt: skip
+        return [
+            (a["status"], a["labels"]["alertname"])
+            for b in self.bodies
+            for a in b.get("alerts", [])
+        ]
 
     def close(self) -> None:
         self.server.shutdown()
@@ -92,8 +95,14 @@ def fast_alerting(prov: Path, stalled_after_s: int) -> None:
 
 
 @contextmanager
-def grafana_server(stack: Any, database: str, tmp: Path, webhook_url: str = "http://127.0.0.1:9/",
-                   fast: bool = False, stalled_after_s: int = 30) -> Iterator[Grafana]:  # fmt: skip
+def grafana_server(
+    stack: Any,
+    database: str,
+    tmp: Path,
+    webhook_url: str = "http://127.0.0.1:9/",
+    fast: bool = False,
+    stalled_after_s: int = 30,
+) -> Iterator[Grafana]:
     control, cfg = stack.control, stack.config
     run = tmp / "grafana"
     prov = control.grafana_provisioning(cfg, run / "provisioning")

@@ -33,8 +33,9 @@ class Points:
 
     def write(self, *lines: str) -> None:
         q = urllib.parse.urlencode({"db": self.influx.database, "precision": "ms"})
-        req = urllib.request.Request(f"{self.influx.url}/write?{q}",
-                                     data="\n".join(lines).encode(), method="POST")  # fmt: skip
+        req = urllib.request.Request(
+            f"{self.influx.url}/write?{q}", data="\n".join(lines).encode(), method="POST"
+        )
         auth = base64.b64encode(self.influx.token.encode()).decode()
         req.add_header("Authorization", "Basic " + auth)
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -61,14 +62,18 @@ class Heartbeat:
     def _run(self) -> None:
         while not self.stop.wait(3):
             if self.on.is_set():
-                self.pts.write(f"pipeline,cluster=c,worker=w1 records=100i,records_per_s=10,"
-                               f"consumer_lag=0i {ago(0)}")  # fmt: skip
+                self.pts.write(
+                    f"pipeline,cluster=c,worker=w1 records=100i,records_per_s=10,"
+                    f"consumer_lag=0i {ago(0)}"
+                )
 
 
 def quiet(pts: Points) -> None:
     pts.write(
-        *[f"dfs,cluster=c write_mb_s=20,read_mb_s=5,jobs_writing=3i {minute(k)}"
-          for k in range(1, 11)],
+        *[
+            f"dfs,cluster=c write_mb_s=20,read_mb_s=5,jobs_writing=3i {minute(k)}"
+            for k in range(1, 11)
+        ],
         f"shortjobs,cluster=c,kind=user,holder=alice n_short=1i,penalty_seconds=600,adjust=100 "
         f"{ago(120)}",
         f"capability,cluster=c,day=today cup40=0.9,cup40_modified=0.95 {ago(7200)}",
@@ -77,16 +82,18 @@ def quiet(pts: Points) -> None:
         f'drain_job,cluster=c job="J1",drain_node_seconds=180000,nodes_running=0i,'
         f"nodes_charged=8i {ago(3600)}",
         f'job,cluster=c job="F1",drain_node_seconds=7200,runtime=5,size=8i {ago(3600)}',
-        f'alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,'
+        f"alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,"
         f'id="overrun:J9" {ago(600)}',
-    )  # fmt: skip
+    )
 
 
 def crafted(pts: Points, t0: int) -> None:
     """One firing condition per rule, the stalled one by the heartbeat stopping."""
     pts.write(
-        *[f"dfs,cluster=c write_mb_s=150,read_mb_s=5,jobs_writing=9i {minute(k)}"
-          for k in range(0, 6)],
+        *[
+            f"dfs,cluster=c write_mb_s=150,read_mb_s=5,jobs_writing=9i {minute(k)}"
+            for k in range(0, 6)
+        ],
         f"shortjobs,cluster=c,kind=user,holder=alice n_short=40i,penalty_seconds=24000,"
         f"adjust=5000 {ago(10)}",
         f"capability,cluster=c,day=today cup40=0.5,cup40_modified=0.6 {ago(3600)}",
@@ -95,16 +102,18 @@ def crafted(pts: Points, t0: int) -> None:
         f'drain_job,cluster=c job="J2",drain_node_seconds=540000,nodes_running=0i,'
         f"nodes_charged=30i {t0}",  # its first charge: the job's point, overwritten later
         f'job,cluster=c job="F2",drain_node_seconds=72000,runtime=5,size=30i {ago(3000)}',
-        f'alerts,cluster=c,kind=overrun,subject=J9,state=firing,severity=warning firing=1i,'
+        f"alerts,cluster=c,kind=overrun,subject=J9,state=firing,severity=warning firing=1i,"
         f'id="overrun:J9" {ago(10)}',
-    )  # fmt: skip
+    )
 
 
 def cleared(pts: Points, influx: Any, t0: int) -> None:
     influx.stack.influxql('DELETE FROM "job"', database=influx.database)
     pts.write(
-        *[f"dfs,cluster=c write_mb_s=20,read_mb_s=5,jobs_writing=3i {minute(-k)}"
-          for k in range(1, 7)],
+        *[
+            f"dfs,cluster=c write_mb_s=20,read_mb_s=5,jobs_writing=3i {minute(-k)}"
+            for k in range(1, 7)
+        ],
         f"shortjobs,cluster=c,kind=user,holder=alice n_short=0i,penalty_seconds=0,adjust=400 "
         f"{ago(0)}",
         f"capability,cluster=c,day=today cup40=0.95,cup40_modified=0.97 {ago(1800)}",
@@ -112,16 +121,19 @@ def cleared(pts: Points, influx: Any, t0: int) -> None:
         f'provisional=false,data_quality="ok",drain_node_seconds=100 {ago(1800)}',
         f'drain_job,cluster=c job="J2",drain_node_seconds=540000,nodes_running=30i,'
         f"nodes_charged=30i {t0}",  # now seen running
-        f'alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,'
+        f"alerts,cluster=c,kind=overrun,subject=J9,state=resolved,severity=warning firing=0i,"
         f'id="overrun:J9" {ago(0)}',
-    )  # fmt: skip
+    )
 
 
 def states(g: Grafana) -> dict[str, tuple[str, str, str]]:
     """Rule title -> (state, health, last evaluation) from the alerting engine."""
     doc = g.get("/api/prometheus/grafana/api/v1/rules")
-    return {r["name"]: (r["state"], r["health"], r.get("lastEvaluation", ""))
-            for grp in doc["data"]["groups"] for r in grp["rules"]}  # fmt: skip
+    return {
+        r["name"]: (r["state"], r["health"], r.get("lastEvaluation", ""))
+        for grp in doc["data"]["groups"]
+        for r in grp["rules"]
+    }
 
 
 def wait(what: str, cond: Callable[[], bool], timeout: float, show: Callable[[], Any]) -> None:
@@ -140,20 +152,31 @@ def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
     quiet(pts)
     time.sleep(3)
     try:
-        with grafana_server(stack, influx.database, tmp_path, hook.url, fast=True,
-                            stalled_after_s=STALLED_AFTER_S) as g:  # fmt: skip
+        with grafana_server(
+            stack, influx.database, tmp_path, hook.url, fast=True, stalled_after_s=STALLED_AFTER_S
+        ) as g:
             # every rule loaded from its file
             for grp in RULES["groups"]:
                 for r in grp["rules"]:
                     got = g.get(f"/api/v1/provisioning/alert-rules/{r['uid']}")
                     assert got["provenance"] == "file" and got["title"] == r["title"]
             # quiet: two rounds of evaluations, every rule healthy and inactive, nothing sent
-            wait("every rule evaluated", lambda: set(states(g)) == TITLES and all(
-                 e and not e.startswith("0001") for _, _, e in states(g).values()), 60,
-                 lambda: states(g))  # fmt: skip
+            wait(
+                "every rule evaluated",
+                lambda: (
+                    set(states(g)) == TITLES
+                    and all(e and not e.startswith("0001") for _, _, e in states(g).values())
+                ),
+                60,
+                lambda: states(g),
+            )
             first = {k: e for k, (_, _, e) in states(g).items()}
-            wait("a second evaluation", lambda: all(
-                 states(g)[k][2] != first[k] for k in TITLES), 60, lambda: states(g))  # fmt: skip
+            wait(
+                "a second evaluation",
+                lambda: all(states(g)[k][2] != first[k] for k in TITLES),
+                60,
+                lambda: states(g),
+            )
             s = states(g)
             assert all(st == "inactive" and h == "ok" for st, h, _ in s.values()), {
                 k: v for k, v in s.items() if v[:2] != ("inactive", "ok")
@@ -164,11 +187,18 @@ def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
             beat.on.clear()
             t0 = ago(3000)
             crafted(pts, t0)
-            wait("every rule firing", lambda: all(st == "firing"
-                 for st, _, _ in states(g).values()), 150, lambda: states(g))  # fmt: skip
-            wait("a firing notification per rule",
-                 lambda: {n for st, n in hook.alerts() if st == "firing"} == TITLES, 90,
-                 lambda: hook.alerts())  # fmt: skip
+            wait(
+                "every rule firing",
+                lambda: all(st == "firing" for st, _, _ in states(g).values()),
+                150,
+                lambda: states(g),
+            )
+            wait(
+                "a firing notification per rule",
+                lambda: {n for st, n in hook.alerts() if st == "firing"} == TITLES,
+                90,
+                lambda: hook.alerts(),
+            )
             # each summary names the value that fired it (its template expanded without error)
             for b in hook.bodies:
                 for a in b.get("alerts", []):
@@ -180,11 +210,18 @@ def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
             # cleared: each resolves and the webhook hears it
             beat.on.set()
             cleared(pts, influx, t0)
-            wait("every rule back to normal", lambda: all(st == "inactive"
-                 for st, _, _ in states(g).values()), 150, lambda: states(g))  # fmt: skip
-            wait("a resolved notification per rule",
-                 lambda: {n for st, n in hook.alerts() if st == "resolved"} == TITLES, 120,
-                 lambda: hook.alerts())  # fmt: skip
+            wait(
+                "every rule back to normal",
+                lambda: all(st == "inactive" for st, _, _ in states(g).values()),
+                150,
+                lambda: states(g),
+            )
+            wait(
+                "a resolved notification per rule",
+                lambda: {n for st, n in hook.alerts() if st == "resolved"} == TITLES,
+                120,
+                lambda: hook.alerts(),
+            )
     finally:
         beat.stop.set()
         hook.close()

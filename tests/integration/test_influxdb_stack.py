@@ -62,8 +62,14 @@ def test_same_series_and_time_overwrites_field_by_field(influx):
     # Same measurement + tag set + timestamp: the new field values replace the old ones...
     _write(influx, _point("batch", T0, 2.5, 11, "second"))
     # ...field by field: a point carrying only some fields leaves the others as they were.
-    _write(influx, Point("drain").tag("cluster", "c1").tag("partition", "batch")
-           .field("idle_node_seconds", 9.75).time(T0, WritePrecision.NS))  # fmt: skip
+    _write(
+        influx,
+        Point("drain")
+        .tag("cluster", "c1")
+        .tag("partition", "batch")
+        .field("idle_node_seconds", 9.75)
+        .time(T0, WritePrecision.NS),
+    )
 
     rows = influx.influxql('SELECT * FROM "drain"')
     assert len(rows) == 1

@@ -91,9 +91,13 @@ def test_ensure_topics_reports_the_partitions_of_topics_it_just_made(stack) -> N
     from streams.topics import TOPICS
 
     prefix = f"e{uuid.uuid4().hex[:8]}."
-    s = load_settings(env={"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                           "DRAINWATCH_TOPIC_PREFIX": prefix,
-                           "DRAINWATCH_TOPIC_PARTITIONS": "3"})  # fmt: skip
+    s = load_settings(
+        env={
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "DRAINWATCH_TOPIC_PARTITIONS": "3",
+        }
+    )
     got = asyncio.run(ensure_topics(s))
     assert got == {prefix + t.name: 1 if t.single_partition else 3 for t in TOPICS}
     assert asyncio.run(ensure_topics(s)) == got  # existing topics: the same answer

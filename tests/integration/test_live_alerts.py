@@ -28,12 +28,29 @@ D = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 H = 3600.0
 
 
-def _job(out: list[JobEvent], job: str, start: float, end: float, user: str, group: str,
-         name: str, nodes: int, cores: int) -> None:  # fmt: skip
-    kw: dict[str, Any] = {"user": user, "group": group, "name": name, "nodes": nodes,
-                          "cores": cores}  # fmt: skip
-    out += [JobEvent("submit", start, job, **kw), JobEvent("start", start, job, **kw),
-            JobEvent("end", end, job, **kw)]  # fmt: skip
+def _job(
+    out: list[JobEvent],
+    job: str,
+    start: float,
+    end: float,
+    user: str,
+    group: str,
+    name: str,
+    nodes: int,
+    cores: int,
+) -> None:
+    kw: dict[str, Any] = {
+        "user": user,
+        "group": group,
+        "name": name,
+        "nodes": nodes,
+        "cores": cores,
+    }
+    out += [
+        JobEvent("submit", start, job, **kw),
+        JobEvent("start", start, job, **kw),
+        JobEvent("end", end, job, **kw),
+    ]
 
 
 def _events() -> list[JobEvent]:
@@ -109,8 +126,12 @@ def test_each_job_alert_fires_and_resolves_once_through_a_kill(live: Live) -> No
     w.wait(10)
     w = live.worker()
     assert _ship_jobs(live, "--format", "jobevents", rest, "--no-progress").wait(60) == 0
-    want = {"overrun:ov-big", "shortjob_flood:user:flood", "shortjob_flood:group:fg",
-            "capability:cup40"}  # fmt: skip
+    want = {
+        "overrun:ov-big",
+        "shortjob_flood:user:flood",
+        "shortjob_flood:group:fg",
+        "capability:cup40",
+    }
     # phase 2's end of input finishes the stages as the replay's end does: day 5 (only the
     # fillers; day 4 has no job) closes, and capability fires again, a second episode
     n = {"capability:cup40": 3}

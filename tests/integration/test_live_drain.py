@@ -25,9 +25,16 @@ from streams.topics import TOPICS
 from tests.integration.kafka_read import read_topic
 from tests.paths import REPO
 
-DAY_FIELDS = ("accounted_node_seconds", "drain_node_seconds", "unallocated_idle_node_seconds",
-              "down_node_seconds", "unaccounted_node_seconds", "drain_pct_static",
-              "drain_pct_dynamic", "basis_seconds_per_node")  # fmt: skip
+DAY_FIELDS = (
+    "accounted_node_seconds",
+    "drain_node_seconds",
+    "unallocated_idle_node_seconds",
+    "down_node_seconds",
+    "unaccounted_node_seconds",
+    "drain_pct_static",
+    "drain_pct_dynamic",
+    "basis_seconds_per_node",
+)
 SCHEMAS = {t.name: t.schema for t in TOPICS}
 
 
@@ -39,12 +46,40 @@ def _cli(*args: str) -> list[str]:
 def simlog(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """One simulated day on 500 nodes, and the replay's reports of it."""
     d = tmp_path_factory.mktemp("live")
-    subprocess.run(_cli("simulate", "--model", "lublin", "--nodes", "500", "--days", "1",
-                        "--period", "60", "--seed", "0", "--out", str(d / "sim")),
-                   check=True, capture_output=True)  # fmt: skip
-    subprocess.run(_cli("replay", "--format", "moab", str(d / "sim" / "moab.log"), "--tz", "UTC",
-                        "--out", str(d / "replay"), "--no-progress"),
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        _cli(
+            "simulate",
+            "--model",
+            "lublin",
+            "--nodes",
+            "500",
+            "--days",
+            "1",
+            "--period",
+            "60",
+            "--seed",
+            "0",
+            "--out",
+            str(d / "sim"),
+        ),
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        _cli(
+            "replay",
+            "--format",
+            "moab",
+            str(d / "sim" / "moab.log"),
+            "--tz",
+            "UTC",
+            "--out",
+            str(d / "replay"),
+            "--no-progress",
+        ),
+        check=True,
+        capture_output=True,
+    )
     return d / "sim" / "moab.log", d / "replay"
 
 
@@ -88,8 +123,9 @@ class Live:
     def worker(self, n: int = 0) -> subprocess.Popen[bytes]:
         env = {**self.env, "DRAINWATCH_WEB_PORT": str(self.port + n)}
         log = open(self.tmp / f"worker{n}-{len(self.procs)}.log", "ab")  # noqa: SIM115
-        p = subprocess.Popen(_cli("worker", "--group", self.group), env=env, stdout=log,
-                             stderr=subprocess.STDOUT)  # fmt: skip
+        p = subprocess.Popen(
+            _cli("worker", "--group", self.group), env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         self.procs.append(p)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -114,8 +150,9 @@ class Live:
 
     def ship(self, *args: str, wait: bool = True) -> subprocess.Popen[bytes]:
         log = open(self.tmp / "ship.log", "ab")  # noqa: SIM115
-        p = subprocess.Popen(_cli("ship", "moab", *args), env=self.env, stdout=log,
-                             stderr=subprocess.STDOUT)  # fmt: skip
+        p = subprocess.Popen(
+            _cli("ship", "moab", *args), env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
         self.procs.append(p)
         if wait:
             assert p.wait(120) == 0, (self.tmp / "ship.log").read_text()
@@ -230,9 +267,11 @@ def test_live_equals_replay_garbage_is_dead_lettered_and_messages_follow_schemas
 ) -> None:
     log, replay = simlog
     live.worker()
-    good = orjson.loads(b'{"v":1,"source":"s","ts_ms":[1420070400000],"nodes":["zz"],'
-                        b'"node":[0],"states":["Idle"],"state":[0],"jobs":[],"rsv":[-1],'
-                        b'"run_row":[],"run_job":[]}')  # fmt: skip
+    good = orjson.loads(
+        b'{"v":1,"source":"s","ts_ms":[1420070400000],"nodes":["zz"],'
+        b'"node":[0],"states":["Idle"],"state":[0],"jobs":[],"rsv":[-1],'
+        b'"run_row":[],"run_job":[]}'
+    )
     garbage = [
         b"not json at all",
         b'{"v":1,"source":"s","ts_ms":[1,2',  # broken JSON
@@ -375,9 +414,14 @@ def test_replay_influx_writes_the_live_measurements(
     log, replay = simlog
     env = {**Live(stack, influx, tmp_path).env}
     out = tmp_path / "out"
-    p = subprocess.run(_cli("replay", "--format", "moab", str(log), "--out", str(out),
-                            "--influx", "--no-progress"),
-                       env=env, capture_output=True, text=True)  # fmt: skip
+    p = subprocess.run(
+        _cli(
+            "replay", "--format", "moab", str(log), "--out", str(out), "--influx", "--no-progress"
+        ),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     check_influx(influx, replay)
     for f in ("drain_daily.csv", "drain_hourly.csv", "drain_jobs.csv"):

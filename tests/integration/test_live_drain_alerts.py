@@ -22,8 +22,7 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 def _line(t: datetime, node: str, state: str, rsv: str, job: str) -> str:
     ts = t.strftime("%Y-%m-%dT%H:%M:%S.000+0000")
-    return (f"{ts} 1 INFO  Node '{node}' status: state='{state}' rsvlist='{rsv}' "
-            f"joblist='{job}'\n")  # fmt: skip
+    return f"{ts} 1 INFO  Node '{node}' status: state='{state}' rsvlist='{rsv}' joblist='{job}'\n"
 
 
 def _log(path: Path) -> Path:
@@ -116,5 +115,8 @@ def test_a_stalled_topic_fires_on_the_worker_clock_and_resolves_on_input(live: L
     while len(alerts()) < 2 and time.monotonic() < deadline:
         time.sleep(1)
     on2, off = alerts()[:2]
-    assert on2 == on and (off["id"], off["state"], off["since"]) == (on["id"], "resolved",
-                                                                     on["since"])  # fmt: skip
+    assert on2 == on and (off["id"], off["state"], off["since"]) == (
+        on["id"],
+        "resolved",
+        on["since"],
+    )

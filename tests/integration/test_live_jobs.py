@@ -66,13 +66,39 @@ def _replay(live: Live, wm: float = math.inf) -> dict[str, list[list[str]]]:
     path = live.tmp / "released.jsonl"
     path.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
     out = live.tmp / "replay"
-    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "jobevents",
-                    "--out", str(out), "--section-nodes", "100", "--max-jump", "0",
-                    "--no-progress", str(path)], env=live.env, check=True,
-                   capture_output=True)  # fmt: skip
-    return {t.file: [r[:] for r in list(csv.reader((out / t.file).open()))[1:]]
-            for t in (SHORTJOBS, USAGE_DAILY, TURNOVER, RUNTIME_PREDICTIONS, CAPABILITY_DAILY,
-                      FAIRSHARE_USAGE, RELEASE_FORECAST)}  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            "jobevents",
+            "--out",
+            str(out),
+            "--section-nodes",
+            "100",
+            "--max-jump",
+            "0",
+            "--no-progress",
+            str(path),
+        ],
+        env=live.env,
+        check=True,
+        capture_output=True,
+    )
+    return {
+        t.file: [r[:] for r in list(csv.reader((out / t.file).open()))[1:]]
+        for t in (
+            SHORTJOBS,
+            USAGE_DAILY,
+            TURNOVER,
+            RUNTIME_PREDICTIONS,
+            CAPABILITY_DAILY,
+            FAIRSHARE_USAGE,
+            RELEASE_FORECAST,
+        )
+    }
 
 
 def _topic_rows(live: Live, topic: str, key: Any) -> dict[Any, dict[str, Any]]:
@@ -98,8 +124,13 @@ def _influx_rows(live: Live, table: Table) -> list[list[str]]:
         row = []
         for c in table.columns:
             if c.name == m.time:
-                row.append(p["day"] if c.kind == "day" else
-                           round(t * 1000) if c.kind == "instant_ms" else t)  # fmt: skip
+                row.append(
+                    p["day"]
+                    if c.kind == "day"
+                    else round(t * 1000)
+                    if c.kind == "instant_ms"
+                    else t
+                )
             elif c.kind == "seconds_ms":
                 v = p.get(c.name)
                 row.append(None if v is None else round(v * 1000))
@@ -138,8 +169,12 @@ def _live_rows(live: Live) -> dict[str, list[list[str]]]:
 
 def _ship_jobs(live: Live, *args: str) -> subprocess.Popen[bytes]:
     log = open(live.tmp / "ship-jobs.log", "ab")  # noqa: SIM115
-    p = subprocess.Popen([sys.executable, "-m", "streams.cli", "ship", "jobs", *args],
-                         env=live.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "ship", "jobs", *args],
+        env=live.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     live.procs.append(p)
     return p
 
@@ -150,8 +185,11 @@ def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     live.env["DRAINWATCH_SECTION_NODES"] = "100"  # KTH's MaxNodes, what the replay uses
     live.env["DRAINWATCH_ADJUST_OUT"] = str(live.tmp / "hook" / "adjust.tsv")
     w = live.worker()
-    garbage = [b"not json", b'{"type": "end", "ts": "soon", "job": "x"}',
-               b'{"type": "end", "ts": 99999999999, "job": "far"}']  # fmt: skip
+    garbage = [
+        b"not json",
+        b'{"type": "end", "ts": "soon", "job": "x"}',
+        b'{"type": "end", "ts": 99999999999, "job": "far"}',
+    ]
     live.produce("job-events", garbage, partition=0)
     ship = _ship_jobs(live, "--format", "swf", str(KTH), "--no-progress")
     time.sleep(4)  # the worker is in the middle of the trace: kill it
@@ -186,16 +224,21 @@ def test_live_job_analytics_equal_the_replay_through_a_kill(live: Live) -> None:
     assert hook.count("\n") >= 1 and all(len(line.split("\t")) == 3 for line in hook.splitlines())
 
     for topic in ("metrics.shortjobs", "metrics.capability"):
-        schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
-                                                      if t.name == topic))  # fmt: skip
+        schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS if t.name == topic))
         for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + topic)[:500]:
             schema.validate(orjson.loads(v))
-    dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
-                                                      live.prefix + "dead-letter")]  # fmt: skip
+    dead = [
+        orjson.loads(v)
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "dead-letter")
+    ]
     # the three bad messages are the first of partition 0; at least once, a dead letter can
     # come twice (again after the restart), at the same place
-    reasons = sorted({(d["partition"], d["offset"]): d["reason"] for d in dead
-                      if d["source"] == "job-events" and d["partition"] == 0
-                      and d["offset"] < 3}.values())  # fmt: skip
+    reasons = sorted(
+        {
+            (d["partition"], d["offset"]): d["reason"]
+            for d in dead
+            if d["source"] == "job-events" and d["partition"] == 0 and d["offset"] < 3
+        }.values()
+    )
     assert reasons == ["bad_json", "bad_ts", "implausible_time"]
     assert not [d for d in dead if d["reason"] == "late"]  # every partition is waited for

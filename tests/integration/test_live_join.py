@@ -40,13 +40,17 @@ def _workload(d: Path) -> tuple[Path, Path]:
         held, start = starts[i] - timedelta(minutes=30), starts[i]
         end = start + timedelta(seconds=run)
         kw = {"nodes": 6, "user": "u", "name": "app"}
-        events += [JobEvent("submit", held.timestamp() - 60, f"J{i}", **kw),
-                   JobEvent("start", start.timestamp(), f"J{i}", **kw),
-                   JobEvent("end", end.timestamp(), f"J{i}", **kw)]  # fmt: skip
+        events += [
+            JobEvent("submit", held.timestamp() - 60, f"J{i}", **kw),
+            JobEvent("start", start.timestamp(), f"J{i}", **kw),
+            JobEvent("end", end.timestamp(), f"J{i}", **kw),
+        ]
     for k in range(64):  # every job-events partition well past the rest
         t = (t0 + timedelta(hours=7)).timestamp()
-        events += [JobEvent("start", t, f"f{k}", nodes=1), JobEvent("end", t + 900, f"f{k}",
-                                                                     nodes=1)]  # fmt: skip
+        events += [
+            JobEvent("start", t, f"f{k}", nodes=1),
+            JobEvent("end", t + 900, f"f{k}", nodes=1),
+        ]
     for m in range(6 * 60):
         t = t0 + timedelta(minutes=m)
         for n in range(40):
@@ -59,8 +63,10 @@ def _workload(d: Path) -> tuple[Path, Path]:
                     rsv = f"J{i}"
                 elif start <= t < end:
                     state, job = "Running", f"J{i}"
-            lines.append(f"{t.strftime('%Y-%m-%dT%H:%M:%S.000+0000')} 1 INFO  Node 'n{n:02d}' "
-                         f"status: state='{state}' rsvlist='{rsv}' joblist='{job}'\n")  # fmt: skip
+            lines.append(
+                f"{t.strftime('%Y-%m-%dT%H:%M:%S.000+0000')} 1 INFO  Node 'n{n:02d}' "
+                f"status: state='{state}' rsvlist='{rsv}' joblist='{job}'\n"
+            )
     log, jobs = d / "moab.log", d / "jobs.jsonl"
     log.write_text("".join(lines))
     jobs.write_bytes(b"".join(e.to_json() + b"\n" for e in sort_events(events)))
@@ -69,8 +75,13 @@ def _workload(d: Path) -> tuple[Path, Path]:
 
 def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     log, jobs = _workload(live.tmp)
-    live.env.update({"DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_NODES": "40",
-                     "DRAINWATCH_ALERT_FTL_NODE_HOURS": str(FTL_NODE_HOURS)})  # fmt: skip
+    live.env.update(
+        {
+            "DRAINWATCH_LIVE_JOBS": "on",
+            "DRAINWATCH_NODES": "40",
+            "DRAINWATCH_ALERT_FTL_NODE_HOURS": str(FTL_NODE_HOURS),
+        }
+    )
     w = live.worker()
     live.ship(str(log), "--no-progress")
     assert _ship_jobs(live, "--format", "jobevents", str(jobs), "--no-progress").wait(120) == 0
@@ -82,9 +93,27 @@ def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     released = live.tmp / "released.jsonl"
     released.write_bytes(b"".join(e.to_json() + b"\n" for e in events if e.ts <= wm))
     out = live.tmp / "replay"
-    subprocess.run(_cli("replay", "--format", "moab", str(log), "--tz", "UTC", "--nodes", "40",
-                        "--jobs", str(released), "--jobs-format", "jobevents", "--out",
-                        str(out), "--no-progress"), check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        _cli(
+            "replay",
+            "--format",
+            "moab",
+            str(log),
+            "--tz",
+            "UTC",
+            "--nodes",
+            "40",
+            "--jobs",
+            str(released),
+            "--jobs-format",
+            "jobevents",
+            "--out",
+            str(out),
+            "--no-progress",
+        ),
+        check=True,
+        capture_output=True,
+    )
     want = sorted(list(csv.reader((out / "drain_jobs.csv").open()))[1:])
     assert len(want) == len(RUNTIMES)
     deadline = time.monotonic() + 120
@@ -105,8 +134,11 @@ def test_live_join_equals_the_replay_with_jobs(live: Live) -> None:
     want_groups = list(csv.reader((out / "size_groups.csv").open()))[1:]
     assert want_groups and list(format_rows(SIZE_GROUPS, list(latest.values()))) == want_groups
 
-    ftl = {r[0] for r in list(csv.reader((out / "failure_to_launch.csv").open()))[1:]
-           if float(r[1]) >= FTL_NODE_HOURS * 3600}  # fmt: skip
+    ftl = {
+        r[0]
+        for r in list(csv.reader((out / "failure_to_launch.csv").open()))[1:]
+        if float(r[1]) >= FTL_NODE_HOURS * 3600
+    }
     alerts = {}
     for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "alerts"):
         a = orjson.loads(v)

@@ -50,11 +50,32 @@ def test_sacct_polls_through_the_worker_equal_the_replay(live: Live, tmp_path: P
     live.worker()
     polls = int((last - since + 2 * 3600) // WINDOW) + 3
     run = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "ship", "jobs", "--sacct", str(sacct), "--starts",
-         "--since", _iso(since) + "Z", "--overlap", str(OVERLAP), "--max-window", str(WINDOW),
-         "--period", "0.05", "--count", str(polls)],
-        env=live.env, cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "jobs",
+            "--sacct",
+            str(sacct),
+            "--starts",
+            "--since",
+            _iso(since) + "Z",
+            "--overlap",
+            str(OVERLAP),
+            "--max-window",
+            str(WINDOW),
+            "--period",
+            "0.05",
+            "--count",
+            str(polls),
+        ],
+        env=live.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "0 dead letters" in run.stderr, run.stderr
 
@@ -75,10 +96,27 @@ def test_sacct_polls_through_the_worker_equal_the_replay(live: Live, tmp_path: P
     path = tmp_path / "released.jsonl"
     path.write_bytes(b"".join(e.to_json() + b"\n" for e in released))
     out = tmp_path / "replay"
-    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "jobevents",
-                    "--out", str(out), "--section-nodes", "100", "--max-jump", "0",
-                    "--no-progress", str(path)], env=live.env, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            "jobevents",
+            "--out",
+            str(out),
+            "--section-nodes",
+            "100",
+            "--max-jump",
+            "0",
+            "--no-progress",
+            str(path),
+        ],
+        env=live.env,
+        check=True,
+        capture_output=True,
+    )
     want = [r[:1] + r[2:] for r in list(csv.reader((out / USAGE_DAILY.file).open()))[1:]]
     assert len(want) >= 3
 

@@ -50,10 +50,27 @@ def _trace(path: Path) -> Path:
             if job == "J1" and 30 <= m < 40 or job in ("J5", "J6") and 70 <= m < 73:
                 rate = 15.0 if job == "J1" else 7.0
             written += round(rate * MB * 60)
-            s = NodeSample(T0 + 60 * m + (n % 7) * 0.5, job, 1000 + n, f"n{n:03d}", "app",
-                           1, 1, 1_000_000 + 1000 * n + m, 0, 0, 0, 0, written,
-                           25.0 + n + (m % 5) * 10, 0, 0, start=T0 - 3600.0, cores=4,
-                           fs_rates=(("home", 0.1, 0.2), ("scratch", rate, 0.0)))  # fmt: skip
+            s = NodeSample(
+                T0 + 60 * m + (n % 7) * 0.5,
+                job,
+                1000 + n,
+                f"n{n:03d}",
+                "app",
+                1,
+                1,
+                1_000_000 + 1000 * n + m,
+                0,
+                0,
+                0,
+                0,
+                written,
+                25.0 + n + (m % 5) * 10,
+                0,
+                0,
+                start=T0 - 3600.0,
+                cores=4,
+                fs_rates=(("home", 0.1, 0.2), ("scratch", rate, 0.0)),
+            )
             lines.append(dumps(s))
     lines.insert(500, b'{"ts": "later", "job": "J0"}')  # one bad line among the good ones
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -61,23 +78,51 @@ def _trace(path: Path) -> Path:
 
 
 def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
-    live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120",
-                     "DRAINWATCH_MEM_PER_CORE": "6",
-                     "DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=100MB/s"})  # fmt: skip
+    live.env.update(
+        {
+            "DRAINWATCH_LIVE_SAMPLES": "on",
+            "DRAINWATCH_LATENESS": "120",
+            "DRAINWATCH_MEM_PER_CORE": "6",
+            "DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=100MB/s",
+        }
+    )
     trace = _trace(live.tmp / "samples.jsonl")
     out = live.tmp / "replay"
-    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "samples",
-                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--hot-zone-fs",
-                    "scratch=100MB/s", "--mem-per-core", "6", "--no-progress"],
-                   env=live.env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            "samples",
+            str(trace),
+            "--out",
+            str(out),
+            "--hot-zone",
+            "93MB/s",
+            "--hot-zone-fs",
+            "scratch=100MB/s",
+            "--mem-per-core",
+            "6",
+            "--no-progress",
+        ],
+        env=live.env,
+        check=True,
+        capture_output=True,
+    )
     want_minutes = list(csv.reader((out / DFS_MINUTELY.file).open()))[1:]
     want_zones = list(csv.reader((out / HOT_ZONES.file).open()))[1:]
     assert len(want_minutes) == 120 and len(want_zones) == 2
 
     w = live.worker()
     live.produce("node-samples", [b"garbage, not a sample"], partition=0)
-    p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "sample-files", str(trace)],
-                       env=live.env, capture_output=True, text=True)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "ship", "sample-files", str(trace)],
+        env=live.env,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     assert "5,760 samples" in p.stderr and "1 dead letters" in p.stderr
     # the shipper's end of input: every minute final, all of them the replay's
@@ -103,8 +148,9 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     assert sorted(util) == sorted(want_util) == [f"J{k}" for k in range(8)]
     assert util == want_util
     last: dict[str, int] = {}  # the job is a field: its points share one series
-    for pt in sorted(live.influx.influxql('SELECT "job", "final" FROM "job_util"'),
-                     key=lambda pt: pt["time"]):  # fmt: skip
+    for pt in sorted(
+        live.influx.influxql('SELECT "job", "final" FROM "job_util"'), key=lambda pt: pt["time"]
+    ):
         last[pt["job"]] = pt["final"]
     assert last == {f"J{k}": 1 for k in range(8)}
     topic, topic_fs = {}, {}
@@ -117,12 +163,23 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
         assert key == str(d["minute_ms"]).encode()
         topic[d["minute_ms"]] = d
     assert len(topic_fs) == len(got_fs)
-    assert sorted(format_rows(DFS_MINUTELY, [[d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s",
-                                                       "jobs_writing")]
-                                       for d in topic.values()])) == got  # fmt: skip
+    assert (
+        sorted(
+            format_rows(
+                DFS_MINUTELY,
+                [
+                    [d[c] for c in ("minute_ms", "write_mb_s", "read_mb_s", "jobs_writing")]
+                    for d in topic.values()
+                ],
+            )
+        )
+        == got
+    )
 
-    alerts = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
-                                                        live.prefix + "alerts")]  # fmt: skip
+    alerts = [
+        orjson.loads(v)
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "alerts")
+    ]
     states = [(a["id"], a["state"], a["since"], a["at"]) for a in alerts]
     start = T0 + 30 * 60
     assert sorted(set(states)) == [
@@ -133,8 +190,10 @@ def test_live_dfs_and_hot_zones_equal_the_replay(live: Live) -> None:
     ]
     firing = next(a for a in alerts if a["state"] == "firing" and a["subject"] == "dfs")
     assert firing["details"]["top_jobs"][0][0] == "J1" and firing["threshold"] == 93.0
-    dead = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
-                                                      live.prefix + "dead-letter")]  # fmt: skip
+    dead = [
+        orjson.loads(v)
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "dead-letter")
+    ]
     # the shipper's reject, and the worker's own: a garbage line in a sweep
     assert {(d["source"], d["reason"]) for d in dead} == {
         ("node-samples", "bad_json"),
@@ -153,10 +212,16 @@ def test_live_samples_through_a_kill_equal_the_replay(live: Live) -> None:
     # shipped while it is down; a new worker resumes from the saved state and the committed
     # offsets: the final rows are the replay's, and a consumer reading alerts by id sees each
     # state change once (re-sent records are identical)
-    live.env.update({"DRAINWATCH_LIVE_SAMPLES": "on", "DRAINWATCH_LATENESS": "120",
-                     "DRAINWATCH_MEM_PER_CORE": "6", "DRAINWATCH_CHECKPOINT_INTERVAL": "1",
-                     "DRAINWATCH_FLUSH_INTERVAL": "0.5",
-                     "DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=100MB/s"})  # fmt: skip
+    live.env.update(
+        {
+            "DRAINWATCH_LIVE_SAMPLES": "on",
+            "DRAINWATCH_LATENESS": "120",
+            "DRAINWATCH_MEM_PER_CORE": "6",
+            "DRAINWATCH_CHECKPOINT_INTERVAL": "1",
+            "DRAINWATCH_FLUSH_INTERVAL": "0.5",
+            "DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=100MB/s",
+        }
+    )
     trace = _trace(live.tmp / "samples.jsonl")
     lines = trace.read_bytes().splitlines()
 
@@ -168,10 +233,29 @@ def test_live_samples_through_a_kill_equal_the_replay(live: Live) -> None:
     part1.write_bytes(b"".join(ln + b"\n" for ln in lines if early(ln)))
     part2.write_bytes(b"".join(ln + b"\n" for ln in lines if not early(ln)))
     out = live.tmp / "replay"
-    subprocess.run([sys.executable, "-m", "streams.cli", "replay", "--format", "samples",
-                    str(trace), "--out", str(out), "--hot-zone", "93MB/s", "--hot-zone-fs",
-                    "scratch=100MB/s", "--mem-per-core", "6", "--no-progress"],
-                   env=live.env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            "samples",
+            str(trace),
+            "--out",
+            str(out),
+            "--hot-zone",
+            "93MB/s",
+            "--hot-zone-fs",
+            "scratch=100MB/s",
+            "--mem-per-core",
+            "6",
+            "--no-progress",
+        ],
+        env=live.env,
+        check=True,
+        capture_output=True,
+    )
 
     w = live.worker()
     _ship_samples(live, part1, "--no-markers")  # the rest, and its end, in a second run
@@ -202,8 +286,10 @@ def test_live_samples_through_a_kill_equal_the_replay(live: Live) -> None:
     for job in ("J0", "J1", "J2", "J3"):  # ended an hour in: final
         assert util[job] == want_util[job], job
 
-    alerts = [orjson.loads(v) for _, v, _ in read_topic(live.stack.kafka_bootstrap,
-                                                        live.prefix + "alerts")]  # fmt: skip
+    alerts = [
+        orjson.loads(v)
+        for _, v, _ in read_topic(live.stack.kafka_bootstrap, live.prefix + "alerts")
+    ]
     changes: dict[tuple[str, str], bytes] = {}
     for a in alerts:  # a re-sent change is the same record
         rec = orjson.dumps(a, option=orjson.OPT_SORT_KEYS)

@@ -31,23 +31,43 @@ pytestmark = pytest.mark.integration
 
 def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     good = gzip.decompress((INPUTS / "jobs.jsonl.gz").read_bytes()).splitlines(keepends=True)
-    bad = [b"not json\n", b'{"type": "start", "ts": "soon", "job": "x"}\n',
-           b'{"type": "end", "ts": 99999999999, "job": "far"}\n']  # fmt: skip
+    bad = [
+        b"not json\n",
+        b'{"type": "start", "ts": "soon", "job": "x"}\n',
+        b'{"type": "end", "ts": 99999999999, "job": "far"}\n',
+    ]
     path = tmp_path / "jobs.jsonl"
     path.write_bytes(b"".join(good[:100] + bad[:1] + good[100:400] + bad[1:] + good[400:]))
     prefix = f"t{uuid.uuid4().hex[:8]}."
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                "DRAINWATCH_TOPIC_PREFIX": prefix,
-                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    env.update(
+        {
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "DRAINWATCH_STATE_DIR": str(tmp_path / "state"),
+        }
+    )
     # no round by the wall clock in this short run (a round cuts every partition's batch); by
     # event time a round waits for ROUND_EVENTS events, more than this file has
     env["DRAINWATCH_MARKER_INTERVAL"] = "86400"
     run = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "ship", "jobs", "--format", "jobevents", str(path),
-         "--no-progress"],  # fmt: skip
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "jobs",
+            "--format",
+            "jobevents",
+            str(path),
+            "--no-progress",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     expect, _ = read_job_events("jobevents", [str(path)], RejectLog())
     assert len(expect) == len(good) and f"{len(expect):,} events" in run.stderr
@@ -59,8 +79,9 @@ def test_ship_jobs_publishes_what_the_replay_reads(stack, tmp_path: Path) -> Non
     got = data_messages(topic)
     # a batch is cut at 500 events or by a marker round (every partition's batch)
     assert len(got) <= n + (len(expect) + len(bad)) // 500 + 8
-    schema = jsonschema.Draft202012Validator(next(t.schema for t in TOPICS
-                                                  if t.name == "job-events"))  # fmt: skip
+    schema = jsonschema.Draft202012Validator(
+        next(t.schema for t in TOPICS if t.name == "job-events")
+    )
     lines = [(line, part) for k, v, part in got for line in v.split(b"\n")]
     assert all(k == f"p{part}".encode() for k, _, part in got)
     assert max(v.count(b"\n") + 1 for _, v, _ in got) <= 500

@@ -50,25 +50,48 @@ def test_jobcomp_topic_to_job_events(stack, tmp_path: Path) -> None:  # type: ig
                 **{"@end": f"2025-03-04T11:{30 + i:02d}:00"},
                 new_field_of_a_later_slurm={"x": i},
             )
-        )  # fmt: skip
+        )
         for i in range(20)
     ]
-    bad = [b"not json", orjson.dumps(record(jobid=None)),
-           orjson.dumps(record(jobid=7, **{"@end": "2400-01-01T00:00:00"}))]  # fmt: skip
+    bad = [
+        b"not json",
+        orjson.dumps(record(jobid=None)),
+        orjson.dumps(record(jobid=7, **{"@end": "2400-01-01T00:00:00"})),
+    ]
     _produce(stack.kafka_bootstrap, source, good[:10] + bad + good[10:])
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                "DRAINWATCH_TOPIC_PREFIX": prefix,
-                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
-    argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--jobcomp-topic", source,
-            "--group", f"g{prefix}"]  # fmt: skip
-    dry = subprocess.run([*argv, "--count", "23", "--dry-run"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    env.update(
+        {
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "DRAINWATCH_STATE_DIR": str(tmp_path / "state"),
+        }
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "streams.cli",
+        "ship",
+        "jobs",
+        "--jobcomp-topic",
+        source,
+        "--group",
+        f"g{prefix}",
+    ]
+    dry = subprocess.run(
+        [*argv, "--count", "23", "--dry-run"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dry.returncode == 0, dry.stderr
     assert len(dry.stdout.splitlines()) == 62 and "3 dead letters" in dry.stderr
     # the dry run committed nothing: the real run reads every record
-    run = subprocess.run([*argv, "--count", "23"], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    run = subprocess.run(
+        [*argv, "--count", "23"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     # job 7's end (year 2400) is rejected, its submit and start kept, as replay does
     assert "23 jobcomp records, 62 events" in run.stderr and "3 dead letters" in run.stderr
@@ -90,7 +113,8 @@ def test_jobcomp_topic_to_job_events(stack, tmp_path: Path) -> None:  # type: ig
     assert all(d["topic"] == source and d["partition"] == 0 for d in dead)
 
     _produce(stack.kafka_bootstrap, source, [orjson.dumps(record(jobid=999))])
-    again = subprocess.run([*argv, "--count", "1"], cwd=REPO, env=env, capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
+    again = subprocess.run(
+        [*argv, "--count", "1"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 0, again.stderr
     assert "1 jobcomp records, 3 events" in again.stderr  # only the new record

@@ -41,14 +41,33 @@ def test_sacct_polls_through_kafka_equal_a_one_shot_read(stack, tmp_path: Path) 
     first, _last = _ends()
     prefix = f"t{uuid.uuid4().hex[:8]}."
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                "DRAINWATCH_TOPIC_PREFIX": prefix,
-                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
-    argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--sacct", str(sacct),
-            "--since", _iso(first - 60) + "Z", "--overlap", "1800", "--max-window", "21600",
-            "--period", "0.1"]  # fmt: skip
-    run = subprocess.run([*argv, "--count", "16"], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    env.update(
+        {
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "DRAINWATCH_STATE_DIR": str(tmp_path / "state"),
+        }
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "streams.cli",
+        "ship",
+        "jobs",
+        "--sacct",
+        str(sacct),
+        "--since",
+        _iso(first - 60) + "Z",
+        "--overlap",
+        "1800",
+        "--max-window",
+        "21600",
+        "--period",
+        "0.1",
+    ]
+    run = subprocess.run(
+        [*argv, "--count", "16"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert "16 sacct polls (0 failed)" in run.stderr and "0 dead letters" in run.stderr
 
@@ -61,8 +80,9 @@ def test_sacct_polls_through_kafka_equal_a_one_shot_read(stack, tmp_path: Path) 
     assert "0 seen again" not in run.stderr  # the overlaps did see records twice
     source = _check_markers(topic)
 
-    again = subprocess.run([*argv, "--count", "2"], cwd=REPO, env=env, capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
+    again = subprocess.run(
+        [*argv, "--count", "2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 0, again.stderr
     assert " 0 events" in again.stderr
     topic = read_topic(stack.kafka_bootstrap, prefix + "job-events")

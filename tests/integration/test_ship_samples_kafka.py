@@ -29,14 +29,36 @@ pytestmark = pytest.mark.integration
 def test_sweeps_to_node_samples(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     prefix = f"t{uuid.uuid4().hex[:8]}."
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                "DRAINWATCH_TOPIC_PREFIX": prefix,
-                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
+    env.update(
+        {
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "DRAINWATCH_STATE_DIR": str(tmp_path / "state"),
+        }
+    )
     run = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "ship", "samples", "--kafka", "--resolver",
-         "cgroup", "--node", "node007", "--count", "2", "--period", "0.3"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "ship",
+            "samples",
+            "--kafka",
+            "--resolver",
+            "cgroup",
+            "--node",
+            "node007",
+            "--count",
+            "2",
+            "--period",
+            "0.3",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert "2 sweeps, 2 sent" in run.stderr and "0 dropped" in run.stderr
     topic = read_topic(stack.kafka_bootstrap, prefix + "node-samples")
@@ -59,8 +81,9 @@ def test_buffer_while_unreachable_then_delivered(stack, tmp_path: Path) -> None:
     target = {"bootstrap": "127.0.0.1:1"}  # nothing listens there: connection refused
 
     async def connect() -> Any:
-        p = AIOKafkaProducer(bootstrap_servers=target["bootstrap"], acks="all",
-                             request_timeout_ms=3000)  # fmt: skip
+        p = AIOKafkaProducer(
+            bootstrap_servers=target["bootstrap"], acks="all", request_timeout_ms=3000
+        )
         try:
             await p.start()
         except BaseException:

@@ -98,10 +98,34 @@ def test_ship_slurm_charges_held_idle_nodes_to_the_waiting_job(
     cluster: tuple[Path, dict[str, str]], live: Live, tmp_path: Path
 ) -> None:
     d, senv = cluster
-    holder = _slurm(senv, "sbatch", "--parsable", "-N", "5", "-t", "3", f"--chdir={d}",
-                    "-o", "/dev/null", "--wrap", "sleep 600").strip()  # fmt: skip
-    big = _slurm(senv, "sbatch", "--parsable", "-N", "8", "-t", "1", f"--chdir={d}",
-                 "-o", "/dev/null", "--wrap", "sleep 1").strip()  # fmt: skip
+    holder = _slurm(
+        senv,
+        "sbatch",
+        "--parsable",
+        "-N",
+        "5",
+        "-t",
+        "3",
+        f"--chdir={d}",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 600",
+    ).strip()
+    big = _slurm(
+        senv,
+        "sbatch",
+        "--parsable",
+        "-N",
+        "8",
+        "-t",
+        "1",
+        f"--chdir={d}",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 1",
+    ).strip()
     _wait_planned(senv, 3)
 
     # snapshots come in time order: no reorder buffer holding the last seconds back
@@ -109,8 +133,11 @@ def test_ship_slurm_charges_held_idle_nodes_to_the_waiting_job(
     live.env = env
     dry = subprocess.run(
         [sys.executable, "-m", "streams.cli", "ship", "slurm", "--dry-run", "--count", "1"],
-        env=env, capture_output=True, timeout=60, cwd=REPO,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert dry.returncode == 0, dry.stderr
     recs = {r["node"]: r for r in map(orjson.loads, dry.stdout.splitlines())}
     assert sorted(recs) == [f"n{i}" for i in range(1, 9)]
@@ -126,8 +153,12 @@ def test_ship_slurm_charges_held_idle_nodes_to_the_waiting_job(
     live.worker()
     ship = subprocess.run(
         [sys.executable, "-m", "streams.cli", "ship", "slurm", "--period", "1", "--count", "6"],
-        env=env, capture_output=True, text=True, timeout=120, cwd=REPO,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert ship.returncode == 0, ship.stderr
     assert "6 iterations, 48 records" in ship.stderr and "0 skipped" in ship.stderr
 
@@ -177,27 +208,65 @@ def test_ship_jobs_sacct_on_real_slurm_sends_each_ended_job_once(
     time.sleep(1.5)
     prefix = f"t{uuid.uuid4().hex[:8]}."
     env = {k: v for k, v in senv.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-                "DRAINWATCH_TOPIC_PREFIX": prefix, "PYTHONPATH": str(REPO),
-                "DRAINWATCH_STATE_DIR": str(tmp_path / "state")})  # fmt: skip
-    argv = [sys.executable, "-m", "streams.cli", "ship", "jobs", "--sacct", "--sacct-completion",
-            "--since", datetime.fromtimestamp(since, UTC).isoformat(), "--count", "1"]  # fmt: skip
+    env.update(
+        {
+            "DRAINWATCH_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DRAINWATCH_TOPIC_PREFIX": prefix,
+            "PYTHONPATH": str(REPO),
+            "DRAINWATCH_STATE_DIR": str(tmp_path / "state"),
+        }
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "streams.cli",
+        "ship",
+        "jobs",
+        "--sacct",
+        "--sacct-completion",
+        "--since",
+        datetime.fromtimestamp(since, UTC).isoformat(),
+        "--count",
+        "1",
+    ]
     ids = []
     for _ in range(2):
         for n in (1, 2):
-            job = _slurm(senv, "sbatch", "--parsable", "-N", str(n), "-t", "1",
-                         f"--chdir={d}", "-o", "/dev/null", "--wrap", "true")  # fmt: skip
+            job = _slurm(
+                senv,
+                "sbatch",
+                "--parsable",
+                "-N",
+                str(n),
+                "-t",
+                "1",
+                f"--chdir={d}",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "true",
+            )
             ids.append(job.strip())
         _wait_no_jobs(senv)
         run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
         assert run.returncode == 0, run.stderr
         assert "1 sacct polls (0 failed), 6 events" in run.stderr, run.stderr
     whole = tmp_path / "sacct.txt"
-    r = subprocess.run(["sacct", "--completion", "--allusers", "--parsable2", "--format",
-                        "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,"
-                        "eligible,start,end,elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,"
-                        "reqtres,alloctres,timelimit,nodelist,jobname,flags"],
-                       env={**senv, "TZ": "UTC"}, capture_output=True, timeout=30)  # fmt: skip
+    r = subprocess.run(
+        [
+            "sacct",
+            "--completion",
+            "--allusers",
+            "--parsable2",
+            "--format",
+            "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,"
+            "eligible,start,end,elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,"
+            "reqtres,alloctres,timelimit,nodelist,jobname,flags",
+        ],
+        env={**senv, "TZ": "UTC"},
+        capture_output=True,
+        timeout=30,
+    )
     whole.write_bytes(r.stdout)
     expect, _ = read_job_events("sacct", [str(whole)], RejectLog())
     expect = [e for e in expect if e.job in ids]

@@ -97,8 +97,12 @@ def test_capability_fires_on_a_day_below_target_and_resolves_on_one_above() -> N
 
 
 def _run(p: RuntimePredictor, job: str, start: float, end: float) -> list[object]:
-    return p.update([JobEvent("start", start, job, user="u", name="sim", nodes=4),
-                     JobEvent("end", end, job, user="u", name="sim", nodes=4)])  # fmt: skip
+    return p.update(
+        [
+            JobEvent("start", start, job, user="u", name="sim", nodes=4),
+            JobEvent("end", end, job, user="u", name="sim", nodes=4),
+        ]
+    )
 
 
 def test_overrun_fires_while_running_and_resolves_at_the_end() -> None:
@@ -117,8 +121,16 @@ def test_overrun_fires_while_running_and_resolves_at_the_end() -> None:
     assert ja.overrun_started(p.running(10_500.0), 10_500.0) == []  # deduplicated
     rows = p.update([JobEvent("end", 11_000.0, "big", user="u", name="sim", nodes=4)])
     row = rows[0]
-    as_row = (row.job, row.user, row.name, row.history_runs, row.predicted_s, row.upper_s,
-              row.actual_s, int(row.overran))  # fmt: skip
+    as_row = (
+        row.job,
+        row.user,
+        row.name,
+        row.history_runs,
+        row.predicted_s,
+        row.upper_s,
+        row.actual_s,
+        int(row.overran),
+    )
     done = ja.overrun_ended([as_row], {"big": 11_000.0})
     assert [(a.state, a.since, a.at, a.value) for a in done] == [
         (RESOLVED, 10_160.0, 11_000.0, 1000.0)
@@ -126,8 +138,16 @@ def test_overrun_fires_while_running_and_resolves_at_the_end() -> None:
     # a job that overran and ended before any check saw it: both records at its end
     p.update([JobEvent("start", 20_000.0, "quick", user="u", name="sim", nodes=4)])
     row = p.update([JobEvent("end", 20_400.0, "quick", user="u", name="sim", nodes=4)])[0]
-    as_row = (row.job, row.user, row.name, row.history_runs, row.predicted_s, row.upper_s,
-              row.actual_s, int(row.overran))  # fmt: skip
+    as_row = (
+        row.job,
+        row.user,
+        row.name,
+        row.history_runs,
+        row.predicted_s,
+        row.upper_s,
+        row.actual_s,
+        int(row.overran),
+    )
     both = ja.overrun_ended([as_row], {"quick": 20_400.0})
     deadline = 20_000.0 + row.upper_s + 60.0
     assert [(a.state, a.at) for a in both] == [(FIRING, deadline), (RESOLVED, 20_400.0)]
@@ -151,11 +171,17 @@ def test_flood_resolves_at_the_tick_its_decay_crosses_the_threshold() -> None:
     from models.jobs.shortjobs import ShortJobPenalty
 
     m = ShortJobPenalty()
-    ev = [JobEvent(t, 1000.0 + d, f"j{i}", user="u", group="g", cores=8)
-          for i in range(10) for t, d in (("start", 0.0), ("end", 1.0))]  # fmt: skip
+    ev = [
+        JobEvent(t, 1000.0 + d, f"j{i}", user="u", group="g", cores=8)
+        for i in range(10)
+        for t, d in (("start", 0.0), ("end", 1.0))
+    ]
     rows = m.update(sorted(ev, key=lambda e: e.ts)) + m.advance(1000.0 + 3600.0)
-    user_rows = [(r.ts, r.holder_kind, r.holder, r.n_short, r.penalty_s, r.adjust)
-                 for r in rows if r.holder_kind == "user"]  # fmt: skip
+    user_rows = [
+        (r.ts, r.holder_kind, r.holder, r.n_short, r.penalty_s, r.adjust)
+        for r in rows
+        if r.holder_kind == "user"
+    ]
     tick = user_rows[0][0]
     assert user_rows[0][3:] == (10, 47_920.0, pytest.approx(4792.0))
     ja = JobAlerts(flood=3600.0)
@@ -178,16 +204,28 @@ def test_flood_resolves_at_the_tick_its_decay_crosses_the_threshold() -> None:
 def _lj(job: str, drain_h: float, running: int, first: float, last: float) -> Any:
     from models.drain.live import LiveJob
 
-    return LiveJob(job, round(drain_h * 3_600_000), 20, round(first * 1000),
-                   round(last * 1000), running, round(first * 1000))  # fmt: skip
+    return LiveJob(
+        job,
+        round(drain_h * 3_600_000),
+        20,
+        round(first * 1000),
+        round(last * 1000),
+        running,
+        round(first * 1000),
+    )
 
 
 def test_sliding_job_fires_while_queued_and_resolves_when_it_runs_or_is_let_go() -> None:
     da = DrainAlerts(sliding_node_hours=100.0, quiet_s=3600.0)
     assert da.jobs([_lj("A", 99.9, 0, 0.0, 18_000.0)]) == []  # below the threshold
     (on,) = da.jobs([_lj("A", 100.0, 0, 0.0, 18_000.0)])
-    assert (on.state, on.since, on.at, on.value, on.severity) == (FIRING, 0.0, 18_000.0, 100.0,
-                                                                   "critical")  # fmt: skip
+    assert (on.state, on.since, on.at, on.value, on.severity) == (
+        FIRING,
+        0.0,
+        18_000.0,
+        100.0,
+        "critical",
+    )
     assert da.jobs([_lj("A", 110.0, 0, 0.0, 19_800.0)]) == []  # still queued: no record
     saved = DrainAlerts()
     saved.restore(da.to_dict())
@@ -201,22 +239,33 @@ def test_sliding_job_fires_while_queued_and_resolves_when_it_runs_or_is_let_go()
     assert (off.id, off.state, off.at) == ("sliding_job:B", RESOLVED, 13_600.0)
     # first seen running (a worker catching up): both records at its last charge
     both = da.jobs([_lj("C", 150.0, 8, 100.0, 9_000.0)])
-    assert [(a.state, a.since, a.at) for a in both] == [(FIRING, 100.0, 9_000.0),
-                                                         (RESOLVED, 100.0, 9_000.0)]  # fmt: skip
+    assert [(a.state, a.since, a.at) for a in both] == [
+        (FIRING, 100.0, 9_000.0),
+        (RESOLVED, 100.0, 9_000.0),
+    ]
 
 
 def test_data_quality_follows_closed_windows_per_length() -> None:
     from types import SimpleNamespace
 
     def w(unit: str, start: float, per_node: float, quality: str, prov: bool = False) -> Any:
-        return SimpleNamespace(unit=unit, start_ms=round(start * 1000), length_ms=3_600_000,
-                               basis_seconds_per_node=per_node, data_quality=quality,
-                               provisional=prov)  # fmt: skip
+        return SimpleNamespace(
+            unit=unit,
+            start_ms=round(start * 1000),
+            length_ms=3_600_000,
+            basis_seconds_per_node=per_node,
+            data_quality=quality,
+            provisional=prov,
+        )
 
     da = DrainAlerts()
-    rows = [w("hour", 0, 3600, "ok"), w("hour", 3600, 1740, "short", prov=True),
-            w("hour", 3600, 1740, "short"), w("hour", 7200, 2000, "short"),
-            w("hour", 10_800, 3600, "ok")]  # fmt: skip
+    rows = [
+        w("hour", 0, 3600, "ok"),
+        w("hour", 3600, 1740, "short", prov=True),
+        w("hour", 3600, 1740, "short"),
+        w("hour", 7200, 2000, "short"),
+        w("hour", 10_800, 3600, "ok"),
+    ]
     changes = da.windows(rows)
     assert [(a.id, a.state, a.since, a.at, a.value) for a in changes] == [
         ("data_quality:hour", FIRING, 3600.0, 7200.0, 1740.0),
@@ -230,8 +279,12 @@ def test_stall_watch_fires_after_the_quiet_time_and_resolves_on_input() -> None:
     assert sw.seen("p.node-status", 1000.0) == []
     assert sw.check(1300.0) == []
     (on,) = sw.check(1300.5)
-    assert (on.id, on.since, on.at, on.value) == ("stalled:p.node-status@host:6066", 1000.0,
-                                                   1300.5, 300.5)  # fmt: skip
+    assert (on.id, on.since, on.at, on.value) == (
+        "stalled:p.node-status@host:6066",
+        1000.0,
+        1300.5,
+        300.5,
+    )
     assert sw.check(2000.0) == []  # still firing: no record
     (off,) = sw.seen("p.node-status", 2100.0)
     assert (off.state, off.since, off.at) == (RESOLVED, 1000.0, 2100.0)

@@ -31,6 +31,7 @@ class Producer:
     def __init__(self, topics: dict[str, Topic]) -> None:
         self.topics = topics
 
-    async def send(self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any,
-                   headers: Any) -> asyncio.Future[None]:  # fmt: skip
+    async def send(
+        self, topic: str, key: bytes, value: bytes, partition: Any, timestamp: Any, headers: Any
+    ) -> asyncio.Future[None]:
         return await self.topics[topic].send(key=key, value=value)

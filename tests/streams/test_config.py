@@ -549,8 +549,11 @@ def test_hot_zone_fs_thresholds_parse_to_mb_s_and_refuse_bad_items() -> None:
     s = load_settings(None, env={"DRAINWATCH_ALERT_HOT_ZONE_FS": "scratch=1.2GiB/s, home=500"})
     assert s.alerts.hot_zone_fs == (("scratch", 1.2 * 2**30 / 1e6), ("home", 500.0))
     assert load_settings(None, env={}).alerts.hot_zone_fs is None
-    for bad, why in (("scratch", "expected FS=RATE"), ("a=1,a=2", "already"),
-                     ("a=12Mb/s", "a=12Mb/s")):  # fmt: skip
+    for bad, why in (
+        ("scratch", "expected FS=RATE"),
+        ("a=1,a=2", "already"),
+        ("a=12Mb/s", "a=12Mb/s"),
+    ):
         with pytest.raises(ConfigError, match=why) as e:
             load_settings(None, env={"DRAINWATCH_ALERT_HOT_ZONE_FS": bad})
         assert e.value.key == "DRAINWATCH_ALERT_HOT_ZONE_FS"

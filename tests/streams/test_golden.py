@@ -61,7 +61,7 @@ _SAMPLES = {
             "classes",
             "histograms",
         )
-    },  # fmt: skip
+    },
 }
 _DRAIN = {
     "lines_read": "lines",
@@ -86,7 +86,7 @@ _DRAIN = {
             "unknown_states",
             "max_gap_seconds",
         )
-    },  # fmt: skip
+    },
 }
 RENAMED_KEYS: dict[str, dict[str, str | None]] = {
     # "lines" now counts the --jobs file's lines too: the Moab log's are compared below

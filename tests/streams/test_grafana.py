@@ -16,10 +16,24 @@ from streams.grafana.alerting import rules_file
 
 REPO = Path(__file__).resolve().parents[2]
 MEASUREMENTS = {
-    "drain", "node_states", "drain_job", "drain_size_group", "job", "usage", "shortjobs",
-    "turnover", "runtime_prediction", "capability", "fairshare", "dfs", "hot_zone", "job_util",
-    "alerts", "pipeline", "release_forecast",
-}  # fmt: skip
+    "drain",
+    "node_states",
+    "drain_job",
+    "drain_size_group",
+    "job",
+    "usage",
+    "shortjobs",
+    "turnover",
+    "runtime_prediction",
+    "capability",
+    "fairshare",
+    "dfs",
+    "hot_zone",
+    "job_util",
+    "alerts",
+    "pipeline",
+    "release_forecast",
+}
 
 
 def test_committed_files_equal_the_generated_ones(tmp_path: Path) -> None:
@@ -70,10 +84,17 @@ def test_alert_rules_use_the_workers_thresholds() -> None:
             stalled_after=120.0,
         )
     )
-    rules = {r["labels"]["drainwatch_kind"]: r for g in rules_file(s)["groups"]
-             for r in g["rules"]}  # fmt: skip
-    assert sorted(rules) == ["capability", "data_quality", "failure_to_launch", "hot_zone",
-                             "overrun", "shortjob_flood", "sliding_job", "stalled"]  # fmt: skip
+    rules = {r["labels"]["drainwatch_kind"]: r for g in rules_file(s)["groups"] for r in g["rules"]}
+    assert sorted(rules) == [
+        "capability",
+        "data_quality",
+        "failure_to_launch",
+        "hot_zone",
+        "overrun",
+        "shortjob_flood",
+        "sliding_job",
+        "stalled",
+    ]
 
     def threshold(kind: str) -> float:
         return rules[kind]["data"][2]["model"]["conditions"][0]["evaluator"]["params"][0]
@@ -120,8 +141,9 @@ def test_provisioning_files_match_their_json_schemas() -> None:
         schema = json.loads((schemas / f"{kind}.schema.json").read_text())
         jsonschema.Draft202012Validator.check_schema(schema)
         for path in sorted((prov / sub).glob("*.yaml")):
-            jsonschema.validate(yaml.safe_load(path.read_text()), schema,
-                                cls=jsonschema.Draft202012Validator)  # fmt: skip
+            jsonschema.validate(
+                yaml.safe_load(path.read_text()), schema, cls=jsonschema.Draft202012Validator
+            )
             seen += 1
     assert seen == 5
     schema = json.loads((schemas / "alerting.schema.json").read_text())

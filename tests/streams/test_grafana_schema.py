@@ -29,8 +29,13 @@ def _workdir() -> Path:
     if not stamp.exists() or stamp.read_text() != hashlib.sha256(lock).hexdigest():
         for name in ("package.json", "package-lock.json"):
             shutil.copy(SRC / name, work / name)
-        p = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=work,
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+        p = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--silent"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, p.stderr
         stamp.write_text(hashlib.sha256(lock).hexdigest())
     shutil.copy(SRC / "tsconfig.json", work / "tsconfig.json")
@@ -43,8 +48,12 @@ def _check(work: Path, boards: dict[str, str]) -> subprocess.CompletedProcess[st
     header = (SRC / "header.ts").read_text()
     for name, text in boards.items():
         (work / f"{name}.ts").write_text(f"{header}export const {name}: Board = {text};\n")
-    return subprocess.run([str(work / "node_modules" / ".bin" / "tsc"), "-p", str(work)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [str(work / "node_modules" / ".bin" / "tsc"), "-p", str(work)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_dashboards_type_check_against_grafana_schema() -> None:

@@ -32,12 +32,33 @@ PATTERNS = {
     "text": re.compile(r"^.*$", re.S),
 }
 COMMON_KEYS = {
-    "engine", "format", "tz", "inputs", "first", "last", "lines", "ignored", "records",
-    "rejected", "rejected_by_reason", "duplicates", "out_of_order", "late", "settings",
-    "outputs", "timings_s",
-}  # fmt: skip
-ENGINE_OF = {"moab": "drain", "moab_nojobs": "drain", "jobevents": "jobs", "sacct": "jobs",
-             "swf": "jobs", "samples": "samples", "llview": "samples"}  # fmt: skip
+    "engine",
+    "format",
+    "tz",
+    "inputs",
+    "first",
+    "last",
+    "lines",
+    "ignored",
+    "records",
+    "rejected",
+    "rejected_by_reason",
+    "duplicates",
+    "out_of_order",
+    "late",
+    "settings",
+    "outputs",
+    "timings_s",
+}
+ENGINE_OF = {
+    "moab": "drain",
+    "moab_nojobs": "drain",
+    "jobevents": "jobs",
+    "sacct": "jobs",
+    "swf": "jobs",
+    "samples": "samples",
+    "llview": "samples",
+}
 
 
 def check_table(path: Path) -> int:
@@ -143,14 +164,27 @@ def test_a_failed_run_leaves_the_previous_outputs(tmp_path: Path, monkeypatch) -
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
-@pytest.mark.parametrize("fmt", ["moab", "sacct", "swf", "jobevents", "jobcomp", "samples",
-                                 "llview"])  # fmt: skip
+@pytest.mark.parametrize(
+    "fmt", ["moab", "sacct", "swf", "jobevents", "jobcomp", "samples", "llview"]
+)
 def test_a_missing_input_is_one_line_and_exit_2(fmt: str, tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "replay", "--format", fmt,
-         str(tmp_path / "absent.log"), "--out", str(tmp_path / "out")],
-        cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            "--format",
+            fmt,
+            str(tmp_path / "absent.log"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         f"drainwatch replay: no such file: {tmp_path / 'absent.log'}"
@@ -161,18 +195,46 @@ def test_a_missing_input_is_one_line_and_exit_2(fmt: str, tmp_path: Path) -> Non
 def test_user_errors_of_other_commands_are_one_line_too(tmp_path: Path) -> None:
     cases = [
         ["simulate", "--model", "lublin", "--nodes", "0", "--days", "1", "--out", str(tmp_path)],
-        ["simulate", "--swf", str(tmp_path / "absent.swf"), "--nodes", "4", "--days", "1",
-         "--out", str(tmp_path)],
-        ["replay", "--format", "moab", str(INPUTS / "moab.log.gz"), "--chunk-mb", "0", "--out",
-         str(tmp_path / "o")],
-        ["replay", "--format", "samples", str(INPUTS / "samples.jsonl.gz"), "--hot-zone-bw", "98",
-         "--out", str(tmp_path / "o")],
-    ]  # fmt: skip
+        [
+            "simulate",
+            "--swf",
+            str(tmp_path / "absent.swf"),
+            "--nodes",
+            "4",
+            "--days",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        [
+            "replay",
+            "--format",
+            "moab",
+            str(INPUTS / "moab.log.gz"),
+            "--chunk-mb",
+            "0",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        [
+            "replay",
+            "--format",
+            "samples",
+            str(INPUTS / "samples.jsonl.gz"),
+            "--hot-zone-bw",
+            "98",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    ]
     for argv_ in cases:
         r = subprocess.run(
             [sys.executable, "-m", "streams.cli", *argv_],
-            cwd=REPO, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert r.returncode == 2, (argv_, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"drainwatch {argv_[0]}: "), r.stderr
@@ -194,8 +256,12 @@ def small_disk(tmp_path: Path):
     """A real 1 MiB tmpfs (needs the right to mount: root here and in CI)."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                       capture_output=True, text=True, check=False)  # fmt: skip
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs to fill ({r.stderr.strip() or r.returncode})")
     try:

@@ -47,10 +47,12 @@ def test_a_command_loads_only_its_own_module() -> None:
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('streams.commands.'))),"
         " file=sys.stderr)"
     )
-    r = subprocess.run([sys.executable, "-c", f"import sys\n{code}"], capture_output=True,
-                       text=True, check=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}"], capture_output=True, text=True, check=True
+    )
     assert r.stderr.split() == ["streams.commands.replay"]
-    r = subprocess.run([sys.executable, "-m", "streams.cli", "replya"], capture_output=True,
-                       text=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "replya"], capture_output=True, text=True
+    )
     assert r.returncode == 2
     assert "choose from 'replay', 'report', 'simulate', 'worker', 'ship', 'calibrate'" in r.stderr

@@ -22,8 +22,16 @@ def _records(b, book):
     for i in range(len(b)):
         jobs = tuple(book.jobs.names[j] for j in b.run_job[b.run_row == i].tolist())
         rsv = book.jobs.names[b.rsv[i]] if b.rsv[i] >= 0 else None
-        out.append((int(b.ts_ms[i]), book.nodes.names[b.node[i]],
-                    book.states.names[b.state[i]], rsv, jobs, bool(b.has_job[i])))  # fmt: skip
+        out.append(
+            (
+                int(b.ts_ms[i]),
+                book.nodes.names[b.node[i]],
+                book.states.names[b.state[i]],
+                rsv,
+                jobs,
+                bool(b.has_job[i]),
+            )
+        )
     return out
 
 
@@ -48,9 +56,19 @@ def test_round_trip_of_a_real_log_in_slices_gives_the_same_accounting() -> None:
     assert live.node_state_ms().sum() == direct.node_state_ms().sum()
 
 
-GOOD = {"v": 1, "source": "s", "ts_ms": [1, 2], "nodes": ["a", "b"], "node": [0, 1],
-        "states": ["Idle"], "state": [0, 0], "jobs": ["j"], "rsv": [0, -1],
-        "run_row": [1], "run_job": [0]}  # fmt: skip
+GOOD = {
+    "v": 1,
+    "source": "s",
+    "ts_ms": [1, 2],
+    "nodes": ["a", "b"],
+    "node": [0, 1],
+    "states": ["Idle"],
+    "state": [0, 0],
+    "jobs": ["j"],
+    "rsv": [0, -1],
+    "run_row": [1],
+    "run_job": [0],
+}
 
 
 @pytest.mark.parametrize(

@@ -31,9 +31,11 @@ def test_join_equals_the_replay_record_whichever_side_comes_first(
 ) -> None:
     events, drains = [], []
     for i, (nodes, start, run, d, running) in enumerate(jobs):
-        events += [JobEvent("submit", 1000.0 + start - 50, f"j{i}", nodes=nodes),
-                   JobEvent("start", 1000.0 + start, f"j{i}", nodes=nodes),
-                   JobEvent("end", 1000.0 + start + run, f"j{i}", nodes=nodes)]  # fmt: skip
+        events += [
+            JobEvent("submit", 1000.0 + start - 50, f"j{i}", nodes=nodes),
+            JobEvent("start", 1000.0 + start, f"j{i}", nodes=nodes),
+            JobEvent("end", 1000.0 + start + run, f"j{i}", nodes=nodes),
+        ]
         if d:
             drains.append([f"j{i}", d, nodes, 1_000_000, 1_000_000 + start * 1000, running])
     events.sort(key=lambda e: e.ts)
@@ -60,8 +62,17 @@ def test_join_equals_the_replay_record_whichever_side_comes_first(
         jt = times[job]
         jd = JobDrain(job, d / 1000, charged, first, last, jt.nodes, jt.runtime, True)
         ref.append(jd)
-        want[job] = (job, d, charged, first, last, jd.size, jd.runtime_s, jd.drain_per_node,
-                     jd.drain_runtime_ratio)  # fmt: skip
+        want[job] = (
+            job,
+            d,
+            charged,
+            first,
+            last,
+            jd.size,
+            jd.runtime_s,
+            jd.drain_per_node,
+            jd.drain_runtime_ratio,
+        )
     assert rows == want
     ftl = [j.job for j in failure_to_launch(ref) if j.drain_s * 1000 >= 10 * 3_600_000]
     assert sorted(a.subject for a in alerts if a.state == FIRING) == sorted(ftl)
@@ -74,8 +85,9 @@ def test_failure_to_launch_the_seed_way() -> None:
     # seed 000 §V-C: a job drained a thousand nodes, then died in 10 seconds
     join = DrainJobJoin(ftl_node_hours=10.0)
     join.drain([["big", 1000 * 1800 * 1000, 1000, 0, 1_800_000, 0]])  # 500 node-hours
-    join.events([JobEvent("start", 1800.0, "big", nodes=1000),
-                 JobEvent("end", 1810.0, "big", nodes=1000)])  # fmt: skip
+    join.events(
+        [JobEvent("start", 1800.0, "big", nodes=1000), JobEvent("end", 1810.0, "big", nodes=1000)]
+    )
     rows, alerts, _ = join.take()
     assert rows == [("big", 1_800_000_000, 1000, 0, 1_800_000, 1000, 10.0, 1800.0, 180.0)]
     assert [(a.id, a.state, a.at, a.value) for a in alerts] == [
@@ -153,15 +165,20 @@ def test_a_lagging_drain_stream_still_finds_the_jobs_events() -> None:
     day = 86400.0
     join = DrainJobJoin(ftl_node_hours=10.0, retention_s=2 * day)
     join.drain([], watermark_ms=0)  # the drain stream is at the start
-    join.events([JobEvent("submit", 0.0, "big", nodes=64),
-                 JobEvent("start", 3 * day, "big", nodes=64),
-                 JobEvent("end", 3 * day + 27, "big", nodes=64)])  # fmt: skip
+    join.events(
+        [
+            JobEvent("submit", 0.0, "big", nodes=64),
+            JobEvent("start", 3 * day, "big", nodes=64),
+            JobEvent("end", 3 * day + 27, "big", nodes=64),
+        ]
+    )
     for k in range(4, 8):  # other jobs' events, four more days
         join.events([JobEvent("end", k * day, f"o{k}", nodes=1)])
         join.take()
     assert "big" in join.times  # held: the drain stream has not passed it
-    join.drain([["big", 64 * 3 * 86_400_000, 64, 0, 3 * 86_400_000, 0]],
-               watermark_ms=round(3 * day * 1000))  # fmt: skip
+    join.drain(
+        [["big", 64 * 3 * 86_400_000, 64, 0, 3 * 86_400_000, 0]], watermark_ms=round(3 * day * 1000)
+    )
     rows, alerts, _ = join.take()
     assert [(r[0], r[5], r[6]) for r in rows] == [("big", 64, 27.0)]
     assert [(a.id, a.state) for a in alerts] == [
@@ -170,8 +187,9 @@ def test_a_lagging_drain_stream_still_finds_the_jobs_events() -> None:
     ]
     # without the drain stream's watermark the events would have left memory at day 5
     join2 = DrainJobJoin(ftl_node_hours=10.0, retention_s=2 * day)
-    join2.events([JobEvent("submit", 0.0, "big", nodes=64),
-                  JobEvent("end", 3 * day + 27, "big", nodes=64)])  # fmt: skip
+    join2.events(
+        [JobEvent("submit", 0.0, "big", nodes=64), JobEvent("end", 3 * day + 27, "big", nodes=64)]
+    )
     for k in range(4, 8):
         join2.events([JobEvent("end", k * day, f"o{k}", nodes=1)])
         join2.take()

@@ -41,8 +41,12 @@ def test_backlog_verdicts() -> None:
     # hour 3: no idle node-time
     queued = [Span(0, H // 2, 4), Span(0, 2 * H, 16)]
     rows = backlog([0, H, 2 * H, 3 * H], [H] * 4, [8 * H, 8 * H, 8 * H, 0], queued, EDGES)
-    assert [r.verdict for r in rows] == ["backlog_fits", "backlog_too_large", "no_backlog",
-                                         "no_idle"]  # fmt: skip
+    assert [r.verdict for r in rows] == [
+        "backlog_fits",
+        "backlog_too_large",
+        "no_backlog",
+        "no_idle",
+    ]
     r0 = rows[0]
     assert (r0.jobs_queued, r0.smallest_queued_nodes) == (2, 4)
     assert r0.queued_job_ms == H // 2 + H and r0.queued_node_ms == 4 * H // 2 + 16 * H

@@ -84,8 +84,9 @@ def test_in_order_equals_forecast_release(
     """The walk over running jobs given in order (past ones released at ``now``, ties by job)
     makes exactly forecast_release's forecast, nodes <= 0 and every timing case included."""
     running = [Holder(f"j{k:02d}", n, float(end), f"n{k}") for k, (n, end) in enumerate(jobs)]
-    releases = sorted((max(h.expected_end, float(now)), h.job, h.nodes, h.name, False)
-                      for h in running)  # fmt: skip
+    releases = sorted(
+        (max(h.expected_end, float(now)), h.job, h.nodes, h.name, False) for h in running
+    )
     want = forecast_release(need, float(at), held, running, now=float(now))
     assert forecast_in_order(need, float(at), held, iter(releases), float(now)) == want
 

@@ -41,8 +41,17 @@ def test_relative_on_100_nodes() -> None:
         ("16k+", 60, None),
     )
     assert [g.group(s) for s in (1, 3, 4, 8, 15, 29, 30, 59, 60, 100)] == [
-        "Sub1k", "Sub1k", "1k+", "2k+", "4k+", "4k+", "8k+", "8k+", "16k+", "16k+",
-    ]  # fmt: skip
+        "Sub1k",
+        "Sub1k",
+        "1k+",
+        "2k+",
+        "4k+",
+        "4k+",
+        "8k+",
+        "8k+",
+        "16k+",
+        "16k+",
+    ]
 
 
 @pytest.mark.parametrize("machine", [1, 7, 40, 46, 100, 128, 300, 999, 4999, 5000, 26846, 10**6])

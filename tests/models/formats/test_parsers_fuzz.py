@@ -601,23 +601,37 @@ def test_jobevent_lines_raise_only_job_event_error(line: str) -> None:
     check_event(e)
 
 
-_JOBEVENT_EXTRA = st.fixed_dictionaries({}, optional={
-    "nodes": st.one_of(st.integers(-5, 2**64), st.floats(), st.booleans(), st.none()),
-    "cores": st.one_of(st.integers(0, 2**63), st.just(4.0), st.text(max_size=3)),
-    "req_walltime": st.one_of(st.integers(-1, 10**400), st.floats(), st.booleans()),
-    "exit_code": st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.booleans()),
-    "backfill": st.one_of(st.booleans(), st.integers(0, 1), st.none()),
-    "reserved_start": st.one_of(st.floats(), st.integers(0, 2**40), st.sampled_from(
-        ["2024-01-01T00:00:00Z", "2024-01-01T00:00:00", "x"])),
-    "node_list": st.one_of(st.lists(st.sampled_from(["n1", "", "n2"])), st.just("n1,,n2"),
-                           st.just(["n1", 2]), st.integers()),
-    "ts": st.one_of(st.floats(), st.integers(-(2**70), 2**70), st.booleans(),
-                    st.just("2024-01-01T00:00:00+01:00")),
-    "user": st.one_of(st.text(max_size=3), st.integers(), st.none(), st.booleans()),
-    "state": st.one_of(st.text(max_size=3), st.integers(), st.none()),
-    "type": st.sampled_from(["submit", "start", "end", "x", None]),
-    "job": st.one_of(st.text(max_size=3), st.integers(), st.none()),
-})  # fmt: skip
+_JOBEVENT_EXTRA = st.fixed_dictionaries(
+    {},
+    optional={
+        "nodes": st.one_of(st.integers(-5, 2**64), st.floats(), st.booleans(), st.none()),
+        "cores": st.one_of(st.integers(0, 2**63), st.just(4.0), st.text(max_size=3)),
+        "req_walltime": st.one_of(st.integers(-1, 10**400), st.floats(), st.booleans()),
+        "exit_code": st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.booleans()),
+        "backfill": st.one_of(st.booleans(), st.integers(0, 1), st.none()),
+        "reserved_start": st.one_of(
+            st.floats(),
+            st.integers(0, 2**40),
+            st.sampled_from(["2024-01-01T00:00:00Z", "2024-01-01T00:00:00", "x"]),
+        ),
+        "node_list": st.one_of(
+            st.lists(st.sampled_from(["n1", "", "n2"])),
+            st.just("n1,,n2"),
+            st.just(["n1", 2]),
+            st.integers(),
+        ),
+        "ts": st.one_of(
+            st.floats(),
+            st.integers(-(2**70), 2**70),
+            st.booleans(),
+            st.just("2024-01-01T00:00:00+01:00"),
+        ),
+        "user": st.one_of(st.text(max_size=3), st.integers(), st.none(), st.booleans()),
+        "state": st.one_of(st.text(max_size=3), st.integers(), st.none()),
+        "type": st.sampled_from(["submit", "start", "end", "x", None]),
+        "job": st.one_of(st.text(max_size=3), st.integers(), st.none()),
+    },
+)
 
 
 @FUZZ
@@ -648,8 +662,10 @@ def test_jobevent_row_equals_the_checked_event_field_by_field(line: str, extra: 
         assert jobevent_from_row(orjson.loads(orjson.dumps(row))) == want
 
 
-@pytest.mark.parametrize("node_list", ["5", "true", "false", "0", "{}", '{"n1": 1}',
-                                       '["n1", 2]', '["n1", null]', '[["n1"]]'])  # fmt: skip
+@pytest.mark.parametrize(
+    "node_list",
+    ["5", "true", "false", "0", "{}", '{"n1": 1}', '["n1", 2]', '["n1", null]', '[["n1"]]'],
+)
 def test_jobevent_node_list_of_another_type_is_rejected(node_list: str) -> None:
     """Found by the fuzz test above: a number or boolean node list raised TypeError."""
     with pytest.raises(JobEventError) as e:
@@ -657,9 +673,16 @@ def test_jobevent_node_list_of_another_type_is_rejected(node_list: str) -> None:
     assert e.value.reason == "bad_node_list"
 
 
-@pytest.mark.parametrize(("node_list", "nodes"), [("null", ()), ('""', ()), ("[]", ()),
-                         ('"n1,,n2"', ("n1", "n2")),
-                         ('["n1", "", "n2"]', ("n1", "n2"))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("node_list", "nodes"),
+    [
+        ("null", ()),
+        ('""', ()),
+        ("[]", ()),
+        ('"n1,,n2"', ("n1", "n2")),
+        ('["n1", "", "n2"]', ("n1", "n2")),
+    ],
+)
 def test_jobevent_node_list_is_a_list_or_a_string_of_names(
     node_list: str, nodes: tuple[str, ...]
 ) -> None:
@@ -667,17 +690,20 @@ def test_jobevent_node_list_is_a_list_or_a_string_of_names(
     assert e.node_list == nodes
 
 
-@pytest.mark.parametrize(("field", "reason"), [
-    ('"nodes": 1e23', "bad_nodes"),
-    ('"nodes": 9223372036854775808', "bad_nodes"),
-    ('"nodes": 9.223372036854776e18', "bad_nodes"),  # 2**63 as a float
-    ('"cores": 9223372036854775808', "bad_cores"),
-    ('"cores": 1e300', "bad_cores"),
-    ('"exit_code": 18446744073709551615', "bad_exit_code"),
-    ('"exit_code": 9223372036854775808', "bad_exit_code"),
-    ('"exit_code": -9223372036854775809', "bad_exit_code"),  # orjson: a float below int64
-    ('"req_walltime": -1', "bad_req_walltime"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "reason"),
+    [
+        ('"nodes": 1e23', "bad_nodes"),
+        ('"nodes": 9223372036854775808', "bad_nodes"),
+        ('"nodes": 9.223372036854776e18', "bad_nodes"),  # 2**63 as a float
+        ('"cores": 9223372036854775808', "bad_cores"),
+        ('"cores": 1e300', "bad_cores"),
+        ('"exit_code": 18446744073709551615', "bad_exit_code"),
+        ('"exit_code": 9223372036854775808', "bad_exit_code"),
+        ('"exit_code": -9223372036854775809', "bad_exit_code"),  # orjson: a float below int64
+        ('"req_walltime": -1', "bad_req_walltime"),
+    ],
+)
 def test_jobevent_integers_beyond_int64_are_rejected(field: str, reason: str) -> None:
     """Found by the fuzz test above: 1e23 nodes became 10**23, whose to_json() raised
     TypeError 'Integer exceeds 64-bit range' (an internal error in replay)."""
@@ -696,11 +722,22 @@ def test_jobevent_values_at_the_int64_edges_are_kept_and_written_back() -> None:
     assert parse_jobevent_line(e.to_json()) == e
 
 
-@pytest.mark.parametrize("d", [
-    {"nodes": float("nan")}, {"nodes": float("inf")}, {"cores": 2.5}, {"nodes": -1},
-    {"nodes": 10**30}, {"exit_code": 2**64}, {"exit_code": 1.0}, {"req_walltime": float("nan")},
-    {"req_walltime": float("inf")}, {"req_walltime": 10**400}, {"nodes": True},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "d",
+    [
+        {"nodes": float("nan")},
+        {"nodes": float("inf")},
+        {"cores": 2.5},
+        {"nodes": -1},
+        {"nodes": 10**30},
+        {"exit_code": 2**64},
+        {"exit_code": 1.0},
+        {"req_walltime": float("nan")},
+        {"req_walltime": float("inf")},
+        {"req_walltime": 10**400},
+        {"nodes": True},
+    ],
+)
 def test_jobevent_from_dict_rejects_non_finite_and_out_of_range_numbers(d: dict[str, Any]) -> None:
     """Dicts that JSON text cannot give (NaN, inf, integers beyond 64 bits) are rejected too."""
     with pytest.raises(JobEventError):
@@ -981,9 +1018,15 @@ _PLAIN_SAMPLE = {k: v for k, v in SAMPLE.items() if k != "fs"}
 
 
 @FUZZ
-@given(st.one_of(near_sample, junk_text, st.just(json.dumps(SAMPLE)),
-                 mutated_json(_PLAIN_SAMPLE, times=("ts", "start")),
-                 st.just(json.dumps(_PLAIN_SAMPLE))))  # fmt: skip
+@given(
+    st.one_of(
+        near_sample,
+        junk_text,
+        st.just(json.dumps(SAMPLE)),
+        mutated_json(_PLAIN_SAMPLE, times=("ts", "start")),
+        st.just(json.dumps(_PLAIN_SAMPLE)),
+    )
+)
 def test_sample_row_equals_the_parsed_sample(line: str) -> None:
     """The live path's row form (sample_row: no record built) accepts exactly the lines
     parse_sample accepts, with the same reasons, and reads back from JSON as the same sample."""
@@ -1015,8 +1058,12 @@ def test_sample_trace_accounts_for_every_line(lines: list[str], as_bytes: bool) 
 
 
 @FEW
-@given(st.lists(st.one_of(near_sample, junk_text, mutated_json(_PLAIN_SAMPLE, times=("ts",))),
-                max_size=8), st.sampled_from(["\n", "\r\n", "\r"]))  # fmt: skip
+@given(
+    st.lists(
+        st.one_of(near_sample, junk_text, mutated_json(_PLAIN_SAMPLE, times=("ts",))), max_size=8
+    ),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+)
 def test_sample_block_reads_as_the_trace_parser(lines: list[str], nl: str) -> None:
     """The live path's block reader (models/formats/samplelines.py, compiled pass or not)
     keeps the lines parse_trace keeps, as the same samples, and refuses the others with
@@ -1031,10 +1078,33 @@ def test_sample_block_reads_as_the_trace_parser(lines: list[str], nl: str) -> No
         assert [r[2] for r in got.rejects] == [r.reason for r in rejects]
         assert len(got.batch) == len(want)
         for g, w in zip(got.batch.to_samples(), want, strict=True):
-            assert (g.ts, g.job, g.pid, g.node, g.start, g.write_bytes, g.read_bytes, g.core,
-                    g.vm_rss_kb, g.vm_swap_kb, g.cores, g.fs_rates) == (
-                w.ts, w.job, w.pid, w.node, w.start, w.write_bytes, w.read_bytes, w.core,
-                w.vm_rss_kb, w.vm_swap_kb, w.cores, w.fs_rates)  # fmt: skip
+            assert (
+                g.ts,
+                g.job,
+                g.pid,
+                g.node,
+                g.start,
+                g.write_bytes,
+                g.read_bytes,
+                g.core,
+                g.vm_rss_kb,
+                g.vm_swap_kb,
+                g.cores,
+                g.fs_rates,
+            ) == (
+                w.ts,
+                w.job,
+                w.pid,
+                w.node,
+                w.start,
+                w.write_bytes,
+                w.read_bytes,
+                w.core,
+                w.vm_rss_kb,
+                w.vm_swap_kb,
+                w.cores,
+                w.fs_rates,
+            )
 
 
 # ---- LLview -------------------------------------------------------------------------------
@@ -1249,8 +1319,11 @@ def _moab(data: bytes) -> str:
 
 
 FOUND: list[tuple[str, Callable[[], str], str]] = [
-    ("hostlist 5000 digits", lambda: _reason(lambda: expand_hostlist("a[" + "1" * 5000 + "]")),
-     "bad_range"),
+    (
+        "hostlist 5000 digits",
+        lambda: _reason(lambda: expand_hostlist("a[" + "1" * 5000 + "]")),
+        "bad_range",
+    ),
     ("hostlist superscript", lambda: _reason(lambda: expand_hostlist("a[\u00b2]")), "bad_range"),
     ("sacct elapsed 400 digits", lambda: _sacct(f14="9" * 400), "bad_duration"),
     ("sacct elapsed inf", lambda: _sacct(f14="9" * 400 + ".0"), "bad_duration"),
@@ -1260,60 +1333,107 @@ FOUND: list[tuple[str, Callable[[], str], str]] = [
     ("sacct nnodes beyond int64", lambda: _sacct(f17="9" * 20), "bad_nnodes"),
     ("sacct exitcode superscript", lambda: _sacct(f15="\u00b2"), "bad_exitcode"),
     ("sacct reqmem inf", lambda: _sacct(f20="9" * 400), "bad_reqmem"),
-    ("sacct end before submit", lambda: _sacct(f12="Unknown", f13="2016-12-26T20:12:27"),
-     "end_before_submit"),
-    ("jobcomp total_nodes superscript", lambda: _jobcomp(total_nodes="\u00b2"),
-     "bad_total_nodes"),
+    (
+        "sacct end before submit",
+        lambda: _sacct(f12="Unknown", f13="2016-12-26T20:12:27"),
+        "end_before_submit",
+    ),
+    ("jobcomp total_nodes superscript", lambda: _jobcomp(total_nodes="\u00b2"), "bad_total_nodes"),
     ("jobcomp total_nodes 1e23", lambda: _jobcomp(total_nodes=1e23), "bad_total_nodes"),
     ("jobcomp exit_code superscript", lambda: _jobcomp(derived_ec="\u00b2"), "bad_exit_code"),
     ("jobcomp exit_code beyond int64", lambda: _jobcomp(derived_ec=2**64 - 1), "bad_exit_code"),
     ("jobcomp start before submit", lambda: _jobcomp(**{"@start": 0}), "start_before_submit"),
-    ("jobcomp end before submit",
-     lambda: _jobcomp(**{"@start": None, "@end": "2025-03-04T09:00:00"}), "end_before_submit"),
+    (
+        "jobcomp end before submit",
+        lambda: _jobcomp(**{"@start": None, "@end": "2025-03-04T09:00:00"}),
+        "end_before_submit",
+    ),
     ("jobcomp time_limit beyond float", lambda: _jobcomp(time_limit=10**400), "bad_time_limit"),
     ("swf bytes not UTF-8", lambda: _swf([b"\xff" + SWF_JOB.encode()]), "bad_number"),
-    ("swf submit 400 digits", lambda: _swf([SWF_JOB.replace(" 0 ", " " + "9" * 400 + " ", 1)]),
-     "bad_number"),
+    (
+        "swf submit 400 digits",
+        lambda: _swf([SWF_JOB.replace(" 0 ", " " + "9" * 400 + " ", 1)]),
+        "bad_number",
+    ),
     # ignored (trace-relative times) and, since issue 31 class 4, reported as a reject
-    ("swf UnixStartTime 400 digits", lambda: _swf(["; UnixStartTime: " + "9" * 400, SWF_JOB]),
-     "bad_unix_start_time"),
-    ("llview report not an object", lambda: _reason(lambda: llview.parse_job_report(b"[]")),
-     "ValueError"),
-    ("llview report job not an object",
-     lambda: _reason(lambda: llview.parse_job_report(b'{"job": [1]}')), "ValueError"),
-    ("llview report run time NaN",
-     lambda: _reason(lambda: llview.parse_job_report(b'{"rc": {"rc_wallh": "nan"}}')),
-     "ValueError"),
-    ("llview column named twice",
-     lambda: _reason(lambda: llview.parse_series("ts ts jobid\n1 2 j\n")), "ValueError"),
-    ("status empty value", lambda: _reason(lambda: procfs.parse_status("Name: x\nVmRSS:\n")),
-     "status_bad_number"),
-    ("status superscript",
-     lambda: _reason(lambda: procfs.parse_status("Name: x\nVmRSS: \u00b2 kB\n")),
-     "status_bad_number"),
-    ("io superscript", lambda: _reason(lambda: procfs.parse_io(IO.replace("5000", "\u00b2"))),
-     "io_bad_number"),
-    ("stat negative utime", lambda: _reason(lambda: procfs.parse_stat(STAT.replace("250", "-5"))),
-     "stat_bad_number"),
-    ("btime without value", lambda: _reason(lambda: procfs.parse_btime("btime \n")),
-     "stat_bad_btime"),
-    ("btime not a number", lambda: _reason(lambda: procfs.parse_btime("btime x\n")),
-     "stat_bad_btime"),
-    ("net_dev not a number",
-     lambda: _reason(lambda: procfs.parse_net_dev(NET.replace("1000000", "x"))),
-     "net_dev_bad_number"),
+    (
+        "swf UnixStartTime 400 digits",
+        lambda: _swf(["; UnixStartTime: " + "9" * 400, SWF_JOB]),
+        "bad_unix_start_time",
+    ),
+    (
+        "llview report not an object",
+        lambda: _reason(lambda: llview.parse_job_report(b"[]")),
+        "ValueError",
+    ),
+    (
+        "llview report job not an object",
+        lambda: _reason(lambda: llview.parse_job_report(b'{"job": [1]}')),
+        "ValueError",
+    ),
+    (
+        "llview report run time NaN",
+        lambda: _reason(lambda: llview.parse_job_report(b'{"rc": {"rc_wallh": "nan"}}')),
+        "ValueError",
+    ),
+    (
+        "llview column named twice",
+        lambda: _reason(lambda: llview.parse_series("ts ts jobid\n1 2 j\n")),
+        "ValueError",
+    ),
+    (
+        "status empty value",
+        lambda: _reason(lambda: procfs.parse_status("Name: x\nVmRSS:\n")),
+        "status_bad_number",
+    ),
+    (
+        "status superscript",
+        lambda: _reason(lambda: procfs.parse_status("Name: x\nVmRSS: \u00b2 kB\n")),
+        "status_bad_number",
+    ),
+    (
+        "io superscript",
+        lambda: _reason(lambda: procfs.parse_io(IO.replace("5000", "\u00b2"))),
+        "io_bad_number",
+    ),
+    (
+        "stat negative utime",
+        lambda: _reason(lambda: procfs.parse_stat(STAT.replace("250", "-5"))),
+        "stat_bad_number",
+    ),
+    (
+        "btime without value",
+        lambda: _reason(lambda: procfs.parse_btime("btime \n")),
+        "stat_bad_btime",
+    ),
+    (
+        "btime not a number",
+        lambda: _reason(lambda: procfs.parse_btime("btime x\n")),
+        "stat_bad_btime",
+    ),
+    (
+        "net_dev not a number",
+        lambda: _reason(lambda: procfs.parse_net_dev(NET.replace("1000000", "x"))),
+        "net_dev_bad_number",
+    ),
     ("uptime NaN", lambda: _reason(lambda: procfs.parse_uptime("nan 1")), "uptime_bad"),
-    ("moab chunk starting like zlib",
-     lambda: _moab(b"x^ other message\n" + valid_moab_line), "1 record 1 ignored"),
+    (
+        "moab chunk starting like zlib",
+        lambda: _moab(b"x^ other message\n" + valid_moab_line),
+        "1 record 1 ignored",
+    ),
     ("moab chunk starting like zstd", lambda: _moab(b"(\xb5/\xfd"), "0 record 1 ignored"),
-    ("sample pid beyond int64",
-     lambda: _reason(lambda: parse_sample(json.dumps({**SAMPLE, "pid": 2**64 - 1}))),
-     "bad_number"),
-]  # fmt: skip
+    (
+        "sample pid beyond int64",
+        lambda: _reason(lambda: parse_sample(json.dumps({**SAMPLE, "pid": 2**64 - 1}))),
+        "bad_number",
+    ),
+]
 
 
-@pytest.mark.parametrize(("case", "reason"), [(f, r) for _, f, r in FOUND],
-                         ids=[n for n, _, _ in FOUND])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "reason"), [(f, r) for _, f, r in FOUND], ids=[n for n, _, _ in FOUND]
+)
 def test_what_the_properties_found(case: Callable[[], str], reason: str) -> None:
     """Each of these raised something undocumented (ValueError from int() on '²' or on 4300+
     digits, OverflowError, IndexError, UnicodeDecodeError, AttributeError) or let through a
@@ -1344,18 +1464,26 @@ def _slurm_text(version: str, name: str) -> str:
 
 
 SLURM: dict[str, tuple[Callable[[str], list[Any]], str]] = {
-    "scontrol_text": (slurmnodes.parse_scontrol_nodes,
-                      _slurm_text("22.05", "scontrol_show_node.txt")),
-    "scontrol_oneliner": (slurmnodes.parse_scontrol_nodes,
-                          _slurm_text("22.05", "scontrol_show_node_oneliner.txt")),
+    "scontrol_text": (
+        slurmnodes.parse_scontrol_nodes,
+        _slurm_text("22.05", "scontrol_show_node.txt"),
+    ),
+    "scontrol_oneliner": (
+        slurmnodes.parse_scontrol_nodes,
+        _slurm_text("22.05", "scontrol_show_node_oneliner.txt"),
+    ),
     "scontrol_json": (slurmnodes.parse_nodes_json, _slurm_text("23.11", "scontrol_show_node.json")),
     "squeue_text": (slurmnodes.parse_squeue_text, _slurm_text("22.05", "squeue.txt")),
     "squeue_json": (slurmnodes.parse_squeue_json, _slurm_text("23.11", "squeue.json")),
-    "reservations_text": (slurmnodes.parse_reservations_text,
-                          _slurm_text("22.05", "scontrol_show_reservation.txt")),
-    "reservations_json": (lambda t: slurmnodes.parse_reservations_json(t, 1_795_473_700.0),
-                          _slurm_text("23.11", "scontrol_show_reservation.json")),
-}  # fmt: skip
+    "reservations_text": (
+        slurmnodes.parse_reservations_text,
+        _slurm_text("22.05", "scontrol_show_reservation.txt"),
+    ),
+    "reservations_json": (
+        lambda t: slurmnodes.parse_reservations_json(t, 1_795_473_700.0),
+        _slurm_text("23.11", "scontrol_show_reservation.json"),
+    ),
+}
 
 
 @FUZZ
@@ -1364,8 +1492,15 @@ def test_slurm_readers_raise_only_slurm_output_error(data: st.DataObject, name: 
     # mutated captures and junk: records of the documented types, or SlurmOutputError with a
     # reason; and an iteration built from whatever was read maps every node once, to a state
     parse, good = SLURM[name]
-    text = data.draw(st.one_of(st.just(good), near_tokens(good), near_tokens(good, "|"),
-                               near_tokens(good, "="), junk_text))  # fmt: skip
+    text = data.draw(
+        st.one_of(
+            st.just(good),
+            near_tokens(good),
+            near_tokens(good, "|"),
+            near_tokens(good, "="),
+            junk_text,
+        )
+    )
     try:
         out = parse(text)
     except slurmnodes.SlurmOutputError as e:

@@ -24,8 +24,28 @@ pytestmark = pytest.mark.skipif(
     "reader alone is checked against parse_trace in test_parsers_fuzz.py",
 )
 
-GOOD = NodeSample(1704067200.25, "J1", 4242, "n001", "app", 10, 9, 8, 7, 1, 2, 3, 4, 99.5, 5, 6,
-                  start=1704067100.0, cores=4, job_class="normal", wchar=12)  # fmt: skip
+GOOD = NodeSample(
+    1704067200.25,
+    "J1",
+    4242,
+    "n001",
+    "app",
+    10,
+    9,
+    8,
+    7,
+    1,
+    2,
+    3,
+    4,
+    99.5,
+    5,
+    6,
+    start=1704067100.0,
+    cores=4,
+    job_class="normal",
+    wchar=12,
+)
 
 
 def _same(data: bytes) -> samplelines.ParsedLines:
@@ -45,9 +65,19 @@ def test_the_common_line_is_taken_by_the_compiled_pass() -> None:
     p = _same(line + b"\n\n  \n" + line + b"\n")
     assert len(p.batch) == 2 and p.rejects == []
     s = p.batch.to_samples()[0]
-    assert (s.ts, s.job, s.pid, s.node, s.write_bytes, s.read_bytes, s.core, s.vm_rss_kb,
-            s.vm_swap_kb, s.start, s.cores) == (GOOD.ts, "J1", 4242, "n001", 4, 3, 99.5, 8, 7,
-                                               GOOD.start, 4)  # fmt: skip
+    assert (
+        s.ts,
+        s.job,
+        s.pid,
+        s.node,
+        s.write_bytes,
+        s.read_bytes,
+        s.core,
+        s.vm_rss_kb,
+        s.vm_swap_kb,
+        s.start,
+        s.cores,
+    ) == (GOOD.ts, "J1", 4242, "n001", 4, 3, 99.5, 8, 7, GOOD.start, 4)
     assert p.bounds.tolist() == [[0, len(line)], [len(line) + 5, 2 * len(line) + 5]]
 
 
@@ -91,11 +121,37 @@ _FLOATS = st.one_of(
 _INTS = st.one_of(st.integers(0, 2**63 + 10), st.integers(-5, 5), st.floats(0, 10))
 _STRS = st.one_of(st.text(max_size=4), st.sampled_from(["J1", "n001", "", "é", "a\\b", 'q"q']))
 _ANY = st.one_of(_FLOATS, _INTS, _STRS, st.none(), st.booleans(), st.just([1, 2]))
-_KEYS = ["ts", "job", "pid", "node", "command", "vmPeak", "vmSize", "vmRss", "vmSwap", "syscr",
-         "syscw", "read_bytes", "write_bytes", "core", "receive", "transmit", "start", "cores",
-         "class", "wchar"]  # fmt: skip
-_KIND = {"ts": _FLOATS, "core": _FLOATS, "start": _FLOATS, "job": _STRS, "node": _STRS,
-         "command": _STRS, "class": _STRS}  # fmt: skip
+_KEYS = [
+    "ts",
+    "job",
+    "pid",
+    "node",
+    "command",
+    "vmPeak",
+    "vmSize",
+    "vmRss",
+    "vmSwap",
+    "syscr",
+    "syscw",
+    "read_bytes",
+    "write_bytes",
+    "core",
+    "receive",
+    "transmit",
+    "start",
+    "cores",
+    "class",
+    "wchar",
+]
+_KIND = {
+    "ts": _FLOATS,
+    "core": _FLOATS,
+    "start": _FLOATS,
+    "job": _STRS,
+    "node": _STRS,
+    "command": _STRS,
+    "class": _STRS,
+}
 
 
 def _value(v: object) -> bytes:
@@ -162,23 +218,35 @@ def _near_line(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.one_of(_line(), _near_line(), _near_line()), min_size=1, max_size=6),
-       st.sampled_from([b"\n", b"\r\n", b"\n\n"]))  # fmt: skip
-def test_generated_lines_read_the_same_with_and_without_the_pass(lines: list[bytes],
-                                                                 nl: bytes) -> None:  # fmt: skip
+@given(
+    st.lists(st.one_of(_line(), _near_line(), _near_line()), min_size=1, max_size=6),
+    st.sampled_from([b"\n", b"\r\n", b"\n\n"]),
+)
+def test_generated_lines_read_the_same_with_and_without_the_pass(
+    lines: list[bytes], nl: bytes
+) -> None:
     p = _same(nl.join(lines))
     # and each sample is what sample_row makes of its line
     for row, (a, b) in zip(p.batch.to_samples(), p.bounds.tolist(), strict=True):
         want = sample_row(nl.join(lines)[a:b])
         assert (row.ts, row.job, row.pid, row.node, row.write_bytes, row.core) == (
-            want[0], want[1], want[2], want[3], want[12], want[13])  # fmt: skip
+            want[0],
+            want[1],
+            want[2],
+            want[3],
+            want[12],
+            want[13],
+        )
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=20))
 def test_floats_read_to_the_same_bits(xs: list[float]) -> None:
-    lines = [b'{"ts":%s,"job":"J","node":"n","core":%s}' % (repr(abs(x)).encode(),
-             repr(min(abs(x), 8e5)).encode()) for x in xs]  # fmt: skip
+    lines = [
+        b'{"ts":%s,"job":"J","node":"n","core":%s}'
+        % (repr(abs(x)).encode(), repr(min(abs(x), 8e5)).encode())
+        for x in xs
+    ]
     p = _same(b"\n".join(lines))
     assert p.batch.ts.tolist() == [abs(x) for x in xs]
     assert all(not math.isnan(c) for c in p.batch.core.tolist())

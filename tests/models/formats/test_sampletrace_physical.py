@@ -8,10 +8,26 @@ import pytest
 from models.formats.sampletrace import SampleTraceError, parse_sample, parse_trace
 from models.records.nodesample import MAX_CORE_PCT, MAX_FS_RATE, MAX_MEMORY_KB
 
-GOOD = {"ts": 1_700_000_000.0, "job": "7", "pid": 11, "node": "n1", "command": "a.out",
-        "vmPeak": 10, "vmSize": 10, "vmRss": 5, "vmSwap": 0, "syscr": 1, "syscw": 1,
-        "read_bytes": 0, "write_bytes": 4096, "core": 350.0, "receive": 0, "transmit": 0,
-        "cores": 8, "fs": {"/scratch": [12.5, 0.0]}}  # fmt: skip
+GOOD = {
+    "ts": 1_700_000_000.0,
+    "job": "7",
+    "pid": 11,
+    "node": "n1",
+    "command": "a.out",
+    "vmPeak": 10,
+    "vmSize": 10,
+    "vmRss": 5,
+    "vmSwap": 0,
+    "syscr": 1,
+    "syscw": 1,
+    "read_bytes": 0,
+    "write_bytes": 4096,
+    "core": 350.0,
+    "receive": 0,
+    "transmit": 0,
+    "cores": 8,
+    "fs": {"/scratch": [12.5, 0.0]},
+}
 
 
 @pytest.mark.parametrize(

@@ -13,26 +13,42 @@ from models.records.nodesample import MAX_CORE_PCT, MAX_CORES, MAX_MEMORY_KB
 
 _odd = st.sampled_from([None, True, False, -1, 1.5, 2.0, "7", "", float("inf"), [1], {}])
 _int = st.one_of(st.integers(0, 2**40), st.just(2**63), st.just(MAX_MEMORY_KB + 1), _odd)
-_num = st.one_of(st.floats(0, 1e10, allow_nan=False), st.integers(0, 10**9),
-                 st.just(MAX_CORE_PCT + 1), _odd)  # fmt: skip
+_num = st.one_of(
+    st.floats(0, 1e10, allow_nan=False), st.integers(0, 10**9), st.just(MAX_CORE_PCT + 1), _odd
+)
 _FIELDS = {
-    "pid": _int, "vmPeak": _int, "vmSize": _int, "vmRss": _int, "vmSwap": _int, "syscr": _int,
-    "syscw": _int, "read_bytes": _int, "write_bytes": _int, "receive": _int, "transmit": _int,
-    "ts": _num, "core": _num, "start": _num, "wchar": _int,
+    "pid": _int,
+    "vmPeak": _int,
+    "vmSize": _int,
+    "vmRss": _int,
+    "vmSwap": _int,
+    "syscr": _int,
+    "syscw": _int,
+    "read_bytes": _int,
+    "write_bytes": _int,
+    "receive": _int,
+    "transmit": _int,
+    "ts": _num,
+    "core": _num,
+    "start": _num,
+    "wchar": _int,
     "cores": st.one_of(st.integers(0, 300), st.just(MAX_CORES + 1), _odd),
     "job": st.one_of(st.text(min_size=0, max_size=4), st.integers(0, 99), _odd),
     "node": st.one_of(st.text(min_size=0, max_size=4), _odd),
     "command": st.one_of(st.text(max_size=4), _odd),
     "class": st.one_of(st.text(max_size=4), _odd),
     "fs": st.just({"scratch": [1.0, 0.0]}),
-}  # fmt: skip
+}
 _REQUIRED = ("ts", "job", "pid", "node")
 _sample = st.fixed_dictionaries(
-    {"ts": st.one_of(st.floats(1e9, 2e9), _num), "job": st.one_of(st.just("12"), _FIELDS["job"]),
-     "pid": st.one_of(st.integers(1, 99), _int),
-     "node": st.one_of(st.just("n1"), _FIELDS["node"])},
+    {
+        "ts": st.one_of(st.floats(1e9, 2e9), _num),
+        "job": st.one_of(st.just("12"), _FIELDS["job"]),
+        "pid": st.one_of(st.integers(1, 99), _int),
+        "node": st.one_of(st.just("n1"), _FIELDS["node"]),
+    },
     optional={k: v for k, v in _FIELDS.items() if k not in _REQUIRED},
-)  # fmt: skip
+)
 
 
 @settings(max_examples=600, deadline=None)

@@ -73,8 +73,9 @@ def _rec(r: NodeStatus) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
 # --- one test per row ---------------------------------------------------------------------
 
 
-def test_row_down_bases(v2205_text: dict[str, NodeStatus], v2311_json: dict[str, NodeStatus],
-                        v2405: SlurmIteration) -> None:  # fmt: skip
+def test_row_down_bases(
+    v2205_text: dict[str, NodeStatus], v2311_json: dict[str, NodeStatus], v2405: SlurmIteration
+) -> None:
     assert _rec(v2205_text["n10"]) == ("Down", (), ())  # captured: State=DOWN
     assert _rec(v2311_json["n10"]) == ("Down", (), ())  # ["DOWN", "NOT_RESPONDING"]
     got = _by_node(v2405)

@@ -151,10 +151,19 @@ def test_matches_reference(specs, history) -> None:
     evs = build_events(specs)
     m = RuntimePredictor(history=history, cap_by_request=True)
     got = [
-        (r.job, r.history_runs, r.predicted_s, r.upper_s, r.actual_s, r.std_s, r.min_s, r.max_s,
-         r.spread_s)
+        (
+            r.job,
+            r.history_runs,
+            r.predicted_s,
+            r.upper_s,
+            r.actual_s,
+            r.std_s,
+            r.min_s,
+            r.max_s,
+            r.spread_s,
+        )
         for r in m.update(evs)
-    ]  # fmt: skip
+    ]
     ref = runtime_ref(evs, history=history, z=1.96, cap=True)
     assert len(got) == len(ref)
     for g, r in zip(got, ref, strict=True):

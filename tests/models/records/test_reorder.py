@@ -97,8 +97,12 @@ def test_a_slice_is_the_take_of_its_rows(recs: list[tuple[int, int]], a: int, b:
     jobs included (0-3 running jobs a record)."""
     book = Codebook()
     batch = NodeStatusBatch.from_records(
-        [NodeStatus(t, f"n{i % 4}", "Running", (), tuple(f"j{i}.{k}" for k in range(nj)))
-         for i, (t, nj) in enumerate(recs)], book)  # fmt: skip
+        [
+            NodeStatus(t, f"n{i % 4}", "Running", (), tuple(f"j{i}.{k}" for k in range(nj)))
+            for i, (t, nj) in enumerate(recs)
+        ],
+        book,
+    )
     lo, hi = sorted((min(a, len(recs)), min(b, len(recs))))
     got, want = batch.slice(lo, hi), batch.take(np.arange(lo, hi, dtype=np.int64))
     for name in ("ts_ms", "node", "state", "rsv", "has_job", "run_row", "run_job"):

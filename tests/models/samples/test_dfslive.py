@@ -24,8 +24,10 @@ def _batch(samples: list[NodeSample], thr: float, gap: int) -> tuple[list, list]
     io = io_from_samples(arr, 60.0)
     minutes = np.unique(np.floor(arr.ts / 60).astype(np.int64))
     dm = dfs_minutely(io, minutes)
-    rows = [(int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]), int(dm.jobs_writing[k]))
-            for k in range(dm.minute.shape[0])]  # fmt: skip
+    rows = [
+        (int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]), int(dm.jobs_writing[k]))
+        for k in range(dm.minute.shape[0])
+    ]
     zones = hot_zones(dm, io, thr, top=3, max_gap=gap)
     return rows, [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones]
 
@@ -46,8 +48,11 @@ def _stream(samples: list[NodeSample], thr: float, gap: int, cuts: list[int]) ->
         zones += z
         alerts += a
         i, k = j, k + 1
-    return ([(r.minute, r.write, r.read, r.jobs_writing) for r in rows],
-            [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones], alerts)  # fmt: skip
+    return (
+        [(r.minute, r.write, r.read, r.jobs_writing) for r in rows],
+        [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones],
+        alerts,
+    )
 
 
 def _same_zones(got: list, want: list) -> None:
@@ -81,8 +86,11 @@ _proc = st.tuples(
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(_proc, min_size=1, max_size=6), st.lists(st.integers(1, 9), min_size=1,
-       max_size=5), st.integers(0, 2))  # fmt: skip
+@given(
+    st.lists(_proc, min_size=1, max_size=6),
+    st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    st.integers(0, 2),
+)
 def test_generated_traces_streamed_equal_the_batch(procs: list, cuts: list[int], gap: int) -> None:
     t0 = 1_700_000_000.0
     samples = []
@@ -92,8 +100,27 @@ def test_generated_traces_streamed_equal_the_batch(procs: list, cuts: list[int],
             total = inc if inc % 7 == 0 else total + inc  # some counters restart
             ts = t0 + 60 * (first + m) + pid
             start = t0 + 60 * first - (10 if inside else 1000)
-            samples.append(NodeSample(ts, f"J{job}", pid, f"n{node}", "a", 1, 1, 1, 0, 0, 0,
-                                      0, total, 1.0, 0, 0, start=start))  # fmt: skip
+            samples.append(
+                NodeSample(
+                    ts,
+                    f"J{job}",
+                    pid,
+                    f"n{node}",
+                    "a",
+                    1,
+                    1,
+                    1,
+                    0,
+                    0,
+                    0,
+                    0,
+                    total,
+                    1.0,
+                    0,
+                    0,
+                    start=start,
+                )
+            )
     rows, zones = _batch(samples, 5.0, gap)
     got_rows, got_zones, _ = _stream(samples, 5.0, gap, cuts)
     assert got_rows == rows
@@ -112,10 +139,23 @@ def test_golden_trace_job_utilisation_streamed_equals_the_batch(cuts: list[int])
     mpc = 6 * 1024 * 1024.0  # --mem-per-core 6 (GiB), as the golden replay
     u = job_utilization(measures_from_samples(arr, 60.0), mpc, None)
     wmax, wtot = job_write_stats(io_from_samples(arr, 60.0))
-    want = {name: (name, int(u.nodes[j]), u.cores[j], int(u.measures[j]), u.core_util_mean[j],
-                   u.mem_mean_ratio[j], u.mem_max_core_ratio[j], u.swap_kb_max[j],
-                   u.sa_core_seconds[j], wmax[j], wtot[j])
-            for j, name in enumerate(u.jobs) if u.measures[j]}  # fmt: skip
+    want = {
+        name: (
+            name,
+            int(u.nodes[j]),
+            u.cores[j],
+            int(u.measures[j]),
+            u.core_util_mean[j],
+            u.mem_mean_ratio[j],
+            u.mem_max_core_ratio[j],
+            u.swap_kb_max[j],
+            u.sa_core_seconds[j],
+            wmax[j],
+            wtot[j],
+        )
+        for j, name in enumerate(u.jobs)
+        if u.measures[j]
+    }
     dfs, util = DfsStream(threshold=40.0), JobUtilStream(60.0, mpc, None, quiet_s=300.0)
     ordered = sorted(samples, key=lambda x: x.ts)
     got: dict[str, tuple] = {}
@@ -152,11 +192,14 @@ def _batch_fs(samples: list[NodeSample], thr: dict[str, float], gap: int) -> dic
     for fs, rs in per.items():
         a = np.array(rs, dtype=float)
         codes = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64)
-        io = io_from_rates(*codes, a[:, 2], a[:, 3], a[:, 4], np.full(len(rs), 60.0), arr.jobs,
-                           arr.nodes)  # fmt: skip
+        io = io_from_rates(
+            *codes, a[:, 2], a[:, 3], a[:, 4], np.full(len(rs), 60.0), arr.jobs, arr.nodes
+        )
         dm = dfs_minutely(io, minutes)
-        rows = [(int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]),
-                 int(dm.jobs_writing[k])) for k in range(dm.minute.shape[0])]  # fmt: skip
+        rows = [
+            (int(dm.minute[k]), float(dm.write[k]), float(dm.read[k]), int(dm.jobs_writing[k]))
+            for k in range(dm.minute.shape[0])
+        ]
         zones = hot_zones(dm, io, thr[fs], top=3, max_gap=gap)
         out[fs] = (rows, [(z.start, z.end, z.peak, z.minutes, z.top_jobs) for z in zones])
     return out
@@ -175,22 +218,45 @@ _fs_sample = st.tuples(
         ),
         max_size=2,
         unique_by=lambda t: t[0],
-    ),  # fmt: skip
+    ),
 )
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(_fs_sample, min_size=1, max_size=40), st.lists(st.integers(1, 9), min_size=1,
-       max_size=5), st.integers(0, 2))  # fmt: skip
+@given(
+    st.lists(_fs_sample, min_size=1, max_size=40),
+    st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    st.integers(0, 2),
+)
 def test_per_file_system_streamed_equals_the_batch(rows: list, cuts: list[int], gap: int) -> None:
     # every system named in the first sample, so the live minutes start where the replay's do
     t0 = 1_700_000_000.0
     first = (0, 0, 0, 0, [("home", 1.0, 0.0), ("scratch", 1.0, 0.0)])
     samples = sorted(
-        (NodeSample(t0 + 60 * m + sec, f"J{job}", 1, f"n{node}", "a", 1, 1, 1, 0, 0, 0, 0, 0,
-                    1.0, 0, 0, fs_rates=tuple(fs)) for m, sec, node, job, fs in [first, *rows]),
+        (
+            NodeSample(
+                t0 + 60 * m + sec,
+                f"J{job}",
+                1,
+                f"n{node}",
+                "a",
+                1,
+                1,
+                1,
+                0,
+                0,
+                0,
+                0,
+                0,
+                1.0,
+                0,
+                0,
+                fs_rates=tuple(fs),
+            )
+            for m, sec, node, job, fs in [first, *rows]
+        ),
         key=lambda s: s.ts,
-    )  # fmt: skip
+    )
     thr = {"home": 300.0, "scratch": 150.0}
     want = _batch_fs(samples, thr, gap)
     live = FsStreams({"home": 300.0}, 150.0, max_gap=gap, alert_minutes=2)
@@ -230,8 +296,10 @@ _util_sample = st.tuples(
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(_util_sample, min_size=1, max_size=60), st.lists(st.integers(1, 9), min_size=1,
-       max_size=5))  # fmt: skip
+@given(
+    st.lists(_util_sample, min_size=1, max_size=60),
+    st.lists(st.integers(1, 9), min_size=1, max_size=5),
+)
 def test_generated_job_utilisation_streamed_equals_the_batch(rows: list, cuts: list[int]) -> None:
     """Many processes per node (sums of more than two values), a process sampled more than
     once in a minute (its last sample counts), samples at equal times, any batching."""
@@ -240,17 +308,48 @@ def test_generated_job_utilisation_streamed_equals_the_batch(rows: list, cuts: l
 
     t0 = 1_700_000_000.0
     samples = sorted(
-        (NodeSample(t0 + 60 * m + sec, f"J{job}", pid, f"n{node}", "a", 1, 1, rss, swap, 0, 0,
-                    0, 0, core, 0, 0, start=t0 - 100, cores=cores)
-         for m, sec, node, job, pid, core, rss, swap, cores in rows),
+        (
+            NodeSample(
+                t0 + 60 * m + sec,
+                f"J{job}",
+                pid,
+                f"n{node}",
+                "a",
+                1,
+                1,
+                rss,
+                swap,
+                0,
+                0,
+                0,
+                0,
+                core,
+                0,
+                0,
+                start=t0 - 100,
+                cores=cores,
+            )
+            for m, sec, node, job, pid, core, rss, swap, cores in rows
+        ),
         key=lambda s: s.ts,
-    )  # fmt: skip
+    )
     mpc = 1024.0 * 1024
     u = job_utilization(measures_from_samples(to_arrays(samples), 60.0), mpc, 8)
-    want = {name: (name, int(u.nodes[j]), u.cores[j], int(u.measures[j]), u.core_util_mean[j],
-                   u.mem_mean_ratio[j], u.mem_max_core_ratio[j], u.swap_kb_max[j],
-                   u.sa_core_seconds[j])
-            for j, name in enumerate(u.jobs) if u.measures[j]}  # fmt: skip
+    want = {
+        name: (
+            name,
+            int(u.nodes[j]),
+            u.cores[j],
+            int(u.measures[j]),
+            u.core_util_mean[j],
+            u.mem_mean_ratio[j],
+            u.mem_max_core_ratio[j],
+            u.swap_kb_max[j],
+            u.sa_core_seconds[j],
+        )
+        for j, name in enumerate(u.jobs)
+        if u.measures[j]
+    }
     util = JobUtilStream(60.0, mpc, 8, quiet_s=10**9)
     i, k = 0, 0
     got: dict[str, tuple] = {}
@@ -269,8 +368,9 @@ def test_generated_job_utilisation_streamed_equals_the_batch(rows: list, cuts: l
 
 
 def _proc_sample(ts: float, written: int, pid: int = 7) -> NodeSample:
-    return NodeSample(ts, "J", pid, "n1", "a", 1, 1, 1, 0, 0, 0, 0, written, 1.0, 0, 0,
-                      start=1000.0)  # fmt: skip
+    return NodeSample(
+        ts, "J", pid, "n1", "a", 1, 1, 1, 0, 0, 0, 0, written, 1.0, 0, 0, start=1000.0
+    )
 
 
 def test_a_process_is_forgotten_after_its_silence_and_comes_back_as_a_baseline() -> None:

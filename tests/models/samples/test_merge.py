@@ -31,8 +31,20 @@ class RecordMerger(JobEventMerger):
 
 
 def _key(s: NodeSample) -> tuple:  # type: ignore[type-arg]
-    return (s.ts, s.job, s.pid, s.node, s.start, s.write_bytes, s.read_bytes, s.core,
-            s.vm_rss_kb, s.vm_swap_kb, s.cores, s.fs_rates)  # fmt: skip
+    return (
+        s.ts,
+        s.job,
+        s.pid,
+        s.node,
+        s.start,
+        s.write_bytes,
+        s.read_bytes,
+        s.core,
+        s.vm_rss_kb,
+        s.vm_swap_kb,
+        s.cores,
+        s.fs_rates,
+    )
 
 
 _sample = st.tuples(
@@ -47,15 +59,40 @@ _sample = st.tuples(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(_sample, min_size=1, max_size=5), min_size=1, max_size=30),
-       st.integers(1, 3), st.integers(0, 2**32))  # fmt: skip
+@given(
+    st.lists(st.lists(_sample, min_size=1, max_size=5), min_size=1, max_size=30),
+    st.integers(1, 3),
+    st.integers(0, 2**32),
+)
 def test_columns_release_what_records_release(messages: list, parts: int, seed: int) -> None:
     rng = random.Random(seed)
     msgs = []
     for k, m in enumerate(messages):
-        rows = [NodeSample(1000.0 + sec, job, pid, node, "", 0, 0, 0, 0, 0, 0, 0, w, 1.0, 0, 0,
-                           start, 2, "", (("home", 1.5, 0.0),) if fs else ())
-                for sec, job, pid, node, start, w, fs in m]  # fmt: skip
+        rows = [
+            NodeSample(
+                1000.0 + sec,
+                job,
+                pid,
+                node,
+                "",
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                w,
+                1.0,
+                0,
+                0,
+                start,
+                2,
+                "",
+                (("home", 1.5, 0.0),) if fs else (),
+            )
+            for sec, job, pid, node, start, w, fs in m
+        ]
         msgs.append((k % parts, rows))
     offsets = dict.fromkeys(range(parts), 0)
     cols = SampleMerger(lateness_s=rng.choice([0, 3, 10]), partitions=parts)
@@ -85,8 +122,11 @@ def test_columns_release_what_records_release(messages: list, parts: int, seed: 
     want += [_key(s) for s in ref.flush()]
     assert got == want
     assert late_got == late_want
-    assert (cols.duplicates, cols.late, cols.released_to) == (ref.duplicates, ref.late,
-                                                              ref.released_to)  # fmt: skip
+    assert (cols.duplicates, cols.late, cols.released_to) == (
+        ref.duplicates,
+        ref.late,
+        ref.released_to,
+    )
 
 
 def test_a_state_saved_with_records_reads_as_columns() -> None:
@@ -101,9 +141,31 @@ def test_a_state_saved_with_records_reads_as_columns() -> None:
 @given(st.lists(_sample, max_size=12), st.integers(0, 12), st.integers(0, 12))
 def test_a_batch_goes_through_bytes_unchanged(rows: list, lo: int, hi: int) -> None:
     """The live path forwards samples between its agents as :meth:`SampleBatch.to_bytes`."""
-    samples = [NodeSample(1000.0 + sec, job, pid, node, "", 0, 0, 3, 4, 0, 0, 5, w, 1.5, 0, 0,
-                          start, 2, "", (("home", 1.5, 0.25),) if fs else ())
-               for sec, job, pid, node, start, w, fs in rows]  # fmt: skip
+    samples = [
+        NodeSample(
+            1000.0 + sec,
+            job,
+            pid,
+            node,
+            "",
+            0,
+            0,
+            3,
+            4,
+            0,
+            0,
+            5,
+            w,
+            1.5,
+            0,
+            0,
+            start,
+            2,
+            "",
+            (("home", 1.5, 0.25),) if fs else (),
+        )
+        for sec, job, pid, node, start, w, fs in rows
+    ]
     b = SampleBatch.from_samples(samples)
     back, head = SampleBatch.from_bytes(b.to_bytes({"partition": 3}))
     assert head["partition"] == 3
@@ -116,8 +178,9 @@ def test_the_partials_header_validates() -> None:
 
     from streams.topics import SAMPLES_PARTIALS_SCHEMA
 
-    s = NodeSample(5.0, "J", 1, "n", "", 0, 0, 7, 0, 0, 0, 3, 4, 1.0, 0, 0, 2.0, 4, "",
-                   (("home", 1.5, 0.0),))  # fmt: skip
+    s = NodeSample(
+        5.0, "J", 1, "n", "", 0, 0, 7, 0, 0, 0, 3, 4, 1.0, 0, 0, 2.0, 4, "", (("home", 1.5, 0.0),)
+    )
     data = SampleBatch.from_samples([s, s]).to_bytes({"partition": 2, "events": [[7, 2]]})
     _b, head = SampleBatch.from_bytes(data)
     jsonschema.Draft202012Validator(SAMPLES_PARTIALS_SCHEMA).validate(head)

@@ -23,8 +23,10 @@ def _events() -> list[JobEvent]:
 
 def test_running_jobs_in_the_window() -> None:
     jobs = running_jobs(_events(), T0, T0 + 3600)
-    assert [(j, len(n), e) for j, n, _, e in jobs] == [("big", 8, T0 + 3600),
-                                                      ("small", 1, T0 + 1800)]  # fmt: skip
+    assert [(j, len(n), e) for j, n, _, e in jobs] == [
+        ("big", 8, T0 + 3600),
+        ("small", 1, T0 + 1800),
+    ]
 
 
 def test_samples_counters_and_burst() -> None:

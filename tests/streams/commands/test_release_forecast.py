@@ -28,8 +28,15 @@ def hm(h: int, m: int, s: int = 0) -> float:
     return h * 3600.0 + m * 60 + s
 
 
-def job(name: str, nodes: int, submit: str, start: str | None, end: str | None, wall: float | None,
-        reserved: str | None = None) -> list[bytes]:  # fmt: skip
+def job(
+    name: str,
+    nodes: int,
+    submit: str,
+    start: str | None,
+    end: str | None,
+    wall: float | None,
+    reserved: str | None = None,
+) -> list[bytes]:
     d: dict[str, object] = {"job": name, "user": "rdx", "name": name, "nodes": nodes}
     if wall is not None:
         d["req_walltime"] = wall
@@ -135,8 +142,11 @@ def test_figure9_with_a_reservation(tmp_path: Path) -> None:
     assert [r["need_after"] for r in fc] == ["32", "16", "0"]
     assert {(r["ts"][11:19], r["reserved_start"][11:19]) for r in fc} == {("09:50:00", "10:09:00")}
     assert {(float(r["late_by_s"]), float(r["actual_late_s"])) for r in fc} == {(720.0, 720.0)}
-    assert all(r["reserved_start"] == "" for r in read_csv(out / "release_forecast.csv")
-               if r["job"] != "fc")  # fmt: skip
+    assert all(
+        r["reserved_start"] == ""
+        for r in read_csv(out / "release_forecast.csv")
+        if r["job"] != "fc"
+    )
 
 
 def test_jobevent_reserved_start_round_trip() -> None:
@@ -189,8 +199,9 @@ def test_provisional_rows_are_overwritten_by_the_replays_rows(jobs: list[Any], e
         w = None if wall is None else float(wall)
         events.append(JobEvent("submit", float(sub), j, name=j, nodes=nodes, req_walltime=w))
         if wait is not None:
-            events.append(JobEvent("start", float(sub + wait), j, name=j, nodes=nodes,
-                                   req_walltime=w))  # fmt: skip
+            events.append(
+                JobEvent("start", float(sub + wait), j, name=j, nodes=nodes, req_walltime=w)
+            )
             if run is not None:
                 events.append(JobEvent("end", float(sub + wait + run), j, name=j, nodes=nodes))
         elif cancel:
@@ -238,11 +249,19 @@ def test_running_sums_kept_as_jobs_start_and_end_equal_summing_them(
     """Busy nodes and jobs without a walltime are kept as jobs start and end (duplicate starts,
     ends without a start included): the same rows and summary as summing at every submit."""
     evs = sorted(
-        (JobEvent(t, float(ts), f"j{j}", name=f"j{j}", nodes=n,
-                  req_walltime=None if w is None else float(w))
-         for t, ts, j, n, w in events),
+        (
+            JobEvent(
+                t,
+                float(ts),
+                f"j{j}",
+                name=f"j{j}",
+                nodes=n,
+                req_walltime=None if w is None else float(w),
+            )
+            for t, ts, j, n, w in events
+        ),
         key=lambda e: e.ts,
-    )  # fmt: skip
+    )
     fast, ref = ReleaseForecastStage(section, provisional=True), release_stage_ref(section, True)
     for e in evs:
         assert list(fast.step([e])) == list(ref.step([e]))

@@ -108,9 +108,17 @@ def test_adjust_out_needs_a_job_format(tmp_path: Path, capsys: pytest.CaptureFix
     log = tmp_path / "moab.log"
     log.write_text("")
     rc = main(
-        ["replay", "--format", "moab", str(log), "--out", str(tmp_path / "o"),
-         "--adjust-out", str(tmp_path / "a.tsv")]
-    )  # fmt: skip
+        [
+            "replay",
+            "--format",
+            "moab",
+            str(log),
+            "--out",
+            str(tmp_path / "o"),
+            "--adjust-out",
+            str(tmp_path / "a.tsv"),
+        ]
+    )
     assert rc == 2 and "--adjust-out" in capsys.readouterr().err
 
 

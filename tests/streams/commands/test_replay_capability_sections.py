@@ -87,9 +87,11 @@ def test_p_cup_factor_empty_when_the_goal_is_met(tmp_path: Path) -> None:
     src = tmp_path / "a.jsonl"
     a = {"job": "A", "user": "u", "nodes": 4, "partition": "red"}
     src.write_bytes(
-        orjson.dumps({"type": "start", "ts": T("00:00:00"), **a}) + b"\n"
-        + orjson.dumps({"type": "end", "ts": T("01:00:00"), **a}) + b"\n"
-    )  # fmt: skip
+        orjson.dumps({"type": "start", "ts": T("00:00:00"), **a})
+        + b"\n"
+        + orjson.dumps({"type": "end", "ts": T("01:00:00"), **a})
+        + b"\n"
+    )
     rows, s = replay(tmp_path, src)
     assert rows[0]["cup40"] == "1" and rows[0]["p_cup_factor"] == ""
     assert s["p_cup_factor"] is None

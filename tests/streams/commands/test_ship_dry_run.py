@@ -22,10 +22,16 @@ from tests.paths import REPO
 
 def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
-    env.update({"DRAINWATCH_KAFKA_BOOTSTRAP": "127.0.0.1:1",
-                "DRAINWATCH_STATE_DIR": str(tmp / "state")})  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "streams.cli", "ship", *args], cwd=REPO,
-                          env=env, capture_output=True, timeout=300)  # fmt: skip
+    env.update(
+        {"DRAINWATCH_KAFKA_BOOTSTRAP": "127.0.0.1:1", "DRAINWATCH_STATE_DIR": str(tmp / "state")}
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "streams.cli", "ship", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def test_ship_moab_dry_run_prints_every_record(tmp_path: Path) -> None:
@@ -39,8 +45,10 @@ def test_ship_moab_dry_run_prints_every_record(tmp_path: Path) -> None:
     out = [orjson.loads(x) for x in r.stdout.splitlines()]
     assert len(out) == len(parsed.batch) > 1000
     b = parsed.batch
-    want = sorted((int(b.ts_ms[i]), book.nodes.names[int(b.node[i])],
-                   book.states.names[int(b.state[i])]) for i in range(len(b)))  # fmt: skip
+    want = sorted(
+        (int(b.ts_ms[i]), book.nodes.names[int(b.node[i])], book.states.names[int(b.state[i])])
+        for i in range(len(b))
+    )
     from datetime import datetime
 
     def ms(iso: str) -> int:

@@ -52,8 +52,9 @@ class _Sink:
 class _Event:
     def __init__(self, topic: str, offset: int, value: bytes) -> None:
         self.value = value
-        self.message = SimpleNamespace(topic=topic, offset=offset,
-                                       tp=SimpleNamespace(topic=topic, partition=0))  # fmt: skip
+        self.message = SimpleNamespace(
+            topic=topic, offset=offset, tp=SimpleNamespace(topic=topic, partition=0)
+        )
         self.acked = False
 
     def ack(self) -> None:
@@ -71,11 +72,20 @@ def _kept(lines: list[str]) -> dict[tuple[str, str], str]:
 
 
 def _job(job: str, submit: float, run: float) -> list[dict[str, Any]]:
-    base = {"job": job, "user": "u1", "group": "g1", "name": "n", "nodes": 1, "cores": 4,
-            "req_walltime": 3600}  # fmt: skip
-    return [{**base, "type": "submit", "ts": submit},
-            {**base, "type": "start", "ts": submit + 10},
-            {**base, "type": "end", "ts": submit + 10 + run}]  # fmt: skip
+    base = {
+        "job": job,
+        "user": "u1",
+        "group": "g1",
+        "name": "n",
+        "nodes": 1,
+        "cores": 4,
+        "req_walltime": 3600,
+    }
+    return [
+        {**base, "type": "submit", "ts": submit},
+        {**base, "type": "start", "ts": submit + 10},
+        {**base, "type": "end", "ts": submit + 10 + run},
+    ]
 
 
 def _partial(pipe: Combiner, offset: int, events: list[dict[str, Any]]) -> _Event:

@@ -31,8 +31,10 @@ _CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)$", re.MULTILINE)
 def chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
-        pytest.skip("Debian chromium is not installed (`make browser` installs it; `make test` "
-                    "does so before the tests)")  # fmt: skip
+        pytest.skip(
+            "Debian chromium is not installed (`make browser` installs it; `make test` "
+            "does so before the tests)"
+        )
     return path
 
 
@@ -59,6 +61,7 @@ def load(page: Path, profile: Path) -> Loaded:
 
 
 def screenshot(page: Path, profile: Path, png: Path, width: int, height: int) -> Path:
-    run(page, profile, "--hide-scrollbars", f"--window-size={width},{height}",
-        f"--screenshot={png}")  # fmt: skip
+    run(
+        page, profile, "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={png}"
+    )
     return png

@@ -16,8 +16,10 @@ from tests.streams.report import browser
 
 def test_console_messages_are_caught(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"
-    page.write_text('<!DOCTYPE html><html><body><p>x</p><script>console.error("boom"); '
-                    "notDefined();</script></body></html>")  # fmt: skip
+    page.write_text(
+        '<!DOCTYPE html><html><body><p>x</p><script>console.error("boom"); '
+        "notDefined();</script></body></html>"
+    )
     loaded = browser.load(page, tmp_path / "profile")
     assert any('"boom"' in m for m in loaded.console), loaded.console
     assert any("Uncaught ReferenceError" in m for m in loaded.console), loaded.console

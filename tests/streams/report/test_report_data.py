@@ -95,9 +95,14 @@ def test_size_groups_and_drain_runtime(demo_out: Path, built: dict) -> None:
         assert shown[c["group"]][2] == int(c["jobs"])
         assert shown[c["group"]][3] == pytest.approx(float(c["drain_node_seconds"]) / 3600)
     ratios = [r[1] for r in built["drain-runtime"].tables[0].rows]
-    want = sorted((float(c["drain_runtime_ratio"]) for c in
-                   _rows(demo_out / "drain" / "drain_jobs.csv") if c["drain_runtime_ratio"]),
-                  reverse=True)  # fmt: skip
+    want = sorted(
+        (
+            float(c["drain_runtime_ratio"])
+            for c in _rows(demo_out / "drain" / "drain_jobs.csv")
+            if c["drain_runtime_ratio"]
+        ),
+        reverse=True,
+    )
     assert ratios == want[:10]
 
 
@@ -189,9 +194,18 @@ def test_page_is_self_contained(demo_out: Path) -> None:
 def test_absent_inputs_are_listed_not_shown(demo_out: Path) -> None:
     r = build_report([str(demo_out / "jobs")])
     assert r.shown == ["short-jobs", "runtime", "capability", "fairshare"]
-    assert set(r.missing) == {"drain", "node-states", "drain-jobs", "sliding", "ftl",
-                              "size-groups", "drain-runtime", "backfill", "dfs",
-                              "utilisation"}  # fmt: skip
+    assert set(r.missing) == {
+        "drain",
+        "node-states",
+        "drain-jobs",
+        "sliding",
+        "ftl",
+        "size-groups",
+        "drain-runtime",
+        "backfill",
+        "dfs",
+        "utilisation",
+    }
     assert 'id="not-shown"' in r.html and 'data-section="drain"' not in r.html
     assert "needs replay --format moab --jobs FILE" in r.html
 
@@ -206,8 +220,9 @@ def test_cell_format() -> None:
     assert cell("ok") == ("ok", False)
 
 
-def test_report_command_and_replay_report(demo_out: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_report_command_and_replay_report(
+    demo_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.html"
     dirs = [str(demo_out / d) for d in DIRS]
     assert cli(["report", *dirs, "--out", str(out), "--note", "a note"]) == 0
@@ -217,8 +232,21 @@ def test_report_command_and_replay_report(demo_out: Path, tmp_path: Path,
         assert f'data-section="{key}"' in page
     # replay --report: the report of the directory, beside the CSVs
     rep = tmp_path / "jobs"
-    assert cli(["replay", "--format", "jobevents", str(demo_out / "sim" / "jobs.jsonl"),
-                "--out", str(rep), "--no-progress", "--report"]) == 0  # fmt: skip
+    assert (
+        cli(
+            [
+                "replay",
+                "--format",
+                "jobevents",
+                str(demo_out / "sim" / "jobs.jsonl"),
+                "--out",
+                str(rep),
+                "--no-progress",
+                "--report",
+            ]
+        )
+        == 0
+    )
     assert 'data-section="runtime"' in (rep / "report.html").read_text()
 
 
@@ -252,8 +280,9 @@ def test_out_in_a_new_directory(demo_out: Path, tmp_path: Path) -> None:
     assert 'data-section="dfs"' in out.read_text()
 
 
-def test_a_broken_table_is_a_user_error(demo_out: Path, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_broken_table_is_a_user_error(
+    demo_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shutil
 
     d = tmp_path / "drain"
@@ -283,8 +312,21 @@ def test_report_of_a_real_trace(tmp_path: Path) -> None:
     if not trace.exists():
         pytest.skip(f"{trace} is absent (../shared/data)")
     out = tmp_path / "kth"
-    assert cli(["replay", "--format", "swf", str(trace), "--out", str(out), "--no-progress",
-                "--report"]) == 0  # fmt: skip
+    assert (
+        cli(
+            [
+                "replay",
+                "--format",
+                "swf",
+                str(trace),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--report",
+            ]
+        )
+        == 0
+    )
     r = build_report([str(out)])
     assert r.shown == ["short-jobs", "runtime", "capability", "fairshare"]
     cap = _rows(out / "capability_daily.csv")

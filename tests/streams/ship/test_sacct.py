@@ -116,8 +116,14 @@ def test_starts_are_sent_while_jobs_run_and_ends_bring_only_the_end(
     path, late = sacct
     late.write_text("1500")
     first, last = _ends()
-    poller = SacctPoller(path, tmp_path / "cp.json", since=first - 3600, overlap=1800,
-                         max_window=6 * 3600, starts=True)  # fmt: skip
+    poller = SacctPoller(
+        path,
+        tmp_path / "cp.json",
+        since=first - 3600,
+        overlap=1800,
+        max_window=6 * 3600,
+        starts=True,
+    )
     sent: list[bytes] = []
     poll_of: dict[tuple[str, str], int] = {}  # (job, type) -> the poll that sent it
     now = first - 3600
@@ -152,8 +158,7 @@ def test_records_later_than_the_overlap_are_lost_so_the_overlap_must_cover_them(
     path, late = sacct
     late.write_text("4000")
     first, last = _ends()
-    poller = SacctPoller(path, tmp_path / "cp.json", since=first - 1, overlap=600,
-                         max_window=1e9)  # fmt: skip
+    poller = SacctPoller(path, tmp_path / "cp.json", since=first - 1, overlap=600, max_window=1e9)
     sent: list[bytes] = []
     now = first
     while now < last + 7200:

@@ -39,17 +39,26 @@ def _tool(d: Path, name: str, body: str) -> str:
 
 
 def _stand_ins(d: Path, squeue_body: str | None = None) -> SlurmCommands:
-    sc = _tool(d, "scontrol", f"""case "$*" in
+    sc = _tool(
+        d,
+        "scontrol",
+        f"""case "$*" in
   --version) echo "slurm 22.05.8";;
   "--all --oneliner show node") cat {CAPTURED}/scontrol_show_node_oneliner.txt;;
   "--oneliner show reservation") cat {CAPTURED}/scontrol_show_reservation.txt;;
   *) echo "unexpected: $*" >&2; exit 1;;
 esac
-""")  # fmt: skip
-    sq = _tool(d, "squeue", squeue_body or f"""[ "$*" = "--all --array --format=%i|%T|%S|%Y|%N" ] \
+""",
+    )
+    sq = _tool(
+        d,
+        "squeue",
+        squeue_body
+        or f"""[ "$*" = "--all --array --format=%i|%T|%S|%Y|%N" ] \
 || {{ echo "unexpected: $*" >&2; exit 1; }}
 cat {CAPTURED}/squeue.txt
-""")  # fmt: skip
+""",
+    )
     return SlurmCommands(sc, sq, timeout=5.0)
 
 
@@ -80,18 +89,26 @@ def test_dry_run_prints_every_record_of_every_iteration(tmp_path: Path) -> None:
     asyncio.run(sh.run(period=0.01, count=2))
     lines = out.getvalue().splitlines()
     assert lines == _expected(100_000) + _expected(160_000)
-    n7 = {"ts": "1970-01-01T00:01:40.000Z", "node": "n7", "state": "Idle",
-          "rsvlist": ["3", "4"], "joblist": []}  # fmt: skip
+    n7 = {
+        "ts": "1970-01-01T00:01:40.000Z",
+        "node": "n7",
+        "state": "Idle",
+        "rsvlist": ["3", "4"],
+        "joblist": [],
+    }
     assert orjson.loads(lines[6]) == n7
     assert (sh.stats.iterations, sh.stats.records, sh.stats.skipped_iterations) == (2, 24, 0)
 
 
 def test_a_failed_command_is_retried_and_the_iteration_sent_whole(tmp_path: Path) -> None:
     flag = tmp_path / "failed_once"
-    cmds = _stand_ins(tmp_path, f"""if [ ! -e {flag} ]; then touch {flag}
+    cmds = _stand_ins(
+        tmp_path,
+        f"""if [ ! -e {flag} ]; then touch {flag}
 echo "slurm_load_jobs error: Socket timed out on send/recv operation" >&2; exit 1; fi
 cat {CAPTURED}/squeue.txt
-""")  # fmt: skip
+""",
+    )
     out = io.BytesIO()
     sh = SlurmShipper(cmds, None, out, retries=2, retry_wait=0.01, clock=lambda: 100.0)
     asyncio.run(sh.run(period=0.01, count=1))
@@ -135,17 +152,23 @@ def test_auto_picks_json_from_23_02(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streams.cli", "ship", "slurm", *args],
-                          capture_output=True, text=True, cwd=REPO, timeout=60,
-                          env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "streams.cli", "ship", "slurm", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env=env,
+    )
 
 
 def test_cli_dry_run_and_user_errors(tmp_path: Path) -> None:
     cmds = _stand_ins(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAINWATCH_")}
     env["DRAINWATCH_STATE_DIR"] = str(tmp_path / "state")
-    r = _cli("--dry-run", "--count", "1", "--scontrol", cmds.scontrol, "--squeue", cmds.squeue,
-             env=env)  # fmt: skip
+    r = _cli(
+        "--dry-run", "--count", "1", "--scontrol", cmds.scontrol, "--squeue", cmds.squeue, env=env
+    )
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 12
     assert "1 iterations, 12 records" in r.stderr
@@ -156,23 +179,41 @@ def test_cli_dry_run_and_user_errors(tmp_path: Path) -> None:
         "client's path)"
     ]
     assert "Traceback" not in r.stderr
-    r = _cli("--dry-run", "--count", "1", "--scontrol", cmds.scontrol, "--squeue", "/bin/false",
-             "--retries", "0", env=env)  # fmt: skip
+    r = _cli(
+        "--dry-run",
+        "--count",
+        "1",
+        "--scontrol",
+        cmds.scontrol,
+        "--squeue",
+        "/bin/false",
+        "--retries",
+        "0",
+        env=env,
+    )
     assert r.returncode == 1 and "no snapshot could be taken" in r.stderr
 
 
 def test_json_snapshot_of_23_11(tmp_path: Path) -> None:
     v = CAPTURED.parent / "23.11"
-    sc = _tool(tmp_path, "scontrol", f"""case "$*" in
+    sc = _tool(
+        tmp_path,
+        "scontrol",
+        f"""case "$*" in
   --version) echo "slurm 23.11.4";;
   "--json show node") cat {v}/scontrol_show_node.json;;
   "--json show reservation") cat {v}/scontrol_show_reservation.json;;
   *) echo "unexpected: $*" >&2; exit 1;;
 esac
-""")  # fmt: skip
-    sq = _tool(tmp_path, "squeue", f"""[ "$*" = "--all --array --json" ] || exit 1
+""",
+    )
+    sq = _tool(
+        tmp_path,
+        "squeue",
+        f"""[ "$*" = "--all --array --json" ] || exit 1
 cat {v}/squeue.json
-""")  # fmt: skip
+""",
+    )
     cmds = SlurmCommands(sc, sq)
     it = take_snapshot(cmds, cmds.resolved_form(), lambda: 1795473650.0)
     got = {r.node: (r.state, r.rsvlist, r.joblist) for r in it.records}

@@ -33,8 +33,9 @@ def _python(points: list[Any], writers: int, batch: int) -> list[list[bytes]]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(lines, max_size=40), st.integers(1, 4), st.integers(1, 7))
-def test_bodies_keep_each_series_on_one_writer_in_order(points: list[Any], writers: int,
-                                                        batch: int) -> None:  # fmt: skip
+def test_bodies_keep_each_series_on_one_writer_in_order(
+    points: list[Any], writers: int, batch: int
+) -> None:
     got = _python(points, writers, batch)
     assert len(got) == writers
     kept = [p for p in points if p]
@@ -48,6 +49,7 @@ def test_bodies_keep_each_series_on_one_writer_in_order(points: list[Any], write
 @native
 @settings(max_examples=300, deadline=None)
 @given(st.lists(lines, max_size=40), st.integers(1, 4), st.integers(1, 7))
-def test_the_compiled_bodies_are_the_python_bodies(points: list[Any], writers: int,
-                                                   batch: int) -> None:  # fmt: skip
+def test_the_compiled_bodies_are_the_python_bodies(
+    points: list[Any], writers: int, batch: int
+) -> None:
     assert request_bodies(points, writers, batch) == _python(points, writers, batch)

@@ -29,8 +29,14 @@ ZONES = [UTC, ZoneInfo("Europe/Berlin"), ZoneInfo("America/Chicago")]
 # ---- the reference: the Point-based serialisation --------------------------------------------
 
 
-def reference_point(m: Measurement, cluster: str, row: Any, tz: ZoneInfo, ts: float | None = None,
-                    extra: dict[str, Any] | None = None) -> str:  # fmt: skip
+def reference_point(
+    m: Measurement,
+    cluster: str,
+    row: Any,
+    tz: ZoneInfo,
+    ts: float | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
     p = Point(m.name).tag("cluster", cluster)
     tags = dict((t, dict(m.rename).get(t, t)) for t in m.tags)
     t = 0.0
@@ -81,7 +87,7 @@ texts = st.one_of(
             "a\\ b",
             "r\r",
         ]
-    ),  # fmt: skip
+    ),
     st.text(max_size=12),
 )
 floats = st.one_of(
@@ -124,8 +130,9 @@ def measured_rows(draw: Any) -> tuple[Measurement, tuple[Any, ...]]:
 
 @settings(max_examples=600, deadline=None)
 @given(measured_rows(), texts.filter(bool), st.sampled_from(ZONES), st.floats(0, 4e9))
-def test_a_measurement_row_is_the_reference_points_line(mr: Any, cluster: str, tz: ZoneInfo,
-                                                         ts: float) -> None:  # fmt: skip
+def test_a_measurement_row_is_the_reference_points_line(
+    mr: Any, cluster: str, tz: ZoneInfo, ts: float
+) -> None:
     m, row = mr
     at = None if m.time else ts
     assert m.line(cluster, row, tz, at) == reference_point(m, cluster, row, tz, at)
@@ -140,9 +147,10 @@ def test_extra_fields_are_merged_in_key_order(mr: Any, final: int, ts: float) ->
     assert m.line("c", row, UTC, at, extra) == reference_point(m, "c", row, UTC, at, extra)
 
 
+# no np.bool_: the reference refuses it
 field_values = st.one_of(
     st.none(), st.booleans(), ints, floats, texts, ints.map(np.int64), floats.map(np.float64)
-)  # fmt: skip (the reference refuses np.bool_)
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -174,14 +182,35 @@ def test_a_point_without_fields_is_no_line_and_the_sink_drops_it() -> None:
 
 
 def test_alert_and_drain_points_equal_the_reference() -> None:
-    a = Alert(id="hot_zone:dfs", kind="hot_zone", subject="dfs 1", severity="warning",
-              state="firing", value=120.5, threshold=93.0, window="5m", since=1_700_000_000.25,
-              at=1_700_000_060.5, details={"top": ["j 1", 'q"']})  # fmt: skip
-    ref = (Point("alerts").tag("cluster", "c").tag("kind", a.kind).tag("subject", a.subject)
-           .tag("state", a.state).tag("severity", a.severity).field("id", a.id)
-           .field("since_s", a.since).field("firing", 1).field("window", a.window)
-           .field("details", '{"top":["j 1","q\\""]}').field("value", 120.5)
-           .field("threshold", 93.0).time(round(a.at * 1000), WritePrecision.MS))  # fmt: skip
+    a = Alert(
+        id="hot_zone:dfs",
+        kind="hot_zone",
+        subject="dfs 1",
+        severity="warning",
+        state="firing",
+        value=120.5,
+        threshold=93.0,
+        window="5m",
+        since=1_700_000_000.25,
+        at=1_700_000_060.5,
+        details={"top": ["j 1", 'q"']},
+    )
+    ref = (
+        Point("alerts")
+        .tag("cluster", "c")
+        .tag("kind", a.kind)
+        .tag("subject", a.subject)
+        .tag("state", a.state)
+        .tag("severity", a.severity)
+        .field("id", a.id)
+        .field("since_s", a.since)
+        .field("firing", 1)
+        .field("window", a.window)
+        .field("details", '{"top":["j 1","q\\""]}')
+        .field("value", 120.5)
+        .field("threshold", 93.0)
+        .time(round(a.at * 1000), WritePrecision.MS)
+    )
     ms = ref.to_line_protocol()
     head, t = ms.rsplit(" ", 1)
     assert alert_line("c", a) == f"{head} {int(t) * 1_000_000}"  # ns: the same instant
@@ -203,8 +232,23 @@ def test_alert_and_drain_points_equal_the_reference() -> None:
 
 
 def _window() -> LiveWindow:
-    return LiveWindow("hour", 3_600_000, 3_600_000, 2, 7_200_000, 0, 0, 0, 0, None, None, 3600.0,
-                      "ok", True, {"Idle": [0, 0, 3_500, 0]})  # fmt: skip
+    return LiveWindow(
+        "hour",
+        3_600_000,
+        3_600_000,
+        2,
+        7_200_000,
+        0,
+        0,
+        0,
+        0,
+        None,
+        None,
+        3600.0,
+        "ok",
+        True,
+        {"Idle": [0, 0, 3_500, 0]},
+    )
 
 
 # ---- many rows at once: Measurement.lines (compiled where native/ is built) -----------------
@@ -228,8 +272,9 @@ def measured_batches(draw: Any) -> tuple[Measurement, list[Any]]:
 
 @settings(max_examples=600, deadline=None)
 @given(measured_batches(), texts.filter(bool), st.sampled_from(ZONES), st.data())
-def test_lines_of_many_rows_are_each_rows_line(mb: Any, cluster: str, tz: ZoneInfo,
-                                               data: Any) -> None:  # fmt: skip
+def test_lines_of_many_rows_are_each_rows_line(
+    mb: Any, cluster: str, tz: ZoneInfo, data: Any
+) -> None:
     m, rows = mb
     if m.time:
         assert m.lines(cluster, rows, tz) == [m.line(cluster, r, tz) for r in rows]
@@ -243,8 +288,26 @@ def test_lines_without_the_compiled_code_are_each_rows_line(monkeypatch: Any) ->
     import streams.sinks.points as jp
 
     m = MEASUREMENTS["release_forecast.csv"]
-    rows = [(1_700_000_000.5, "j 1", 4, 2, 2, 1, "h", "n,x", 2, 1_700_000_100.0, 4, 0,
-             1_700_000_100.0, 99.5, None, None)]  # fmt: skip
+    rows = [
+        (
+            1_700_000_000.5,
+            "j 1",
+            4,
+            2,
+            2,
+            1,
+            "h",
+            "n,x",
+            2,
+            1_700_000_100.0,
+            4,
+            0,
+            1_700_000_100.0,
+            99.5,
+            None,
+            None,
+        )
+    ]
     with_native = m.lines("c", rows, UTC)
     monkeypatch.setattr(jp, "_native_lines", None)
     assert m.lines("c", rows, UTC) == with_native == [m.line("c", rows[0], UTC)]
@@ -313,8 +376,13 @@ def _alert_line_reference(cluster: str, a: Alert) -> str:
     """The alert point as the generic ``line`` builds it from its tags and fields."""
     import orjson
 
-    tags = {"cluster": cluster, "kind": a.kind, "subject": a.subject, "state": a.state,
-            "severity": a.severity}  # fmt: skip
+    tags = {
+        "cluster": cluster,
+        "kind": a.kind,
+        "subject": a.subject,
+        "state": a.state,
+        "severity": a.severity,
+    }
     fields = {
         "id": a.id,
         "since_s": float(a.since),
@@ -344,7 +412,7 @@ def _alert_line_reference(cluster: str, a: Alert) -> str:
         at=st.floats(0, 4e9),
         details=st.dictionaries(
             texts, st.one_of(texts, ints, st.lists(texts, max_size=3)), max_size=3
-        ),  # fmt: skip
+        ),
     ),
 )
 def test_an_alert_line_is_the_generic_lines(cluster: str, a: Alert) -> None:

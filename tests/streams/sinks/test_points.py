@@ -14,8 +14,23 @@ UTC = ZoneInfo("UTC")
 
 
 def _row(job: str, actual: float, partition: str | None = None) -> tuple[object, ...]:
-    return (job, "alice", "sim", 5, 100.0, 120.0, actual, 0, 90.0, 130.0, 97.0, 103.0, 5.0, 40.0,
-            partition)  # fmt: skip
+    return (
+        job,
+        "alice",
+        "sim",
+        5,
+        100.0,
+        120.0,
+        actual,
+        0,
+        90.0,
+        130.0,
+        97.0,
+        103.0,
+        5.0,
+        40.0,
+        partition,
+    )
 
 
 def test_two_jobs_ending_in_one_millisecond_are_two_points() -> None:

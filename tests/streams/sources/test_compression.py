@@ -163,8 +163,9 @@ def test_zstd_without_the_package_is_refused_by_name(tmp_path: Path) -> None:
         f"sys.exit(main(['replay','--format','moab',{str(src)!r},'--out',"
         f"{str(tmp_path / 'o')!r},'--no-progress']))"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip() == (
         f"drainwatch replay: {src}: zstd-compressed input; decompress it first"

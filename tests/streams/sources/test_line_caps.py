@@ -115,8 +115,18 @@ def _write(path: Path, lines: list[bytes], k: int, bad: bytes, long: int | None)
 
 
 def _argv(fmt: str, src: Path, out: Path, rejects: Path) -> list[str]:
-    return ["replay", "--format", fmt, str(src), "--out", str(out), "--no-progress",
-            "--rejects", str(rejects), *FORMATS[fmt][3]]  # fmt: skip
+    return [
+        "replay",
+        "--format",
+        fmt,
+        str(src),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--rejects",
+        str(rejects),
+        *FORMATS[fmt][3],
+    ]
 
 
 def _tables(out: Path) -> dict[str, bytes]:
@@ -135,16 +145,26 @@ def test_a_300_mb_line_is_rejected_in_flat_memory_and_changes_nothing_else(
     _write(dirty, lines, k, bad, LONG)
     assert main(_argv(fmt, clean, tmp_path / "a", tmp_path / "a.tsv")) == 0
     # the replay in a child of a small Python, whose RUSAGE_CHILDREN is that child alone
-    child = [sys.executable, "-m", "streams.cli", *_argv(fmt, dirty, tmp_path / "b",
-                                                         tmp_path / "b.tsv")]  # fmt: skip
+    child = [
+        sys.executable,
+        "-m",
+        "streams.cli",
+        *_argv(fmt, dirty, tmp_path / "b", tmp_path / "b.tsv"),
+    ]
     code = (
         "import resource, subprocess, sys;"
         f"r = subprocess.run({child!r});"
         "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     try:
-        r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                           text=True, timeout=120, check=True)  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
     finally:
         dirty.unlink()
     rc, rss_kb = map(int, r.stdout.split())
@@ -196,8 +216,17 @@ SACCT = (
 def test_max_hosts_is_a_setting_for_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = tmp_path / "s.log"
     src.write_text(SACCT)
-    argv = ["replay", "--format", "sacct", str(src), "--out", str(tmp_path / "o"),
-            "--no-progress", "--rejects", str(tmp_path / "r.tsv")]  # fmt: skip
+    argv = [
+        "replay",
+        "--format",
+        "sacct",
+        str(src),
+        "--out",
+        str(tmp_path / "o"),
+        "--no-progress",
+        "--rejects",
+        str(tmp_path / "r.tsv"),
+    ]
     assert main(argv) == 0
     assert not (tmp_path / "r.tsv").read_text()
     monkeypatch.setenv("DRAINWATCH_MAX_HOSTS", "4")

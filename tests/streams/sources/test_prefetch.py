@@ -28,8 +28,10 @@ def _run(early: bool, path: Path, tmp: Path, chunk: int) -> tuple[list[list[int]
     pre = prefetch.start(str(path), chunk, 1 << 20) if early else None
     src = MoabFiles([str(path)], book, chunk, progress=False, early=pre)
     rejects = RejectLog(tmp / f"r{early}.tsv")
-    out = [np.concatenate([b.ts_ms, b.node, b.state, b.rsv, b.run_row, b.run_job]).tolist()
-           for b in src.batches(rejects)]  # fmt: skip
+    out = [
+        np.concatenate([b.ts_ms, b.node, b.state, b.rsv, b.run_row, b.run_job]).tolist()
+        for b in src.batches(rejects)
+    ]
     return out, [*book.nodes.names, *book.jobs.names, str(src.lines), str(src.ignored)]
 
 
@@ -74,8 +76,15 @@ def test_a_replay_that_fails_before_reading_closes_what_it_cut(
 
     monkeypatch.setattr(prefetch, "start", recorded)
     monkeypatch.setattr(replay, "_drain_run", failing)
-    argv = ["replay", "--format", "moab", str(INPUTS / "moab.log.gz"), "--out",
-            str(tmp_path / "out"), "--no-progress"]  # fmt: skip
+    argv = [
+        "replay",
+        "--format",
+        "moab",
+        str(INPUTS / "moab.log.gz"),
+        "--out",
+        str(tmp_path / "out"),
+        "--no-progress",
+    ]
     assert main(argv) == 2
     assert "injected failure" in capsys.readouterr().err
     assert opened and opened[0].file.closed

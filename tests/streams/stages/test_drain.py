@@ -79,14 +79,17 @@ def test_backfill_efficiency_and_backlog_add_up_to_the_job_events() -> None:
         return max(0, e - s) * nodes
 
     info = jobs.info
-    expect_bf = sum(overlap(jt.start, jt.end, jt.nodes, first_day)
-                    for j, jt in info.items() if j in flagged)  # fmt: skip
+    expect_bf = sum(
+        overlap(jt.start, jt.end, jt.nodes, first_day) for j, jt in info.items() if j in flagged
+    )
     assert expect_bf > 0 and sum(r[1] for r in bf) == expect_bf
     assert [r[2] for r in bf] == [r[2] for r in daily]  # the day's drain
     for _, b, d, eff in bf:
         assert eff == (b / (b + d) if b + d else None)
-    expect_q = sum(overlap(jt.submit, jt.start if jt.start is not None else jt.end, jt.nodes, lo)
-                   for jt in info.values())  # fmt: skip
+    expect_q = sum(
+        overlap(jt.submit, jt.start if jt.start is not None else jt.end, jt.nodes, lo)
+        for jt in info.values()
+    )
     assert expect_q > 0 and sum(r[4] for r in bl) == expect_q
     assert [r[0] for r in bl] == [r[0] for r in hourly]
     assert [r[1] for r in bl] == [r[3] for r in hourly]  # unallocated idle of the hour

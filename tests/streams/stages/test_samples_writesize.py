@@ -39,8 +39,10 @@ def _reference() -> dict[str, list[float]]:
 
 def test_replay_writes_write_sizes_as_the_plain_loop(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert main(["replay", "--format", "samples", str(INPUTS / "samples.jsonl.gz"),
-                 "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(["replay", "--format", "samples", str(INPUTS / "samples.jsonl.gz"), "--out", str(out)])
+        == 0
+    )
     with (out / "write_sizes.csv").open() as f:
         rows = list(csv.DictReader(f))
     ref = _reference()
