@@ -14,6 +14,8 @@ from models.sim.outcomes import Schedule
 from models.sim.scheduler import EasyScheduler, Workload
 from models.sim.simulator import SimConfig, workload_from_swf
 from tests import reference_outcomes as ref
+from tests.models.sim.workloads import Row
+from tests.models.sim.workloads import wl as workload
 
 
 def sched(rows: list[tuple[str, str, float, int, float, float]]) -> Schedule:
@@ -208,16 +210,9 @@ def test_schedule_is_read_only():
         S.start[0] = 1.0
 
 
-def wl(rows: list[tuple[float, int, float, float]]) -> Workload:
+def wl(rows: list[Row]) -> Workload:
     """rows: (submit, nodes, runtime, req_walltime); ids J0.., users alternate a/b."""
-    return Workload(
-        job_id=[f"J{i}" for i in range(len(rows))],
-        submit=np.array([r[0] for r in rows], dtype=float),
-        nodes=np.array([r[1] for r in rows], dtype=np.int64),
-        runtime=np.array([r[2] for r in rows], dtype=float),
-        req_walltime=np.array([r[3] for r in rows], dtype=float),
-        user=["a" if i % 2 == 0 else "b" for i in range(len(rows))],
-    )
+    return workload(rows, ["a" if i % 2 == 0 else "b" for i in range(len(rows))])
 
 
 def test_schedule_from_the_scheduler():

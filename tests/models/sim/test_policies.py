@@ -29,26 +29,12 @@ from models.sim.scheduler import (
     EasyScheduler,
     NodeInterval,
     Reservation,
-    Workload,
 )
 from models.sim.simulator import SimConfig, workload_from_swf
 from models.sim.validity import check_reservations, check_schedule
 from tests import reference_sched as ref
+from tests.models.sim.workloads import wl
 from tests.paths import SHARED_DATA
-
-Row = tuple[float, int, float, float]
-
-
-def wl(rows: list[Row], users: list[str] | None = None) -> Workload:
-    """rows: (submit, nodes, runtime, req_walltime); job ids 'J0', 'J1', ..."""
-    return Workload(
-        job_id=[f"J{i}" for i in range(len(rows))],
-        submit=np.array([r[0] for r in rows], dtype=float),
-        nodes=np.array([r[1] for r in rows], dtype=np.int64),
-        runtime=np.array([r[2] for r in rows], dtype=float),
-        req_walltime=np.array([r[3] for r in rows], dtype=float),
-        user=users or [],
-    )
 
 
 def starts(records):

@@ -11,19 +11,9 @@ from hypothesis import strategies as st
 
 from models.formats.swf import parse_swf
 from models.records.nodestatus import BUSY, DOWN, DRAINED, DRAINING, IDLE
-from models.sim.scheduler import EasyScheduler, NodeInterval, Workload
+from models.sim.scheduler import EasyScheduler, NodeInterval
+from tests.models.sim.workloads import wl
 from tests.paths import SHARED_DATA
-
-
-def wl(rows: list[tuple[float, int, float, float]]) -> Workload:
-    """rows: (submit, nodes, runtime, req_walltime); job ids 'J0', 'J1', ..."""
-    return Workload(
-        job_id=[f"J{i}" for i in range(len(rows))],
-        submit=np.array([r[0] for r in rows], dtype=float),
-        nodes=np.array([r[1] for r in rows], dtype=np.int64),
-        runtime=np.array([r[2] for r in rows], dtype=float),
-        req_walltime=np.array([r[3] for r in rows], dtype=float),
-    )
 
 
 def run(n, w, period=30.0, end=1000.0, outages=(), depth=1):

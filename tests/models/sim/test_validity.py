@@ -5,26 +5,15 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.sim.scheduler import JobRecord, Reservation, Workload
+from models.sim.scheduler import JobRecord, Reservation
 from models.sim.validity import check_reservations, check_schedule
+from tests.models.sim.workloads import wl
 
 NAN = math.nan
-
-
-def wl(rows: list[tuple[float, int, float, float]]) -> Workload:
-    """rows: (submit, nodes, runtime, req_walltime)"""
-    return Workload(
-        job_id=[f"J{i}" for i in range(len(rows))],
-        submit=np.array([r[0] for r in rows], dtype=float),
-        nodes=np.array([r[1] for r in rows], dtype=np.int64),
-        runtime=np.array([r[2] for r in rows], dtype=float),
-        req_walltime=np.array([r[3] for r in rows], dtype=float),
-    )
 
 
 def rec(start: float, end: float, ids: tuple[int, ...], state: str = "COMPLETED") -> JobRecord:
