@@ -115,8 +115,20 @@ class Schedule:
         return r
 
 
-def _users(workload: Workload) -> list[str]:
-    return list(workload.user) if workload.user else ["unknown"] * len(workload)
+def _of_workload(workload: Workload, start: FloatArray, end: FloatArray) -> Schedule:
+    """The workload's jobs (ids, users, submits, sizes, requested and actual run times) with
+    these starts and ends."""
+    users = list(workload.user) if workload.user else ["unknown"] * len(workload)
+    return Schedule(
+        job_id=np.asarray(workload.job_id, dtype=np.str_),
+        user=np.asarray(users, dtype=np.str_),
+        submit=workload.submit,
+        nodes=workload.nodes,
+        start=start,
+        end=end,
+        requested=workload.req_walltime,
+        actual=workload.runtime,
+    )
 
 
 def schedule_from_records(workload: Workload, records: Sequence[JobRecord]) -> Schedule:
@@ -130,16 +142,7 @@ def schedule_from_records(workload: Workload, records: Sequence[JobRecord]) -> S
     unfinished = int(np.count_nonzero(~(np.isfinite(start) & np.isfinite(end))))
     if unfinished:
         raise ValueError(f"{unfinished} jobs never started or never ended")
-    return Schedule(
-        job_id=np.asarray(workload.job_id, dtype=np.str_),
-        user=np.asarray(_users(workload), dtype=np.str_),
-        submit=workload.submit,
-        nodes=workload.nodes,
-        start=start,
-        end=end,
-        requested=workload.req_walltime,
-        actual=workload.runtime,
-    )
+    return _of_workload(workload, start, end)
 
 
 def schedule_as_run(workload: Workload, start: npt.ArrayLike) -> Schedule:
@@ -148,16 +151,7 @@ def schedule_as_run(workload: Workload, start: npt.ArrayLike) -> Schedule:
     st = np.asarray(start, dtype=np.float64)
     if st.shape != (len(workload),):
         raise ValueError(f"start: expected {len(workload)} entries, got {st.shape}")
-    return Schedule(
-        job_id=np.asarray(workload.job_id, dtype=np.str_),
-        user=np.asarray(_users(workload), dtype=np.str_),
-        submit=workload.submit,
-        nodes=workload.nodes,
-        start=st,
-        end=st + workload.runtime,
-        requested=workload.req_walltime,
-        actual=workload.runtime,
-    )
+    return _of_workload(workload, st, st + workload.runtime)
 
 
 def as_run_from_swf(workload: Workload, jobs: Iterable[SwfJob], job_base: int = 0) -> Schedule:

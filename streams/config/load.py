@@ -36,7 +36,7 @@ def load_settings(
     path = config_path if config_path is not None else env.get(CONFIG_ENV) or None
     if path is not None:
         values.update(_from_toml(Path(path)))
-    values.update(_fromenv_of(env))
+    values.update(_from_env(env))
     sections = {a: SECTION_TYPES[a](**kw) for a, kw in by_section(values).items()}
     return _validate(Settings(**sections))
 
@@ -98,7 +98,7 @@ def _resolve(base: Path, raw: Any, where: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _fromenv_of(env: Mapping[str, str]) -> dict[str, Any]:
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     by_env = {s.env: s for s in SPECS}
     files = {s.env + "_FILE": s for s in SPECS if s.kind == "secret"}
     out: dict[str, Any] = {}

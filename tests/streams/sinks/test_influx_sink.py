@@ -14,11 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from influxdb_client.rest import ApiException
 
-import streams.sinks.points as jp
 from models.drain.live import LiveJob, LiveWindow
+from streams.sinks import points as point_lines
 from streams.sinks.influx import InfluxError, InfluxSink, job_point, state_points, window_point
-from streams.sinks.points import LIVE_DRAIN_MEASUREMENTS as DRAIN_MEASUREMENTS
-from streams.sinks.points import table_lines
+from streams.sinks.points import LIVE_DRAIN_MEASUREMENTS, table_lines
 from streams.stages.drain import live_job_rows, live_window_rows
 from streams.tables.drain import (
     DRAIN_DAILY,
@@ -148,7 +147,7 @@ def test_the_live_tables_are_written_as_the_old_points() -> None:
 @pytest.mark.parametrize("native", [True, False])
 def test_the_drain_measurements_give_each_rows_line(native: bool, monkeypatch: Any) -> None:
     if not native:
-        monkeypatch.setattr(jp, "_native_lines", None)
+        monkeypatch.setattr(point_lines, "_native_lines", None)
     rows, states = live_window_rows(windows())
     utc = ZoneInfo("UTC")
     for table, rs in (
@@ -156,7 +155,7 @@ def test_the_drain_measurements_give_each_rows_line(native: bool, monkeypatch: A
         (LIVE_WINDOW_STATES, states),
         (LIVE_JOBS, live_job_rows(jobs())),
     ):
-        m = DRAIN_MEASUREMENTS[table.file]
+        m = LIVE_DRAIN_MEASUREMENTS[table.file]
         assert m.lines("c", rs, utc) == [m.line("c", r, utc) for r in rs]
     assert table_lines("c", LIVE_WINDOWS, rows, utc) == [window_point("c", w) for w in windows()]
 
@@ -248,7 +247,9 @@ def test_timed_rows_take_their_times() -> None:
     row = ("j1", 5_000, 2, 1_000, 3_000, 4, 10.0, 1.25, 0.125)
     sink.write_timed(DRAIN_JOBS_WITH_EVENTS, [row], [1.0])
     sink.commit()
-    assert stand_in.lines == [jp.timed_line(DRAIN_JOBS_WITH_EVENTS, "c", row, 1.0, sink.zone)]
+    assert stand_in.lines == [
+        point_lines.timed_line(DRAIN_JOBS_WITH_EVENTS, "c", row, 1.0, sink.zone)
+    ]
     with pytest.raises(ValueError, match="no InfluxDB measurement"):
         sink.write_timed(DRAIN_DAILY, [], [])
 

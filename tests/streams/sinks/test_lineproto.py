@@ -285,7 +285,7 @@ def test_lines_of_many_rows_are_each_rows_line(
 
 
 def test_lines_without_the_compiled_code_are_each_rows_line(monkeypatch: Any) -> None:
-    import streams.sinks.points as jp
+    from streams.sinks import points
 
     m = MEASUREMENTS["release_forecast.csv"]
     rows = [
@@ -309,7 +309,7 @@ def test_lines_without_the_compiled_code_are_each_rows_line(monkeypatch: Any) ->
         )
     ]
     with_native = m.lines("c", rows, UTC)
-    monkeypatch.setattr(jp, "_native_lines", None)
+    monkeypatch.setattr(points, "_native_lines", None)
     assert m.lines("c", rows, UTC) == with_native == [m.line("c", rows[0], UTC)]
 
 

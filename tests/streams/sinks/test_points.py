@@ -6,8 +6,7 @@ from __future__ import annotations
 import zlib
 from zoneinfo import ZoneInfo
 
-from streams.sinks.points import MEASUREMENTS
-from streams.sinks.points import runtime_prediction_line as runtime_line
+from streams.sinks.points import MEASUREMENTS, runtime_prediction_line
 from streams.tables.jobs import RUNTIME_PREDICTIONS, USAGE_DAILY
 
 UTC = ZoneInfo("UTC")
@@ -34,16 +33,16 @@ def _row(job: str, actual: float, partition: str | None = None) -> tuple[object,
 
 
 def test_two_jobs_ending_in_one_millisecond_are_two_points() -> None:
-    a = runtime_line("c", _row("1001", 100.0), 1_700_000_000.0, UTC)
-    b = runtime_line("c", _row("1002", 100.0), 1_700_000_000.0, UTC)
-    again = runtime_line("c", _row("1001", 101.0), 1_700_000_000.0, UTC)
+    a = runtime_prediction_line("c", _row("1001", 100.0), 1_700_000_000.0, UTC)
+    b = runtime_prediction_line("c", _row("1002", 100.0), 1_700_000_000.0, UTC)
+    again = runtime_prediction_line("c", _row("1001", 101.0), 1_700_000_000.0, UTC)
     ta, tb, t2 = (int(x.rsplit(" ", 1)[1]) for x in (a, b, again))
     assert ta != tb and ta == t2  # distinct points; the re-written row overwrites its own
     assert ta // 1_000_000 == tb // 1_000_000 == 1_700_000_000_000  # the same millisecond
     assert a.startswith("runtime_prediction,cluster=c,user=alice ")  # no job tag
     assert 'job="1001"' in a and "actual_s=100," in a and "history_runs=5i" in a
     # the job's partition, where the events name one, is a tag beside the user
-    p = runtime_line("c", _row("1003", 9.0, "debug"), 1_700_000_000.0, UTC)
+    p = runtime_prediction_line("c", _row("1003", 9.0, "debug"), 1_700_000_000.0, UTC)
     assert p.startswith("runtime_prediction,cluster=c,partition=debug,user=alice ")
 
 
