@@ -38,9 +38,26 @@ PARTS = 8
 def make_log(out: Path, nodes: int, minutes: int) -> Path:
     log = out / "moab.log"
     if not log.exists():
-        subprocess.run([sys.executable, "-m", "streams.cli", "simulate", "--model", "lublin",
-                        "--nodes", str(nodes), "--days", f"{minutes / 1440:.6f}", "--period",
-                        "60", "--out", str(out)], check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "simulate",
+                "--model",
+                "lublin",
+                "--nodes",
+                str(nodes),
+                "--days",
+                f"{minutes / 1440:.6f}",
+                "--period",
+                "60",
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+        )
     return log
 
 
@@ -77,9 +94,10 @@ class Stack:
     def __init__(self) -> None:
         env_file = ROOT / ".drainwatch" / "stack.env"
         self.env = dict(
-            line.split("=", 1) for line in env_file.read_text().splitlines()
+            line.split("=", 1)
+            for line in env_file.read_text().splitlines()
             if line and not line.startswith("#")
-        )  # fmt: skip
+        )
         self.token = Path(self.env["DRAINWATCH_INFLUX_TOKEN_FILE"]).read_text().strip()
         self.url = self.env["DRAINWATCH_INFLUX_URL"]
 
@@ -89,9 +107,10 @@ class Stack:
 
         params = {"q": q, "epoch": "ms", **({"db": db} if db else {})}
         req = urllib.request.Request(
-            f"{self.url}/query?{urllib.parse.urlencode(params)}", method="POST",
+            f"{self.url}/query?{urllib.parse.urlencode(params)}",
+            method="POST",
             headers={"Authorization": "Basic " + base64.b64encode(self.token.encode()).decode()},
-        )  # fmt: skip
+        )
         with urllib.request.urlopen(req, timeout=10) as r:
             doc: dict[str, Any] = json.loads(r.read())
         return doc
@@ -106,14 +125,22 @@ class Stack:
 
 def run_env(stack: Stack, tag: str, port: int) -> dict[str, str]:
     return {
-        **os.environ, **stack.env, "PYTHONPATH": str(ROOT),
-        "DRAINWATCH_TOPIC_PREFIX": f"b{tag}.", "DRAINWATCH_INFLUX_BUCKET": f"b{tag}/autogen",
-        "DRAINWATCH_INFLUX_DATABASE": f"b{tag}", "DRAINWATCH_WEB_PORT": str(port),
-        "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10", "DRAINWATCH_BROKER_REBALANCE_TIMEOUT": "10",
-        "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1", "DRAINWATCH_CHECKPOINT_INTERVAL": "2",
-        "DRAINWATCH_FLUSH_INTERVAL": "0.5", "DRAINWATCH_LOG_LEVEL": "warning",
-        "DRAINWATCH_TZ": "UTC", "DRAINWATCH_STATE_DIR": f"/tmp/bench-live-{tag}",
-    }  # fmt: skip
+        **os.environ,
+        **stack.env,
+        "PYTHONPATH": str(ROOT),
+        "DRAINWATCH_TOPIC_PREFIX": f"b{tag}.",
+        "DRAINWATCH_INFLUX_BUCKET": f"b{tag}/autogen",
+        "DRAINWATCH_INFLUX_DATABASE": f"b{tag}",
+        "DRAINWATCH_WEB_PORT": str(port),
+        "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10",
+        "DRAINWATCH_BROKER_REBALANCE_TIMEOUT": "10",
+        "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1",
+        "DRAINWATCH_CHECKPOINT_INTERVAL": "2",
+        "DRAINWATCH_FLUSH_INTERVAL": "0.5",
+        "DRAINWATCH_LOG_LEVEL": "warning",
+        "DRAINWATCH_TZ": "UTC",
+        "DRAINWATCH_STATE_DIR": f"/tmp/bench-live-{tag}",
+    }
 
 
 async def delete_topics(settings: Any, prefix: str) -> None:
@@ -136,8 +163,13 @@ def drop_topics(env: dict[str, str], tag: str) -> None:
     """:func:`delete_topics` of the run ``tag`` (``b<tag>.``), best effort."""
     from streams.config import load_settings
 
-    settings = load_settings(env={k: v for k, v in env.items() if k.startswith("DRAINWATCH_")
-                                  and k != "DRAINWATCH_STACK_LOGS"})  # fmt: skip
+    settings = load_settings(
+        env={
+            k: v
+            for k, v in env.items()
+            if k.startswith("DRAINWATCH_") and k != "DRAINWATCH_STACK_LOGS"
+        }
+    )
     try:
         asyncio.run(delete_topics(settings, f"b{tag}."))
     except Exception as e:  # cleanup is best effort
@@ -153,8 +185,12 @@ def metric(port: int, name: str) -> float:
 
 
 def start_worker(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    p = subprocess.Popen([sys.executable, "-m", "streams.cli", "worker"], env=env,
-                         stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # fmt: skip  # noqa: SIM115
+    p = subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "worker"],
+        env=env,
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+    )  # noqa: SIM115
     for _ in range(300):
         try:
             metric(port, "drainwatch_records_total")
@@ -167,8 +203,12 @@ def start_worker(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[
 def ship(env: dict[str, str], log: Path, max_rows: int | None = None) -> float:
     t0 = time.perf_counter()
     if max_rows is None:
-        subprocess.run([sys.executable, "-m", "streams.cli", "ship", "moab", str(log),
-                        "--no-progress"], env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "streams.cli", "ship", "moab", str(log), "--no-progress"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     else:
         asyncio.run(_ship_unbatched(env, log, max_rows or 1))
     return time.perf_counter() - t0
@@ -181,8 +221,13 @@ async def _ship_unbatched(env: dict[str, str], log: Path, max_rows: int) -> None
     from streams.kafka import ensure_topics
     from streams.ship.moab import MoabShipper, ship_files
 
-    settings = load_settings(env={k: v for k, v in env.items() if k.startswith("DRAINWATCH_")
-                                  and k != "DRAINWATCH_STACK_LOGS"})  # fmt: skip
+    settings = load_settings(
+        env={
+            k: v
+            for k, v in env.items()
+            if k.startswith("DRAINWATCH_") and k != "DRAINWATCH_STACK_LOGS"
+        }
+    )
     await ensure_topics(settings)
     prod = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=5)
     await prod.start()
@@ -216,8 +261,13 @@ def throughput(stack: Stack, log: Path, records: int, max_rows: int | None, out:
         w.wait(30)
         stack.query(f'DROP DATABASE "b{tag}"')
         drop_topics(env, tag)
-    return {"records": records, "ship_s": t_ship, "worker_s": t, "records_per_s": records / t,
-            "worker_rss_mb": rss}  # fmt: skip
+    return {
+        "records": records,
+        "ship_s": t_ship,
+        "worker_s": t,
+        "records_per_s": records / t,
+        "worker_rss_mb": rss,
+    }
 
 
 def _rss_mb(pid: int) -> float:
@@ -253,8 +303,13 @@ async def _latency(stack: Stack, env: dict[str, str], tag: str, log: Path, n: in
     ts = parse_moab_chunk(b"".join(lines), Codebook()).batch.ts_ms
     minute = ts // 60_000  # one iteration per minute (period 60 s)
     starts = [0] + [i for i in range(1, len(minute)) if minute[i] != minute[i - 1]] + [len(lines)]
-    settings = load_settings(env={k: v for k, v in env.items() if k.startswith("DRAINWATCH_")
-                                  and k != "DRAINWATCH_STACK_LOGS"})  # fmt: skip
+    settings = load_settings(
+        env={
+            k: v
+            for k, v in env.items()
+            if k.startswith("DRAINWATCH_") and k != "DRAINWATCH_STACK_LOGS"
+        }
+    )
     prod = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=5)
     await prod.start()
     samples = []
@@ -268,8 +323,10 @@ async def _latency(stack: Stack, env: dict[str, str], tag: str, log: Path, n: in
             t0 = time.perf_counter()
             await sh.ship(chunk, "bench", 1)
             while k:
-                r = stack.query(f"SELECT * FROM drain WHERE \"window\"='minute' AND "
-                                f"time = {want}ms", db=f"b{tag}")  # fmt: skip
+                r = stack.query(
+                    f"SELECT * FROM drain WHERE \"window\"='minute' AND time = {want}ms",
+                    db=f"b{tag}",
+                )
                 if r["results"][0].get("series"):
                     break
                 if time.perf_counter() - t0 > 60:
@@ -298,25 +355,33 @@ def main() -> None:
     rate, enc, n = in_process(log, 8192)
     print(f"in process, batched: decode+account {rate:,.0f} records/s; encode {enc:,.0f}/s ({n:,})")
     rate1, enc1, n1 = in_process(log, 1, a.single)
-    print(f"in process, 1 record/message: decode+account {rate1:,.0f} records/s ({n1:,}); "
-          f"batching buys x{rate / rate1:.0f}")  # fmt: skip
+    print(
+        f"in process, 1 record/message: decode+account {rate1:,.0f} records/s ({n1:,}); "
+        f"batching buys x{rate / rate1:.0f}"
+    )
     stack = Stack()
     single_log = out / f"single-{a.single}.log"
     single_log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[: a.single]))
     t = throughput(stack, log, n, None, out)
-    print(f"through Kafka, batched: {t['records_per_s']:,.0f} records/s per worker "
-          f"({t['records']:,} in {t['worker_s']:.2f} s; shipper {t['records'] / t['ship_s']:,.0f}"
-          f"/s; worker peak RSS {t['worker_rss_mb']:.0f} MB)")  # fmt: skip
+    print(
+        f"through Kafka, batched: {t['records_per_s']:,.0f} records/s per worker "
+        f"({t['records']:,} in {t['worker_s']:.2f} s; shipper {t['records'] / t['ship_s']:,.0f}"
+        f"/s; worker peak RSS {t['worker_rss_mb']:.0f} MB)"
+    )
     t1 = throughput(stack, single_log, a.single, 1, out)
-    print(f"through Kafka, 1 record/message: {t1['records_per_s']:,.0f} records/s per worker "
-          f"({t1['records']:,} in {t1['worker_s']:.2f} s); batched/unbatched "
-          f"x{t['records_per_s'] / t1['records_per_s']:.0f}")  # fmt: skip
+    print(
+        f"through Kafka, 1 record/message: {t1['records_per_s']:,.0f} records/s per worker "
+        f"({t1['records']:,} in {t1['worker_s']:.2f} s); batched/unbatched "
+        f"x{t['records_per_s'] / t1['records_per_s']:.0f}"
+    )
     lat = sorted(latency(stack, log, out, a.latency_iterations))
     p50 = lat[len(lat) // 2]
     p99 = lat[min(len(lat) - 1, round(0.99 * (len(lat) - 1)))]
-    print(f"latency, publish of a {a.nodes:,}-node iteration -> its provisional row in InfluxDB "
-          f"(flush_interval 0.5 s): p50 {p50:.2f} s, p99 {p99:.2f} s, "
-          f"max {lat[-1]:.2f} s over {len(lat)}")  # fmt: skip
+    print(
+        f"latency, publish of a {a.nodes:,}-node iteration -> its provisional row in InfluxDB "
+        f"(flush_interval 0.5 s): p50 {p50:.2f} s, p99 {p99:.2f} s, "
+        f"max {lat[-1]:.2f} s over {len(lat)}"
+    )
 
 
 if __name__ == "__main__":

@@ -97,15 +97,25 @@ class Run:
         self.prefix = f"bj{self.tag}."
         self.state = Path(f"/tmp/bench-live-jobs-{self.tag}")
         self.env = {
-            **os.environ, **stack.env, "PYTHONPATH": str(ROOT),
-            "DRAINWATCH_TOPIC_PREFIX": self.prefix, "DRAINWATCH_INFLUX_DATABASE": self.db,
-            "DRAINWATCH_INFLUX_BUCKET": f"{self.db}/autogen", "DRAINWATCH_TZ": "UTC",
-            "DRAINWATCH_STATE_DIR": str(self.state), "DRAINWATCH_WEB_PORT": str(port),
-            "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10", "DRAINWATCH_BROKER_REBALANCE_TIMEOUT": "10",
-            "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1", "DRAINWATCH_CHECKPOINT_INTERVAL": "1",
-            "DRAINWATCH_FLUSH_INTERVAL": "1", "DRAINWATCH_LOG_LEVEL": "warning",
-            "DRAINWATCH_LIVE_JOBS": "on", "DRAINWATCH_SECTION_NODES": "100", **extra,
-        }  # fmt: skip
+            **os.environ,
+            **stack.env,
+            "PYTHONPATH": str(ROOT),
+            "DRAINWATCH_TOPIC_PREFIX": self.prefix,
+            "DRAINWATCH_INFLUX_DATABASE": self.db,
+            "DRAINWATCH_INFLUX_BUCKET": f"{self.db}/autogen",
+            "DRAINWATCH_TZ": "UTC",
+            "DRAINWATCH_STATE_DIR": str(self.state),
+            "DRAINWATCH_WEB_PORT": str(port),
+            "DRAINWATCH_BROKER_SESSION_TIMEOUT": "10",
+            "DRAINWATCH_BROKER_REBALANCE_TIMEOUT": "10",
+            "DRAINWATCH_BROKER_HEARTBEAT_INTERVAL": "1",
+            "DRAINWATCH_CHECKPOINT_INTERVAL": "1",
+            "DRAINWATCH_FLUSH_INTERVAL": "1",
+            "DRAINWATCH_LOG_LEVEL": "warning",
+            "DRAINWATCH_LIVE_JOBS": "on",
+            "DRAINWATCH_SECTION_NODES": "100",
+            **extra,
+        }
         self.env.pop("DRAINWATCH_STACK_LOGS", None)
         self.proc: subprocess.Popen[bytes] | None = None
         self.wrapped = False
@@ -118,9 +128,22 @@ class Run:
 
     def ship(self, fmt: str, path: Path) -> float:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "streams.cli", "ship", "jobs", "--format", fmt,
-                        str(path), "--no-progress"], env=self.env, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "ship",
+                "jobs",
+                "--format",
+                fmt,
+                str(path),
+                "--no-progress",
+            ],
+            env=self.env,
+            check=True,
+            capture_output=True,
+        )
         return time.perf_counter() - t0
 
     def start_worker(self, wrap: list[str] | None = None) -> float:
@@ -129,10 +152,19 @@ class Run:
         self.wrapped = bool(wrap)
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            [*(wrap or []), sys.executable, "-m", "streams.cli", "worker", "--group",
-             f"g{self.tag}"], env=self.env, stdout=open(log, "wb"),  # noqa: SIM115
+            [
+                *(wrap or []),
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "worker",
+                "--group",
+                f"g{self.tag}",
+            ],
+            env=self.env,
+            stdout=open(log, "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         while time.perf_counter() - t0 < 120:
             if self.proc.poll() is not None:
                 raise SystemExit(f"worker exited {self.proc.returncode}; see {log}")
@@ -270,8 +302,16 @@ def make_input(copies: int, out: Path) -> tuple[str, Path]:
     evs: list[JobEvent] = []
     for c in range(copies):
         p = f"c{c}:"
-        evs += [replace(e, ts=e.ts + c * H, job=p + e.job, user=e.user and p + e.user,
-                        group=e.group and p + e.group) for e in base]  # fmt: skip
+        evs += [
+            replace(
+                e,
+                ts=e.ts + c * H,
+                job=p + e.job,
+                user=e.user and p + e.user,
+                group=e.group and p + e.group,
+            )
+            for e in base
+        ]
     evs.sort(key=lambda e: e.ts)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(b"".join(e.to_json() + b"\n" for e in evs))
@@ -326,8 +366,11 @@ def throughput(
     try:
         settings = run.settings
         rejects = RejectLog()
-        bounds = TimeBounds(settings.bounds.not_before, settings.bounds.not_after,
-                            round(settings.bounds.max_jump * 1000))  # fmt: skip
+        bounds = TimeBounds(
+            settings.bounds.not_before,
+            settings.bounds.not_after,
+            round(settings.bounds.max_jump * 1000),
+        )
         events, _ = read_job_events(
             fmt,
             [str(path)],
@@ -343,8 +386,18 @@ def throughput(
         )
         wrap = None
         if profile is not None:
-            wrap = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
-                    "--rate", "200", "--nonblocking", "-o", str(profile), "--"]  # fmt: skip
+            wrap = [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "-o",
+                str(profile),
+                "--",
+            ]
         others = stack_pids()
         others_cpu0 = {k: cpu_s(v) for k, v in others.items()}
         others_done = dict(others_cpu0)
@@ -448,11 +501,22 @@ def throughput(
 
 
 # ---- alert latency ---------------------------------------------------------------------------
-def _job(out: list[JobEvent], job: str, start: float, end: float, user: str, group: str,
-         name: str, cores: int) -> None:  # fmt: skip
+def _job(
+    out: list[JobEvent],
+    job: str,
+    start: float,
+    end: float,
+    user: str,
+    group: str,
+    name: str,
+    cores: int,
+) -> None:
     kw: dict[str, Any] = {"user": user, "group": group, "name": name, "nodes": 1, "cores": cores}
-    out += [JobEvent("submit", start, job, **kw), JobEvent("start", start, job, **kw),
-            JobEvent("end", end, job, **kw)]  # fmt: skip
+    out += [
+        JobEvent("submit", start, job, **kw),
+        JobEvent("start", start, job, **kw),
+        JobEvent("end", end, job, **kw),
+    ]
 
 
 def episode(k: int, parts: int) -> list[JobEvent]:
@@ -480,8 +544,13 @@ async def _latency(run: Run, episodes: int, bg_rate: float, flush: float) -> dic
     settings = run.settings
     topic, alerts = run.prefix + "job-events", run.prefix + "alerts"
     prod = AIOKafkaProducer(**settings.aiokafka_kwargs(), acks="all", linger_ms=0)
-    cons = AIOKafkaConsumer(alerts, **settings.aiokafka_kwargs(), group_id=None,
-                            auto_offset_reset="earliest", fetch_max_wait_ms=10)  # fmt: skip
+    cons = AIOKafkaConsumer(
+        alerts,
+        **settings.aiokafka_kwargs(),
+        group_id=None,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=10,
+    )
     await prod.start()
     await cons.start()
     arrived: dict[tuple[str, str], float] = {}
@@ -550,9 +619,14 @@ async def _latency(run: Run, episodes: int, bg_rate: float, flush: float) -> dic
         for stop in (prod.stop, cons.stop):
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await stop()
-    return {"samples": samples, "from_first_send": from_first, "missed": missed,
-            "background_events": bg_events, "alert_records": dict(kinds),
-            "aborted": aborted}  # fmt: skip
+    return {
+        "samples": samples,
+        "from_first_send": from_first,
+        "missed": missed,
+        "background_events": bg_events,
+        "alert_records": dict(kinds),
+        "aborted": aborted,
+    }
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -574,15 +648,22 @@ def latency(stack: Stack, out: Path, episodes: int, bg_rate: float, flush: float
     s = r.pop("samples")
     f = r.pop("from_first_send")
     return {
-        "episodes": len(s), "flush_interval_s": flush, "lateness_s": 1.0,
-        "background_events_per_s": bg_rate, "worker_startup_s": t_health,
-        "p50_s": quantile(s, 0.5) if s else None, "p99_s": quantile(s, 0.99) if s else None,
-        "min_s": min(s, default=None), "max_s": max(s, default=None),
+        "episodes": len(s),
+        "flush_interval_s": flush,
+        "lateness_s": 1.0,
+        "background_events_per_s": bg_rate,
+        "worker_startup_s": t_health,
+        "p50_s": quantile(s, 0.5) if s else None,
+        "p99_s": quantile(s, 0.99) if s else None,
+        "min_s": min(s, default=None),
+        "max_s": max(s, default=None),
         "mean_s": statistics.fmean(s) if s else None,
         "p50_from_first_send_s": quantile(f, 0.5) if f else None,
-        "worker_peak_rss_mb": rss, "worker_exit_code_on_sigterm": run.exit_code,
-        "samples_s": s, **r,
-    }  # fmt: skip
+        "worker_peak_rss_mb": rss,
+        "worker_exit_code_on_sigterm": run.exit_code,
+        "samples_s": s,
+        **r,
+    }
 
 
 # ---- in process ------------------------------------------------------------------------------
@@ -621,8 +702,9 @@ class _Recorder:
         self.parts = parts
         self.sent: list[tuple[str, int, bytes]] = []
 
-    async def send(self, topic: str, value: bytes, key: bytes | None = None,
-                   partition: int | None = None) -> asyncio.Future[None]:  # fmt: skip
+    async def send(
+        self, topic: str, value: bytes, key: bytes | None = None, partition: int | None = None
+    ) -> asyncio.Future[None]:
         if partition is None:
             partition = partition_of((key or b"").decode(), self.parts)
         self.sent.append((topic, partition, value))
@@ -742,8 +824,9 @@ async def _in_process(
     return pipe, sink
 
 
-def in_process(fmt: str, path: Path, events: int, settings: Settings, per_flush: int,
-               profile: bool) -> dict[str, Any]:  # fmt: skip
+def in_process(
+    fmt: str, path: Path, events: int, settings: Settings, per_flush: int, profile: bool
+) -> dict[str, Any]:
     """Events/s of the worker's job path in this process (no broker, points to line protocol
     but not sent; the garbage collector tuned as the worker tunes it); with ``profile``,
     cProfile's functions by cumulative time."""
@@ -762,12 +845,16 @@ def in_process(fmt: str, path: Path, events: int, settings: Settings, per_flush:
     if prof is not None:
         prof.disable()
     t = time.perf_counter() - t0
-    r: dict[str, Any] = {"events": events, "messages": len(msgs), "seconds": t,
-                         "events_per_s": events / t,
-                         "points": sink.points, "rows": pipe.counts["rows"],
-                         "messages_sent": {k[5:]: v for k, v in pipe.counts.items()
-                                           if k.startswith("sent:")},
-                         "events_per_flush": per_flush}  # fmt: skip
+    r: dict[str, Any] = {
+        "events": events,
+        "messages": len(msgs),
+        "seconds": t,
+        "events_per_s": events / t,
+        "points": sink.points,
+        "rows": pipe.counts["rows"],
+        "messages_sent": {k[5:]: v for k, v in pipe.counts.items() if k.startswith("sent:")},
+        "events_per_flush": per_flush,
+    }
     if prof is not None:
         st = pstats.Stats(prof)
         stats: dict[Any, Any] = st.stats  # type: ignore[attr-defined]
@@ -846,8 +933,13 @@ def top_functions(raw: Path, n: int = 15) -> dict[str, Any]:
     def share(ctr: Counter[str], k: int = n) -> list[tuple[str, float]]:
         return [(name, v / max(total, 1)) for name, v in ctr.most_common(k)]
 
-    return {"samples": total, "cumulative": share(cum), "cumulative_project": share(own),
-            "self": share(leaf), "categories": share(cats, len(cats))}  # fmt: skip
+    return {
+        "samples": total,
+        "cumulative": share(cum),
+        "cumulative_project": share(own),
+        "self": share(leaf),
+        "categories": share(cats, len(cats)),
+    }
 
 
 def _frame(f: str) -> str:
@@ -868,36 +960,58 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="throughput runs (default 1)")
     ap.add_argument("--copies", type=int, default=1, help="copies of the KTH trace (default 1)")
     ap.add_argument("--episodes", type=int, default=80, help="latency episodes (default 80)")
-    ap.add_argument("--background", type=float, default=1000.0,
-                    help="background job events/s in the latency run (1000)")  # fmt: skip
-    ap.add_argument("--flush-interval", type=float, default=2.0,
-                    help="worker.flush_interval of the latency run (2, the default)")  # fmt: skip
+    ap.add_argument(
+        "--background",
+        type=float,
+        default=1000.0,
+        help="background job events/s in the latency run (1000)",
+    )
+    ap.add_argument(
+        "--flush-interval",
+        type=float,
+        default=2.0,
+        help="worker.flush_interval of the latency run (2, the default)",
+    )
     ap.add_argument("--skip-latency", action="store_true")
-    ap.add_argument("--in-process", action="store_true",
-                    help="also the job path in this process, no broker; cProfile")  # fmt: skip
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="also the job path in this process, no broker; cProfile",
+    )
     ap.add_argument("--profile", action="store_true", help="one more run under py-spy")
-    ap.add_argument("--json", type=Path, default=OUT / "bench_live_jobs.json",
-                    help="result file (bench/out/bench_live_jobs.json)")  # fmt: skip
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=OUT / "bench_live_jobs.json",
+        help="result file (bench/out/bench_live_jobs.json)",
+    )
     a = ap.parse_args()
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its retries while a broker is away
     out = OUT / "live_jobs"
     out.mkdir(parents=True, exist_ok=True)
     machine: dict[str, Any] = {
-        "platform": platform.platform(), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
         "loadavg_at_start": os.getloadavg(),
-    }  # fmt: skip
-    print(f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
-          f"load average {machine['loadavg_at_start'][0]:.2f} (1 min) at start; the broker, "
-          f"InfluxDB and the worker share these CPUs")  # fmt: skip
+    }
+    print(
+        f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
+        f"load average {machine['loadavg_at_start'][0]:.2f} (1 min) at start; the broker, "
+        f"InfluxDB and the worker share these CPUs"
+    )
     fmt, path = make_input(a.copies, out)
     src = source_fingerprint()
     print(
         f"code measured: streams/ + models/ sha1 {src['sha1']}, newest {src['newest_file']} "
         f"({src['newest_mtime']})"
     )
-    result: dict[str, Any] = {"machine": machine, "argv": sys.argv[1:],
-                              "source": source_fingerprint()}  # fmt: skip
+    result: dict[str, Any] = {
+        "machine": machine,
+        "argv": sys.argv[1:],
+        "source": source_fingerprint(),
+    }
 
     def save() -> None:  # after every part: a broken run keeps what it measured
         a.json.parent.mkdir(parents=True, exist_ok=True)
@@ -910,10 +1024,12 @@ def main() -> None:
         rp = in_process(fmt, path, n, settings, 20_000, profile=True)
         result["in_process"] = {**r, "profiled": rp}
         save()
-        print(f"in process (no broker; points to line protocol, not sent): "
-              f"{r['events_per_s']:,.0f} events/s ({r['events']:,} in {r['messages']:,} "
-              f"messages, {r['seconds']:.2f} s); "
-              f"under cProfile, by cumulative time:")  # fmt: skip
+        print(
+            f"in process (no broker; points to line protocol, not sent): "
+            f"{r['events_per_s']:,.0f} events/s ({r['events']:,} in {r['messages']:,} "
+            f"messages, {r['seconds']:.2f} s); "
+            f"under cProfile, by cumulative time:"
+        )
         for w, ct, share, _n in rp["cprofile_cumulative"]:
             if "asyncio/" not in w and "_contextvars" not in w and "bench_live_jobs" not in w:
                 print(f"  {share:6.1%}  {ct:6.2f} s  {w}")
@@ -925,40 +1041,46 @@ def main() -> None:
         result["throughput"] = runs
         save()
         down = f"; INFLUXDB WAS DOWN at {t['influx_outages'][0]}" if t["influx_outages"] else ""
-        print(f"throughput run {i + 1}: {t['events']:,} events in {t['job_events_messages']:,} "
-              f"messages ({t['events_released']:,} "
-              f"releasable, {t['runtime_points']:,}/{t['runtime_points_expected']:,} runtime "
-              f"points) in {t['done_s']:.2f} s from worker start (start-up "
-              f"{t['worker_startup_s']:.2f} s, first point "
-              f"{t['first_point_s'] or float('nan'):.2f} s): "
-              f"{t['events_per_s']:,.0f} events/s, {t['events_per_s_without_startup']:,.0f} "
-              f"without start-up; shipper {t['ship_events_per_s']:,.0f}/s; "
-              f"peak RSS {t['worker_peak_rss_mb']:.0f} MB{down}")  # fmt: skip
+        print(
+            f"throughput run {i + 1}: {t['events']:,} events in {t['job_events_messages']:,} "
+            f"messages ({t['events_released']:,} "
+            f"releasable, {t['runtime_points']:,}/{t['runtime_points_expected']:,} runtime "
+            f"points) in {t['done_s']:.2f} s from worker start (start-up "
+            f"{t['worker_startup_s']:.2f} s, first point "
+            f"{t['first_point_s'] or float('nan'):.2f} s): "
+            f"{t['events_per_s']:,.0f} events/s, {t['events_per_s_without_startup']:,.0f} "
+            f"without start-up; shipper {t['ship_events_per_s']:,.0f}/s; "
+            f"peak RSS {t['worker_peak_rss_mb']:.0f} MB{down}"
+        )
         nan = float("nan")
-        print(f"  first stage (decode, forward to jobs-partials): first at "
-              f"{t['forwarded_first_s'] or nan:.2f} s, half at {t['forwarded_half_s'] or nan:.2f} s"
-              f", all at {t['forwarded_all_s'] or nan:.2f} s; worker CPU "
-              f"{t['worker_cpu_s_to_done']:.2f} s to done "
-              f"({t['worker_cpu_s_to_first_point']:.2f} s to the first point): "
-              f"{t['events_per_worker_cpu_s']:,.0f} events per CPU-second; broker CPU "
-              f"{t.get('broker_cpu_s_to_done', nan):.2f} s, InfluxDB CPU "
-              f"{t.get('influxdb_cpu_s_to_done', nan):.2f} s (its count polls "
-              f"{t['poll_query_ms_mean'] or nan:.1f} ms each); "
-              f"{t['events_per_s_from_first_forward'] or nan:,.0f} events/s from the first "
-              f"forward (after the group join)")  # fmt: skip
+        print(
+            f"  first stage (decode, forward to jobs-partials): first at "
+            f"{t['forwarded_first_s'] or nan:.2f} s, half at {t['forwarded_half_s'] or nan:.2f} s"
+            f", all at {t['forwarded_all_s'] or nan:.2f} s; worker CPU "
+            f"{t['worker_cpu_s_to_done']:.2f} s to done "
+            f"({t['worker_cpu_s_to_first_point']:.2f} s to the first point): "
+            f"{t['events_per_worker_cpu_s']:,.0f} events per CPU-second; broker CPU "
+            f"{t.get('broker_cpu_s_to_done', nan):.2f} s, InfluxDB CPU "
+            f"{t.get('influxdb_cpu_s_to_done', nan):.2f} s (its count polls "
+            f"{t['poll_query_ms_mean'] or nan:.1f} ms each); "
+            f"{t['events_per_s_from_first_forward'] or nan:,.0f} events/s from the first "
+            f"forward (after the group join)"
+        )
     result["throughput"] = runs
     if not a.skip_latency:
         lat = latency(stack, out, a.episodes, a.background, a.flush_interval)
         result["latency"] = lat
         save()
         if lat["episodes"]:
-            print(f"alert latency (publish -> shortjob_flood firing on alerts; flush_interval "
-                  f"{lat['flush_interval_s']:g} s, lateness 1 s, background "
-                  f"{a.background:,.0f} events/s): p50 {lat['p50_s']:.2f} s, p99 "
-                  f"{lat['p99_s']:.2f} s, min {lat['min_s']:.2f}, max {lat['max_s']:.2f} over "
-                  f"{lat['episodes']} episodes ({lat['missed']} missed"
-                  f"{', ABORTED: ' + lat['aborted'] if lat['aborted'] else ''}); worker peak "
-                  f"RSS {lat['worker_peak_rss_mb']:.0f} MB")  # fmt: skip
+            print(
+                f"alert latency (publish -> shortjob_flood firing on alerts; flush_interval "
+                f"{lat['flush_interval_s']:g} s, lateness 1 s, background "
+                f"{a.background:,.0f} events/s): p50 {lat['p50_s']:.2f} s, p99 "
+                f"{lat['p99_s']:.2f} s, min {lat['min_s']:.2f}, max {lat['max_s']:.2f} over "
+                f"{lat['episodes']} episodes ({lat['missed']} missed"
+                f"{', ABORTED: ' + lat['aborted'] if lat['aborted'] else ''}); worker peak "
+                f"RSS {lat['worker_peak_rss_mb']:.0f} MB"
+            )
         else:
             print(f"alert latency: no episode measured ({lat['aborted']})")
     if a.profile:
@@ -968,9 +1090,11 @@ def main() -> None:
         result["profile"] = {"run": t, "raw": str(raw), **top_functions(raw)}
         save()
         prof = result["profile"]
-        print(f"profiled run: {t['events_per_s_without_startup']:,.0f} events/s without start-up "
-              f"(under py-spy, 200 Hz, {prof['samples']:,} busy samples over all threads); "
-              f"samples by what the worker was doing:")  # fmt: skip
+        print(
+            f"profiled run: {t['events_per_s_without_startup']:,.0f} events/s without start-up "
+            f"(under py-spy, 200 Hz, {prof['samples']:,} busy samples over all threads); "
+            f"samples by what the worker was doing:"
+        )
         for name, share in prof["categories"]:
             print(f"  {share:6.1%}  {name}")
         print("the project's functions by share of samples on the stack (cumulative):")
@@ -982,35 +1106,48 @@ def main() -> None:
     lat_r: dict[str, Any] = result.get("latency", {})
     summary: dict[str, Any] = {
         "events_per_s_median": statistics.median([r["events_per_s"] for r in runs])
-        if runs else None,
+        if runs
+        else None,
         "events_per_s_without_startup_median": statistics.median(
-            [r["events_per_s_without_startup"] for r in runs]) if runs else None,
+            [r["events_per_s_without_startup"] for r in runs]
+        )
+        if runs
+        else None,
         "worker_startup_s_median": statistics.median([r["worker_startup_s"] for r in runs])
-        if runs else None,
+        if runs
+        else None,
         "events_per_s_from_first_forward_median": statistics.median(
-            [r["events_per_s_from_first_forward"] or 0.0 for r in runs]) if runs else None,
+            [r["events_per_s_from_first_forward"] or 0.0 for r in runs]
+        )
+        if runs
+        else None,
         "in_process_events_per_s": result.get("in_process", {}).get("events_per_s"),
         "alert_latency_p50_s": lat_r.get("p50_s"),
         "alert_latency_p99_s": lat_r.get("p99_s"),
-        "worker_peak_rss_mb_throughput": max((r["worker_peak_rss_mb"] for r in runs),
-                                             default=None),
+        "worker_peak_rss_mb_throughput": max((r["worker_peak_rss_mb"] for r in runs), default=None),
         "worker_peak_rss_mb_latency": lat_r.get("worker_peak_rss_mb"),
         "target_events_per_s": 50_000,
-    }  # fmt: skip
+    }
     result["summary"] = summary
     table = [
         ("job events/s per worker, from its start", "events_per_s_median", "{:,.0f}"),
-        ("job events/s per worker, after /health/", "events_per_s_without_startup_median",
-         "{:,.0f}"),
-        ("job events/s per worker, after the group join", "events_per_s_from_first_forward_median",
-         "{:,.0f}"),
+        (
+            "job events/s per worker, after /health/",
+            "events_per_s_without_startup_median",
+            "{:,.0f}",
+        ),
+        (
+            "job events/s per worker, after the group join",
+            "events_per_s_from_first_forward_median",
+            "{:,.0f}",
+        ),
         ("worker start-up to /health/ (s)", "worker_startup_s_median", "{:.2f}"),
         ("job events/s in process (no broker)", "in_process_events_per_s", "{:,.0f}"),
         ("alert latency p50 (s)", "alert_latency_p50_s", "{:.2f}"),
         ("alert latency p99 (s)", "alert_latency_p99_s", "{:.2f}"),
         ("worker peak RSS, throughput run (MB)", "worker_peak_rss_mb_throughput", "{:.0f}"),
         ("worker peak RSS, latency run (MB)", "worker_peak_rss_mb_latency", "{:.0f}"),
-    ]  # fmt: skip
+    ]
     print()
     print(f"{'measure (target: 50,000 job events/s)':<48}{'value':>12}")
     for label, key, f in table:
@@ -1018,9 +1155,11 @@ def main() -> None:
             print(f"{label:<48}{f.format(summary[key]):>12}")
     result["source_at_end"] = source_fingerprint()
     if result["source_at_end"]["sha1"] != src["sha1"]:
-        print(f"WARNING: streams/ or models/ changed during the run (now "
-              f"{result['source_at_end']['sha1']}, newest {result['source_at_end']['newest_file']}"
-              f"): the parts may have measured different code")  # fmt: skip
+        print(
+            f"WARNING: streams/ or models/ changed during the run (now "
+            f"{result['source_at_end']['sha1']}, newest {result['source_at_end']['newest_file']}"
+            f"): the parts may have measured different code"
+        )
     save()
     print(f"written {a.json}")
 

@@ -81,17 +81,25 @@ def main() -> None:
             state = np.where(idle, IDLE, RUNNING).astype(np.int64)
             rsv = np.where(idle, jobs, NO_JOB)
             run = np.flatnonzero(~idle)
-            b = NodeStatusBatch(np.full(n, ts, dtype=np.int64),
-                                np.array([local[i] for i in rows.tolist()], dtype=np.int64),
-                                state, rsv, ~idle, run.astype(np.int64), jobs[run])  # fmt: skip
+            b = NodeStatusBatch(
+                np.full(n, ts, dtype=np.int64),
+                np.array([local[i] for i in rows.tolist()], dtype=np.int64),
+                state,
+                rsv,
+                ~idle,
+                run.astype(np.int64),
+                jobs[run],
+            )
             st.add(b)
             comb.add(st.partial())
         comb.take()
     t = time.perf_counter() - t0
     njobs = sum(len(st.book.jobs) for st in parts.values())
-    print(f"{a.layout}: {a.iterations} iterations of {a.nodes:,} nodes, {njobs:,} job ids "
-          f"interned over the partitions, {len(comb.jobs):,} jobs in the combiner: {t:.1f} s; "
-          f"peak RSS {rss_mb():.0f} MB")  # fmt: skip
+    print(
+        f"{a.layout}: {a.iterations} iterations of {a.nodes:,} nodes, {njobs:,} job ids "
+        f"interned over the partitions, {len(comb.jobs):,} jobs in the combiner: {t:.1f} s; "
+        f"peak RSS {rss_mb():.0f} MB"
+    )
     snap = sum(len(st.dumps()) for st in parts.values())
     print(f"snapshots: {snap / 1e6:.1f} MB over {PARTS} partitions; peak RSS {rss_mb():.0f} MB")
 

@@ -67,8 +67,9 @@ T0 = 1_704_067_200.0  # 2024-01-01T00:00Z
 MB = 1_000_000
 
 
-def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool,
-               order: str = "time") -> int:  # fmt: skip
+def make_trace(
+    path: Path, nodes: int, procs: int, minutes: int, fs: bool, order: str = "time"
+) -> int:
     """The trace (see the module's docstring); its number of samples. ``order``: ``time``
     (every node's sweep of a minute, then the next minute: what nodes sending their sweeps
     as they take them give) or ``node`` (each node's whole trace in turn, as one file per
@@ -84,9 +85,27 @@ def make_trace(path: Path, nodes: int, procs: int, minutes: int, fs: bool,
                 extra: dict[str, Any] = {}
                 if fs:
                     extra["fs_rates"] = (("home", 0.01, 0.02), ("scratch", rate / procs, 0.0))
-                s = NodeSample(T0 + 60 * m + (n % 13) * 0.25, job, 1000 + k, f"nid{n:05d}",
-                               "app", 1, 1, 1_000_000 + m, 0, 0, 0, 0, written, 50.0, 0, 0,
-                               start=T0 - 3600.0, cores=4, **extra)  # fmt: skip
+                s = NodeSample(
+                    T0 + 60 * m + (n % 13) * 0.25,
+                    job,
+                    1000 + k,
+                    f"nid{n:05d}",
+                    "app",
+                    1,
+                    1,
+                    1_000_000 + m,
+                    0,
+                    0,
+                    0,
+                    0,
+                    written,
+                    50.0,
+                    0,
+                    0,
+                    start=T0 - 3600.0,
+                    cores=4,
+                    **extra,
+                )
                 lines[(m, n * procs + k) if order == "time" else (n * procs + k, m)] = dumps(s)
     path.write_bytes(b"\n".join(lines[k] for k in sorted(lines)) + b"\n")
     return len(lines)
@@ -115,14 +134,25 @@ def _env(run: Run) -> dict[str, str]:
     return {k: v for k, v in run.env.items() if k.startswith("DRAINWATCH_")}
 
 
-def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
-        profile: Path | None = None) -> dict[str, Any]:  # fmt: skip
-    run = Run(stack, out, free_port(), DRAINWATCH_LIVE_JOBS="off", DRAINWATCH_LIVE_SAMPLES="on",
-              DRAINWATCH_LATENESS="60")  # fmt: skip
+def e2e(
+    stack: Stack, trace: Path, samples: int, minutes: int, out: Path, profile: Path | None = None
+) -> dict[str, Any]:
+    run = Run(
+        stack,
+        out,
+        free_port(),
+        DRAINWATCH_LIVE_JOBS="off",
+        DRAINWATCH_LIVE_SAMPLES="on",
+        DRAINWATCH_LATENESS="60",
+    )
     try:
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "streams.cli", "ship", "sample-files",
-                            str(trace)], env=run.env, capture_output=True, text=True)  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-m", "streams.cli", "ship", "sample-files", str(trace)],
+            env=run.env,
+            capture_output=True,
+            text=True,
+        )
         t_ship = time.perf_counter() - t
         if p.returncode != 0:
             raise SystemExit(f"ship sample-files failed: {p.stderr}")
@@ -131,8 +161,18 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
         t0 = time.perf_counter()
         wrap = None
         if profile is not None:
-            wrap = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
-                    "--rate", "200", "--nonblocking", "-o", str(profile), "--"]  # fmt: skip
+            wrap = [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "-o",
+                str(profile),
+                "--",
+            ]
         wall0 = time.time() - (time.perf_counter() - t0)
         t_health = run.start_worker(wrap)
         pid = run.worker_pid()
@@ -164,18 +204,25 @@ def e2e(stack: Stack, trace: Path, samples: int, minutes: int, out: Path,
         run.stop()
     first_fw = fw[0][0] - wall0 if fw else None
     return {
-        "samples": samples, "ship_s": t_ship, "ship_line": p.stderr.strip().splitlines()[-1],
-        "dfs_minutes_expected": want, "dfs_minutes": n, "complete": n >= want,
-        "worker_startup_s": t_health, "done_s": t_done,
+        "samples": samples,
+        "ship_s": t_ship,
+        "ship_line": p.stderr.strip().splitlines()[-1],
+        "dfs_minutes_expected": want,
+        "dfs_minutes": n,
+        "complete": n >= want,
+        "worker_startup_s": t_health,
+        "done_s": t_done,
         "samples_per_s": samples / t_done,
         "samples_per_s_without_startup": samples / (t_done - t_health),
         # also without the consumer group's join: from the first samples forwarded
-        "forwarded_first_s": first_fw, "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
+        "forwarded_first_s": first_fw,
+        "forwarded_all_s": fw[-1][0] - wall0 if fw else None,
         "samples_per_s_from_first_forward": samples / (t_done - first_fw) if fw else None,
         "worker_cpu_s": cpu_done,
         "samples_per_worker_cpu_s": samples / cpu_done if cpu_done else None,
-        "worker_peak_rss_mb": rss, "progress": progress,
-    }  # fmt: skip
+        "worker_peak_rss_mb": rss,
+        "progress": progress,
+    }
 
 
 def _messages(trace: Path, settings: Settings) -> list[_Event]:
@@ -188,8 +235,17 @@ def _messages(trace: Path, settings: Settings) -> list[_Event]:
         settings.bounds.not_after,
         round(settings.bounds.max_jump * 1000),
     )
-    asyncio.run(ship_sample_files(rec, "node-samples", "dead-letter", [str(trace)], bounds,
-                                  settings.bounds.max_line_bytes, partitions=parts))  # fmt: skip
+    asyncio.run(
+        ship_sample_files(
+            rec,
+            "node-samples",
+            "dead-letter",
+            [str(trace)],
+            bounds,
+            settings.bounds.max_line_bytes,
+            partitions=parts,
+        )
+    )
     return rec.events("node-samples")
 
 
@@ -209,9 +265,14 @@ def in_process(trace: Path, samples: int, settings: Settings, profile: bool) -> 
     if prof is not None:
         prof.disable()
     t = time.perf_counter() - t0
-    r: dict[str, Any] = {"samples": samples, "messages": len(msgs), "seconds": t,
-                         "samples_per_s": samples / t, "points": sink.points,
-                         "rows": pipe.counts["rows"]}  # fmt: skip
+    r: dict[str, Any] = {
+        "samples": samples,
+        "messages": len(msgs),
+        "seconds": t,
+        "samples_per_s": samples / t,
+        "points": sink.points,
+        "rows": pipe.counts["rows"],
+    }
     if prof is not None:
         stats: dict[Any, Any] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
         rows = [(tt, ct, _where(f, ln, fn)) for (f, ln, fn), (_c, _n, tt, ct, _) in stats.items()]
@@ -226,8 +287,12 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2, help="processes a node (2)")
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--fs", action="store_true", help="per-file-system speeds on every sample")
-    ap.add_argument("--order", choices=("time", "node"), default="time",
-                    help="trace lines by minute (default) or by node")  # fmt: skip
+    ap.add_argument(
+        "--order",
+        choices=("time", "node"),
+        default="time",
+        help="trace lines by minute (default) or by node",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="end-to-end runs (1)")
     ap.add_argument("--in-process", action="store_true")
     ap.add_argument("--skip-e2e", action="store_true")
@@ -238,23 +303,36 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     trace = out / "samples.jsonl"
     n = make_trace(trace, a.nodes, a.procs, a.minutes, a.fs, a.order)
-    machine = {"platform": platform.platform(), "cpus": os.cpu_count(),
-               "python": platform.python_version(),
-               "loadavg_at_start": os.getloadavg()}  # fmt: skip
-    print(f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
-          f"load average {machine['loadavg_at_start'][0]:.2f} at start")  # fmt: skip
-    print(f"input: {n:,} samples ({a.nodes} nodes x {a.procs} processes x {a.minutes} minutes"
-          f"{', per-file-system speeds' if a.fs else ''}; lines by {a.order})")  # fmt: skip
-    result: dict[str, Any] = {"machine": machine, "argv": sys.argv[1:],
-                              "source": source_fingerprint(), "samples": n}  # fmt: skip
+    machine = {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_at_start": os.getloadavg(),
+    }
+    print(
+        f"machine: {machine['platform']}, {machine['cpus']} CPUs, Python {machine['python']}; "
+        f"load average {machine['loadavg_at_start'][0]:.2f} at start"
+    )
+    print(
+        f"input: {n:,} samples ({a.nodes} nodes x {a.procs} processes x {a.minutes} minutes"
+        f"{', per-file-system speeds' if a.fs else ''}; lines by {a.order})"
+    )
+    result: dict[str, Any] = {
+        "machine": machine,
+        "argv": sys.argv[1:],
+        "source": source_fingerprint(),
+        "samples": n,
+    }
     if a.in_process:
         settings = load_settings(env={"DRAINWATCH_TZ": "UTC", "DRAINWATCH_LATENESS": "60"})
         r = in_process(trace, n, settings, profile=False)
         rp = in_process(trace, n, settings, profile=True)
         result["in_process"] = {**r, "profiled": rp}
-        print(f"in process (no broker; points to line protocol, not sent): "
-              f"{r['samples_per_s']:,.0f} samples/s ({r['messages']:,} messages, "
-              f"{r['seconds']:.2f} s); under cProfile, by own time:")  # fmt: skip
+        print(
+            f"in process (no broker; points to line protocol, not sent): "
+            f"{r['samples_per_s']:,.0f} samples/s ({r['messages']:,} messages, "
+            f"{r['seconds']:.2f} s); under cProfile, by own time:"
+        )
         for w, tt, share in rp["cprofile_self"][:12]:
             print(f"  {share:6.1%}  {tt:6.2f} s  {w}")
     if not a.skip_e2e:
@@ -262,14 +340,16 @@ def main() -> None:
         runs = [e2e(stack, trace, n, a.minutes, out) for _ in range(a.repeat)]
         result["e2e"] = runs
         for r in runs:
-            print(f"end to end: {r['samples_per_s']:,.0f} samples/s from the worker's start "
-                  f"({r['samples_per_s_without_startup']:,.0f} after /health/ at "
-                  f"{r['worker_startup_s']:.1f} s; {r['samples_per_s_from_first_forward']:,.0f} "
-                  f"from the first forward at {r['forwarded_first_s']:.1f} s), {r['dfs_minutes']}/"
-                  f"{r['dfs_minutes_expected']} minutes in InfluxDB after {r['done_s']:.1f} s; "
-                  f"worker CPU {r['worker_cpu_s']:.1f} s, peak RSS "
-                  f"{r['worker_peak_rss_mb']:.0f} MB; ship: {r['ship_s']:.1f} s "
-                  f"({r['ship_line']})")  # fmt: skip
+            print(
+                f"end to end: {r['samples_per_s']:,.0f} samples/s from the worker's start "
+                f"({r['samples_per_s_without_startup']:,.0f} after /health/ at "
+                f"{r['worker_startup_s']:.1f} s; {r['samples_per_s_from_first_forward']:,.0f} "
+                f"from the first forward at {r['forwarded_first_s']:.1f} s), {r['dfs_minutes']}/"
+                f"{r['dfs_minutes_expected']} minutes in InfluxDB after {r['done_s']:.1f} s; "
+                f"worker CPU {r['worker_cpu_s']:.1f} s, peak RSS "
+                f"{r['worker_peak_rss_mb']:.0f} MB; ship: {r['ship_s']:.1f} s "
+                f"({r['ship_line']})"
+            )
     if a.profile:
         raw = out / "py-spy.txt"
         t = e2e(Stack(), trace, n, a.minutes, out, profile=raw)
@@ -279,9 +359,11 @@ def main() -> None:
             f"profiled run: {t['samples_per_s_without_startup']:,.0f} samples/s after /health/ "
             f"(under py-spy, 200 Hz, {prof['samples']:,} busy samples over all threads)"
         )
-        for title, key in (("by what the worker was doing", "categories"),
-                           ("the project's functions, cumulative", "cumulative_project"),
-                           ("innermost frames (self)", "self")):  # fmt: skip
+        for title, key in (
+            ("by what the worker was doing", "categories"),
+            ("the project's functions, cumulative", "cumulative_project"),
+            ("innermost frames (self)", "self"),
+        ):
             print(f"{title}:")
             for name, share in prof[key][:12]:
                 print(f"  {share:6.1%}  {name}")

@@ -68,16 +68,22 @@ def run_drainwatch(log: Path, out: Path, native: bool = True) -> dict[str, Any]:
         "ru=resource.getrusage(resource.RUSAGE_SELF);"
         "print(time.perf_counter()-t, time.process_time()-c, ru.ru_maxrss)"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True,
-                       text=True, env=ENV)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True, env=ENV
+    )
     wall, cpu, rss = map(float, r.stdout.split())
     return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss / 1024}
 
 
 def run_peer(which: str, log: Path) -> dict[str, Any]:
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "peers_drain.py"), which, str(log),
-                        TZ], cwd=ROOT, check=True, capture_output=True, text=True,
-                       env=ENV)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "peers_drain.py"), which, str(log), TZ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
     d: dict[str, Any] = json.loads(r.stdout)
     return d
 
@@ -92,18 +98,27 @@ def _node_ms(text: str) -> int:
 
 def drainwatch_tables(out: Path) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
     jobs = {
-        r["job"]: [_node_ms(r["drain_node_seconds"]), int(r["nodes_charged"]),
-                   _ms(r["first_charged"]), _ms(r["last_charged"])]
+        r["job"]: [
+            _node_ms(r["drain_node_seconds"]),
+            int(r["nodes_charged"]),
+            _ms(r["first_charged"]),
+            _ms(r["last_charged"]),
+        ]
         for r in csv.DictReader((out / "drain_jobs.csv").open())
-    }  # fmt: skip
+    }
     days = {}
     for r in csv.DictReader((out / "drain_daily.csv").open()):
         days[r["day"]] = [
-            _node_ms(r["accounted_node_seconds"]), _node_ms(r["drain_node_seconds"]),
-            _node_ms(r["unallocated_idle_node_seconds"]), _node_ms(r["down_node_seconds"]),
-            _node_ms(r["unaccounted_node_seconds"]), float(r["drain_pct_static"]),
-            float(r["drain_pct_dynamic"]), float(r["basis_seconds_per_node"]), r["data_quality"],
-        ]  # fmt: skip
+            _node_ms(r["accounted_node_seconds"]),
+            _node_ms(r["drain_node_seconds"]),
+            _node_ms(r["unallocated_idle_node_seconds"]),
+            _node_ms(r["down_node_seconds"]),
+            _node_ms(r["unaccounted_node_seconds"]),
+            float(r["drain_pct_static"]),
+            float(r["drain_pct_dynamic"]),
+            float(r["basis_seconds_per_node"]),
+            r["data_quality"],
+        ]
     return jobs, days
 
 
@@ -130,16 +145,24 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each, the fastest reported")
     ap.add_argument("--json", type=Path, default=OUT / "bench_replay_peers.json")
     a = ap.parse_args()
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
-          f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
+        f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}"
+    )
     result: dict[str, Any] = {"machine": platform.platform(), "cpus": os.cpu_count()}
     # bytecode cached once, as an installed package has it
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "models", "streams"], cwd=ROOT,
-                   check=True, env=ENV)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "models", "streams"],
+        cwd=ROOT,
+        check=True,
+        env=ENV,
+    )
     for name, log in logs(a.only):
         lines = sum(1 for _ in open(log, "rb"))
-        print(f"\n{name}: {log.relative_to(ROOT)} ({log.stat().st_size / 1e6:.0f} MB, "
-              f"{lines:,} lines)")  # fmt: skip
+        print(
+            f"\n{name}: {log.relative_to(ROOT)} ({log.stat().st_size / 1e6:.0f} MB, "
+            f"{lines:,} lines)"
+        )
         out, out2 = log.parent / "out-peers", log.parent / "out-peers-no-native"
         runs: dict[str, dict[str, Any]] = {}
         for who in ("drainwatch", "drainwatch-no-native", "polars", "duckdb"):
@@ -157,17 +180,28 @@ def main() -> None:
         jobs, days = drainwatch_tables(out)
         row: dict[str, Any] = {"lines": lines, "bytes": log.stat().st_size}
         dw = runs["drainwatch"]
-        runs["drainwatch-no-native"] |= dict(zip(("jobs", "days"), drainwatch_tables(out2),
-                                                        strict=True))  # fmt: skip
+        runs["drainwatch-no-native"] |= dict(
+            zip(("jobs", "days"), drainwatch_tables(out2), strict=True)
+        )
         for who, r in runs.items():
             check = "" if who == "drainwatch" else same(r, jobs, days)
-            ratio = ("" if who == "drainwatch" else
-                     f"; drainwatch/{who}: {dw['wall_s'] / r['wall_s']:.2f}x wall, "
-                     f"{dw['cpu_s'] / r['cpu_s']:.2f}x CPU")  # fmt: skip
-            verdict = "" if who == "drainwatch" else f"; DIFFERENT: {check}" if check else (
-                "; same tables")  # fmt: skip
-            print(f"  {who:28s} {r['wall_s']:6.2f} s wall {r['cpu_s']:6.2f} s CPU "
-                  f"{r['peak_rss_mb']:6.0f} MB peak{ratio}{verdict}")  # fmt: skip
+            ratio = (
+                ""
+                if who == "drainwatch"
+                else f"; drainwatch/{who}: {dw['wall_s'] / r['wall_s']:.2f}x wall, "
+                f"{dw['cpu_s'] / r['cpu_s']:.2f}x CPU"
+            )
+            verdict = (
+                ""
+                if who == "drainwatch"
+                else f"; DIFFERENT: {check}"
+                if check
+                else ("; same tables")
+            )
+            print(
+                f"  {who:28s} {r['wall_s']:6.2f} s wall {r['cpu_s']:6.2f} s CPU "
+                f"{r['peak_rss_mb']:6.0f} MB peak{ratio}{verdict}"
+            )
             row[who] = {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_mb")}
             if who != "drainwatch":
                 row[who]["same_tables"] = not check

@@ -57,8 +57,10 @@ def main() -> None:
             kth = Path(tmp) / "kth"
             cli(["replay", "--format", "swf", str(KTH), "--out", str(kth), "--no-progress"])
             s, size = best_of(args.repeats, [str(kth)])
-            print(f"report of the KTH SP2 replay (334 days, 28,476 jobs): {s:.2f} s, "
-                  f"{size / 1e6:.2f} MB")  # fmt: skip
+            print(
+                f"report of the KTH SP2 replay (334 days, 28,476 jobs): {s:.2f} s, "
+                f"{size / 1e6:.2f} MB"
+            )
 
 
 if __name__ == "__main__":

@@ -37,20 +37,25 @@ def machine(n: int) -> tuple[str, str]:
     line = (CAPTURED / "scontrol_show_node_oneliner.txt").read_text().splitlines()[0]
     names = [f"nid{i:06d}" for i in range(n)]
     run_n, plan_n, drain_n = int(n * 0.8), int(n * 0.1), int(n * 0.05)
-    states = (["ALLOCATED"] * run_n + ["IDLE+PLANNED"] * plan_n + ["IDLE+DRAIN"] * drain_n
-              + ["IDLE"] * (n - run_n - plan_n - drain_n))  # fmt: skip
+    states = (
+        ["ALLOCATED"] * run_n
+        + ["IDLE+PLANNED"] * plan_n
+        + ["IDLE+DRAIN"] * drain_n
+        + ["IDLE"] * (n - run_n - plan_n - drain_n)
+    )
     nodes = "\n".join(
         line.replace("NodeName=n1 ", f"NodeName={nm} ").replace("State=ALLOCATED", f"State={st}")
         for nm, st in zip(names, states, strict=True)
     )
     q = ["JOBID|STATE|START_TIME|SCHEDNODES|NODELIST"]
     for j, lo in enumerate(range(0, run_n, 8)):
-        q.append(f"{1000 + j}|RUNNING|2026-11-23T08:00:00|(null)|"
-                 f"{compress_hostlist(names[lo : min(lo + 8, run_n)])}")  # fmt: skip
+        q.append(
+            f"{1000 + j}|RUNNING|2026-11-23T08:00:00|(null)|"
+            f"{compress_hostlist(names[lo : min(lo + 8, run_n)])}"
+        )
     for j, lo in enumerate(range(run_n, run_n + plan_n, 20)):
         sched = names[lo : lo + 20] + names[j * 180 % run_n :][:180]
-        q.append(f"{900000 + j}|PENDING|2026-11-23T12:{j % 60:02d}:00|"
-                 f"{compress_hostlist(sched)}|")  # fmt: skip
+        q.append(f"{900000 + j}|PENDING|2026-11-23T12:{j % 60:02d}:00|{compress_hostlist(sched)}|")
     return nodes + "\n", "\n".join(q) + "\n"
 
 
@@ -88,10 +93,12 @@ def main() -> None:
         t_map = best(lambda ns=nodes, js=jobs: slurm_iteration(0, ns, js))
         t_ship = best(ship)
         total = t_nodes + t_jobs + t_map + t_ship
-        print(f"{n:>8,d} nodes ({len(node_text) / 1e6:5.1f} MB scontrol, {len(jobs):,} jobs): "
-              f"scontrol parse {t_nodes:6.3f} s, squeue parse {t_jobs:6.3f} s, mapping "
-              f"{t_map:6.3f} s, encode {t_ship:6.3f} s; total {total:6.3f} s "
-              f"({total / 60 * 100:.1f} % of a 60 s period)")  # fmt: skip
+        print(
+            f"{n:>8,d} nodes ({len(node_text) / 1e6:5.1f} MB scontrol, {len(jobs):,} jobs): "
+            f"scontrol parse {t_nodes:6.3f} s, squeue parse {t_jobs:6.3f} s, mapping "
+            f"{t_map:6.3f} s, encode {t_ship:6.3f} s; total {total:6.3f} s "
+            f"({total / 60 * 100:.1f} % of a 60 s period)"
+        )
 
 
 if __name__ == "__main__":

@@ -33,12 +33,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     a = ap.parse_args()
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
-          f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, {platform.platform()}, "
+        f"python {platform.python_version()}; load avg {os.getloadavg()[0]:.1f}"
+    )
     for args in (["--help"], ["replay", "--help"]):
         ts = timed(args, a.runs)
-        print(f"drainwatch {' '.join(args)}: median {statistics.median(ts):.3f} s, best "
-              f"{min(ts):.3f} s over {a.runs} runs")  # fmt: skip
+        print(
+            f"drainwatch {' '.join(args)}: median {statistics.median(ts):.3f} s, best "
+            f"{min(ts):.3f} s over {a.runs} runs"
+        )
     cmd = [sys.executable, "-X", "importtime", "-m", "streams.cli", "replay", "--help"]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     rows = []

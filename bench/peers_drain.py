@@ -45,8 +45,17 @@ def _finish_days(rows: list[tuple[Any, ...]], nodes: int) -> Days:
         dyn = 100.0 * drain / (acc - down) if acc - down > 0 else None
         basis = acc / 1000 / nd if nd else 0.0
         quality = "ok" if basis >= 0.95 * day_ms / 1000 else "short"
-        out[str(day)] = (int(acc), int(drain), int(idle), int(down), int(gap), static, dyn,
-                         basis, quality)  # fmt: skip
+        out[str(day)] = (
+            int(acc),
+            int(drain),
+            int(idle),
+            int(down),
+            int(gap),
+            static,
+            dyn,
+            basis,
+            quality,
+        )
     return out
 
 
@@ -77,8 +86,14 @@ def day_name(ms: int, tz: str) -> str:
 def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, Days]:
     import polars as pl
 
-    lf = pl.scan_csv(path, has_header=False, separator="\x1f", quote_char=None,
-                     new_columns=["line"], schema_overrides={"line": pl.Utf8})  # fmt: skip
+    lf = pl.scan_csv(
+        path,
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        new_columns=["line"],
+        schema_overrides={"line": pl.Utf8},
+    )
     state_map = {s.lower(): s for s in KNOWN}
     # split at the quotes: prefix ' node ' status: state= ' state ' rsvlist= ' rsv ' ...
     parts = pl.col("line").str.split_exact("'", 8)
@@ -88,7 +103,9 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
         .unnest("p")
         .filter(pl.col("field_2") == " status: state=")
         .select(
-            t=pl.col("field_0").str.split_exact(" ", 1).struct.field("field_0")
+            t=pl.col("field_0")
+            .str.split_exact(" ", 1)
+            .struct.field("field_0")
             .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", time_unit="ms", strict=False)
             .dt.epoch("ms"),
             node=pl.col("field_1"),
@@ -97,15 +114,17 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
         )
         .filter(pl.col("t").is_not_null() & (pl.col("node") != "") & (pl.col("state") != ""))
         .with_columns(
-            state=pl.col("state").str.to_lowercase().replace_strict(state_map,
-                                                                     default=pl.col("state")),
+            state=pl.col("state")
+            .str.to_lowercase()
+            .replace_strict(state_map, default=pl.col("state")),
             rsv=pl.when(pl.col("rsv").str.to_lowercase().is_in(["", "none"]))
-            .then(None).otherwise(pl.col("rsv")),
+            .then(None)
+            .otherwise(pl.col("rsv")),
         )
         .with_columns(pl.col("node", "state", "rsv").cast(pl.Categorical))
         .collect()  # once: every query below starts from these records
         .lazy()
-    )  # fmt: skip
+    )
     prev_max = pl.col("t").cum_max().shift(1).over("node")  # rows are in file order
     acc = (
         recs.filter(prev_max.is_null() | (pl.col("t") > prev_max))
@@ -120,10 +139,14 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
     drain = acc.filter(~pl.col("gap") & (pl.col("state") == "Idle") & pl.col("rsv").is_not_null())
     jobs_df = (
         drain.group_by("rsv")
-        .agg(d=(pl.col("nt") - pl.col("t")).sum(), n=pl.col("node").n_unique(),
-             f=pl.col("t").min(), l=pl.col("nt").max())
+        .agg(
+            d=(pl.col("nt") - pl.col("t")).sum(),
+            n=pl.col("node").n_unique(),
+            f=pl.col("t").min(),
+            l=pl.col("nt").max(),
+        )
         .collect()
-    )  # fmt: skip
+    )
     jobs = {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in jobs_df.iter_rows()}
     # per day: the local midnights as a small table; an interval in one day (nearly all) is
     # counted whole, the few that cross midnight are exploded over their days and clipped
@@ -141,10 +164,16 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
         iv.filter(pl.col("a") != pl.col("b"))
         .with_columns(day=pl.int_ranges(pl.col("a"), pl.col("b") + 1))
         .explode("day")
-        .select("node", "state", "rsv", "gap", "day",
-                ms=pl.min_horizontal("nt", e.gather(pl.col("day") + 1))
-                - pl.max_horizontal("t", e.gather(pl.col("day"))))
-    )  # fmt: skip
+        .select(
+            "node",
+            "state",
+            "rsv",
+            "gap",
+            "day",
+            ms=pl.min_horizontal("nt", e.gather(pl.col("day") + 1))
+            - pl.max_horizontal("t", e.gather(pl.col("day"))),
+        )
+    )
     pieces = pl.concat([one, more])
     s = pl.col("ms")
     ok = ~pl.col("gap")
@@ -161,8 +190,9 @@ def polars_drain(path: str, tz: str, max_gap_ms: int = 600_000) -> tuple[Jobs, D
         .sort("day")
         .collect()
     )
-    days_rows = [(day_name(edges[d], tz), edges[d + 1] - edges[d], *rest)
-                 for d, *rest in days_df.iter_rows()]  # fmt: skip
+    days_rows = [
+        (day_name(edges[d], tz), edges[d + 1] - edges[d], *rest) for d, *rest in days_df.iter_rows()
+    ]
     return jobs, _finish_days(days_rows, nodes_all)
 
 
@@ -245,8 +275,13 @@ def main() -> None:
     jobs, days = (polars_drain if which == "polars" else duckdb_drain)(path, tz)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    out = {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": ru.ru_maxrss / 1024, "jobs": jobs,
-           "days": days}  # fmt: skip
+    out = {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": ru.ru_maxrss / 1024,
+        "jobs": jobs,
+        "days": days,
+    }
     sys.stdout.write(json.dumps(out))
 
 

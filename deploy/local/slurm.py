@@ -127,8 +127,15 @@ def env_of(d: Path) -> dict[str, str]:
 def _spawn(d: Path, name: str, cmd: list[str]) -> int:
     log = open(d / "log" / f"{name}.out", "ab")  # noqa: SIM115 - the child keeps it
     with log:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True, env=env_of(d), cwd=d)  # fmt: skip
+        p = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env_of(d),
+            cwd=d,
+        )
     with open(d / "pids", "a") as f:
         f.write(f"{p.pid} {name}\n")
     return p.pid
@@ -158,10 +165,20 @@ def start(d: Path, nodes: int = 8, timeout: float = 60.0) -> dict[str, str]:
     (d / "slurm.conf").write_text(_conf(d, base, nodes))
     (d / "env").write_text(f"SLURM_CONF={d / 'slurm.conf'}\n")
     m = d / "munge"
-    _spawn(d, "munged", [_which("munged") or "munged", "-F", "--force",
-                         f"--socket={m}/munge.socket", f"--key-file={key}",
-                         f"--log-file={d}/log/munged.log", f"--pid-file={m}/munged.pid",
-                         f"--seed-file={m}/munged.seed"])  # fmt: skip
+    _spawn(
+        d,
+        "munged",
+        [
+            _which("munged") or "munged",
+            "-F",
+            "--force",
+            f"--socket={m}/munge.socket",
+            f"--key-file={key}",
+            f"--log-file={d}/log/munged.log",
+            f"--pid-file={m}/munged.pid",
+            f"--seed-file={m}/munged.seed",
+        ],
+    )
     deadline = time.monotonic() + timeout
     while not (m / "munge.socket").exists():
         if time.monotonic() > deadline:
@@ -173,15 +190,22 @@ def start(d: Path, nodes: int = 8, timeout: float = 60.0) -> dict[str, str]:
     want = f"idle {nodes}"
     last = ""
     while time.monotonic() < deadline:
-        r = subprocess.run(["sinfo", "-h", "-o", "%T %D"], env=env_of(d), capture_output=True,
-                           text=True, timeout=15)  # fmt: skip
+        r = subprocess.run(
+            ["sinfo", "-h", "-o", "%T %D"],
+            env=env_of(d),
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
         last = (r.stdout + r.stderr).strip()
         if last == want:
             return env_of(d)
         time.sleep(0.3)
     stop(d)
-    raise SlurmError(f"nodes not idle after {timeout:.0f}s (sinfo: {last!r}); slurmctld log:\n"
-                     f"{_tail(d / 'log' / 'slurmctld.log')}")  # fmt: skip
+    raise SlurmError(
+        f"nodes not idle after {timeout:.0f}s (sinfo: {last!r}); slurmctld log:\n"
+        f"{_tail(d / 'log' / 'slurmctld.log')}"
+    )
 
 
 def stop(d: Path, grace: float = 10.0) -> None:
@@ -210,12 +234,14 @@ def _cancel_jobs(d: Path, wait: float = 20.0) -> None:
     """Cancel every job of the cluster and wait (KillWait is 5 s) until squeue lists none."""
     env = env_of(d)
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["scancel", "--user", str(os.geteuid())], env=env, capture_output=True,
-                       timeout=15)  # fmt: skip
+        subprocess.run(
+            ["scancel", "--user", str(os.geteuid())], env=env, capture_output=True, timeout=15
+        )
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            r = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True,
-                               text=True, timeout=15)  # fmt: skip
+            r = subprocess.run(
+                ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=15
+            )
             if r.returncode != 0 or not r.stdout.strip():
                 return
             time.sleep(0.3)

@@ -480,9 +480,15 @@ def ensure_kafka_jars(cfg: Config) -> bool:
     build_log = cfg.logs / "build-kafka.log"
     _say(f"resolving Kafka jars with Maven (first start only; log: {build_log})")
     cmd = [
-        mvn, "-q", "-B", "-f", str(KAFKA_POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={tmp}", "-DincludeScope=runtime",
-    ]  # fmt: skip
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(KAFKA_POM),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={tmp}",
+        "-DincludeScope=runtime",
+    ]
     env = dict(os.environ)
     env.setdefault("JAVA_HOME", str(Path(_java()).resolve().parents[1]))
     with _private_log(build_log, "wb") as out:
@@ -658,8 +664,14 @@ def start_kafka(cfg: Config) -> str:
     t0 = time.monotonic()
     notes = []
     if _running_pid(cfg.kafka_pid, KAFKA_MARKER) is not None:
-        _wait_ready("kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log,
-                    lambda: _kafka_probe(cfg), cfg.timeout)  # fmt: skip
+        _wait_ready(
+            "kafka",
+            cfg.kafka_pid,
+            KAFKA_MARKER,
+            cfg.kafka_log,
+            lambda: _kafka_probe(cfg),
+            cfg.timeout,
+        )
         return "already running"
     _ports_free(
         cfg,
@@ -675,8 +687,9 @@ def start_kafka(cfg: Config) -> str:
         notes.append(f"storage formatted in {time.monotonic() - t:.1f}s")
     cmd = _java_cmd(cfg, KAFKA_MARKER, str(cfg.kafka_properties))
     pid = _spawn(cmd, cfg.kafka_log, cfg.kafka_pid)
-    _wait_ready("kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log,
-                lambda: _kafka_probe(cfg), cfg.timeout)  # fmt: skip
+    _wait_ready(
+        "kafka", cfg.kafka_pid, KAFKA_MARKER, cfg.kafka_log, lambda: _kafka_probe(cfg), cfg.timeout
+    )
     notes.append(f"pid {pid}, up in {time.monotonic() - t0:.1f}s")
     return ", ".join(notes)
 
@@ -712,8 +725,10 @@ def ensure_influxd(cfg: Config) -> bool:
     go = _go()
     cfg.logs.mkdir(parents=True, exist_ok=True)
     build_log = cfg.logs / "build-influxd.log"
-    _say(f"building influxd {INFLUXDB_VERSION} with {go} (first start only, 1-5 min; "
-         f"log: {build_log})")  # fmt: skip
+    _say(
+        f"building influxd {INFLUXDB_VERSION} with {go} (first start only, 1-5 min; "
+        f"log: {build_log})"
+    )
     env = dict(os.environ)
     env["GOBIN"] = str(cfg.influxd.parent)
     env.setdefault("CGO_ENABLED", "0")  # pure Go; no C compiler needed
@@ -775,9 +790,14 @@ bind-address = "127.0.0.1:{cfg.influx_rpc_port}"
 
 
 def _influx_request(
-    cfg: Config, path: str, *, params: dict[str, str] | None = None,
-    data: bytes | None = None, auth: str | None = None, timeout: float = 10.0,
-) -> tuple[int, bytes]:  # fmt: skip
+    cfg: Config,
+    path: str,
+    *,
+    params: dict[str, str] | None = None,
+    data: bytes | None = None,
+    auth: str | None = None,
+    timeout: float = 10.0,
+) -> tuple[int, bytes]:
     url = cfg.influx_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
     req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
     if data is not None:
@@ -904,13 +924,23 @@ def start_influx(cfg: Config) -> str:
         write_influx_config(cfg)
         # INFLUXDB_* variables override the config file: keep the caller's out of it.
         env = {k: v for k, v in os.environ.items() if not k.startswith("INFLUXDB_")}
-        pid = _spawn([str(cfg.influxd), "run", "-config", str(cfg.influx_conf)],
-                     cfg.influx_log, cfg.influx_pid, env=env)  # fmt: skip
+        pid = _spawn(
+            [str(cfg.influxd), "run", "-config", str(cfg.influx_conf)],
+            cfg.influx_log,
+            cfg.influx_pid,
+            env=env,
+        )
         notes.append(f"pid {pid}")
     else:
         notes.append("already running")
-    _wait_ready("influxdb", cfg.influx_pid, INFLUX_MARKER, cfg.influx_log,
-                lambda: _influx_probe(cfg), cfg.timeout)  # fmt: skip
+    _wait_ready(
+        "influxdb",
+        cfg.influx_pid,
+        INFLUX_MARKER,
+        cfg.influx_log,
+        lambda: _influx_probe(cfg),
+        cfg.timeout,
+    )
     _bootstrap_influx(cfg)
     if "already running" not in notes:
         notes.append(f"up in {time.monotonic() - t0:.1f}s")
@@ -942,14 +972,20 @@ def ensure_grafana(cfg: Config) -> bool:
     grafana/bin with its home directory grafana/home (conf/, public/). True if it built."""
     stamp = f"{GRAFANA_MODULE}@{GRAFANA_VERSION} {GRAFANA_RELEASE}"
     stamp_file = cfg.grafana_dir / "build.stamp"
-    if (os.access(cfg.grafana_bin, os.X_OK) and (cfg.grafana_home / "conf").is_dir()
-            and stamp_file.exists() and stamp_file.read_text().strip() == stamp):  # fmt: skip
+    if (
+        os.access(cfg.grafana_bin, os.X_OK)
+        and (cfg.grafana_home / "conf").is_dir()
+        and stamp_file.exists()
+        and stamp_file.read_text().strip() == stamp
+    ):
         return False
     go = _go()
     cfg.logs.mkdir(parents=True, exist_ok=True)
     build_log = cfg.logs / "build-grafana.log"
-    _say(f"building Grafana {GRAFANA_RELEASE} with {go} (first start only, ~4 min on 2 cores; "
-         f"log: {build_log})")  # fmt: skip
+    _say(
+        f"building Grafana {GRAFANA_RELEASE} with {go} (first start only, ~4 min on 2 cores; "
+        f"log: {build_log})"
+    )
     env = dict(os.environ)
     env["GOBIN"] = str(cfg.grafana_dir / "tools")
     home = cfg.grafana_dir / "home.partial"
@@ -961,18 +997,25 @@ def ensure_grafana(cfg: Config) -> bool:
             rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
             if rc != 0:
                 out.flush()
-                raise StackError(f"`{' '.join(cmd)}` failed (exit {rc}); {build_log}:\n"
-                                 f"{_tail(build_log)}")  # fmt: skip
+                raise StackError(
+                    f"`{' '.join(cmd)}` failed (exit {rc}); {build_log}:\n{_tail(build_log)}"
+                )
 
         cfg.grafana_dir.mkdir(parents=True, exist_ok=True)
-        dl = subprocess.run([go, "mod", "download", "-json", f"{GRAFANA_MODULE}@{GRAFANA_VERSION}"],
-                            capture_output=True, env=env, cwd=cfg.state)  # fmt: skip
+        dl = subprocess.run(
+            [go, "mod", "download", "-json", f"{GRAFANA_MODULE}@{GRAFANA_VERSION}"],
+            capture_output=True,
+            env=env,
+            cwd=cfg.state,
+        )
         out.write(dl.stdout + dl.stderr)
         try:
             src = Path(json.loads(dl.stdout)["Dir"])
         except (ValueError, KeyError):
-            raise StackError(f"go mod download of {GRAFANA_MODULE}@{GRAFANA_VERSION} failed; "
-                             f"{build_log}:\n{_tail(build_log)}") from None  # fmt: skip
+            raise StackError(
+                f"go mod download of {GRAFANA_MODULE}@{GRAFANA_VERSION} failed; "
+                f"{build_log}:\n{_tail(build_log)}"
+            ) from None
         shutil.rmtree(home, ignore_errors=True)
         shutil.copytree(src, home, symlinks=True)  # the module cache is read-only: a copy
         for d, _, files in os.walk(home):
@@ -985,8 +1028,18 @@ def ensure_grafana(cfg: Config) -> bool:
         run([str(cfg.grafana_dir / "tools" / "wire"), "gen", "-tags", "oss", "./pkg/server"], home)
         binary = cfg.grafana_bin.with_name("grafana.partial")
         binary.parent.mkdir(parents=True, exist_ok=True)
-        run([go, "build", "-ldflags", f"-X main.version={GRAFANA_RELEASE}", "-o", str(binary),
-             "./pkg/cmd/grafana"], home)  # fmt: skip
+        run(
+            [
+                go,
+                "build",
+                "-ldflags",
+                f"-X main.version={GRAFANA_RELEASE}",
+                "-o",
+                str(binary),
+                "./pkg/cmd/grafana",
+            ],
+            home,
+        )
     shutil.rmtree(cfg.grafana_home, ignore_errors=True)
     os.replace(home, cfg.grafana_home)
     os.replace(binary, cfg.grafana_bin)
@@ -1019,8 +1072,9 @@ def grafana_provisioning(cfg: Config, dst: Path, token_file: Path | None = None)
     return dst
 
 
-def write_grafana_config(cfg: Config, run: Path, port: int, ha_port: int,
-                         poll_interval: str = "60s") -> Path:  # fmt: skip
+def write_grafana_config(
+    cfg: Config, run: Path, port: int, ha_port: int, poll_interval: str = "60s"
+) -> Path:
     """custom.ini of one instance under `run` (data, logs, plugins, provisioning)."""
     ini = run / "custom.ini"
     _write_private(
@@ -1068,12 +1122,14 @@ alertmanager_config_poll_interval = {poll_interval}
     return ini
 
 
-def grafana_request(port: int, path: str, body: Any = None, *, password: str | None,
-                    timeout: float = 10.0) -> tuple[int, Any]:  # fmt: skip
+def grafana_request(
+    port: int, path: str, body: Any = None, *, password: str | None, timeout: float = 10.0
+) -> tuple[int, Any]:
     """One JSON request to a local Grafana with the admin's basic auth: (status, decoded body)."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
-                                 method="GET" if data is None else "POST")  # fmt: skip
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=data, method="GET" if data is None else "POST"
+    )
     req.add_header("Content-Type", "application/json")
     if password is not None:
         auth = base64.b64encode(f"{GRAFANA_ADMIN}:{password}".encode()).decode()
@@ -1089,9 +1145,15 @@ def grafana_request(port: int, path: str, body: Any = None, *, password: str | N
         return status, raw.decode("utf-8", "replace")
 
 
-def start_grafana_instance(cfg: Config, run: Path, port: int, ha_port: int,
-                           env: dict[str, str], poll_interval: str = "60s",
-                           log: Path | None = None) -> int:  # fmt: skip
+def start_grafana_instance(
+    cfg: Config,
+    run: Path,
+    port: int,
+    ha_port: int,
+    env: dict[str, str],
+    poll_interval: str = "60s",
+    log: Path | None = None,
+) -> int:
     """Start a Grafana server on `port` with its state under `run` (run/provisioning must be
     there) and wait until /api/health answers with the database ok. Returns its pid."""
     ensure_grafana(cfg)
@@ -1101,8 +1163,12 @@ def start_grafana_instance(cfg: Config, run: Path, port: int, ha_port: int,
     proc_env.update(env)
     pid_file = run / "grafana.pid"
     log = log or run / "grafana.log"
-    pid = _spawn([str(cfg.grafana_bin), "server", "--homepath", str(cfg.grafana_home),
-                  "--config", str(ini)], log, pid_file, env=proc_env)  # fmt: skip
+    pid = _spawn(
+        [str(cfg.grafana_bin), "server", "--homepath", str(cfg.grafana_home), "--config", str(ini)],
+        log,
+        pid_file,
+        env=proc_env,
+    )
 
     def probe() -> None:
         status, doc = grafana_request(port, "/api/health", password=None, timeout=2.0)
@@ -1153,8 +1219,11 @@ def start_grafana(cfg: Config, influx_ready: Callable[[], object] | None = None)
                     f"{why}: stop and start the stack to give it the read-only one", logging.WARNING
                 )
         return "already running"
-    _ports_free(cfg, (cfg.grafana_port, cfg.grafana_ha_port),
-                "DRAINWATCH_GRAFANA_PORT / DRAINWATCH_GRAFANA_HA_PORT")  # fmt: skip
+    _ports_free(
+        cfg,
+        (cfg.grafana_port, cfg.grafana_ha_port),
+        "DRAINWATCH_GRAFANA_PORT / DRAINWATCH_GRAFANA_HA_PORT",
+    )
     notes = []
     if ensure_grafana(cfg):
         notes.append(f"built in {time.monotonic() - t0:.1f}s")
@@ -1167,8 +1236,14 @@ def start_grafana(cfg: Config, influx_ready: Callable[[], object] | None = None)
         missing = cfg.influx_read_token_file
         raise StackError(f"not started: no {missing} (InfluxDB's bootstrap writes it)")
     grafana_provisioning(cfg, cfg.grafana_run / "provisioning", cfg.influx_read_token_file)
-    pid = start_grafana_instance(cfg, cfg.grafana_run, cfg.grafana_port, cfg.grafana_ha_port,
-                                 grafana_env(cfg), log=cfg.grafana_log)  # fmt: skip
+    pid = start_grafana_instance(
+        cfg,
+        cfg.grafana_run,
+        cfg.grafana_port,
+        cfg.grafana_ha_port,
+        grafana_env(cfg),
+        log=cfg.grafana_log,
+    )
     notes.append(f"pid {pid}, up in {time.monotonic() - t0:.1f}s")
     return ", ".join(notes)
 
@@ -1242,9 +1317,11 @@ def start(cfg: Config | None = None) -> dict[str, str]:
                 # Grafana builds meanwhile, then waits for InfluxDB's token files
                 grafana = pool.submit(start_grafana, cfg, influx.result)
                 errors = []
-                for name, where, fut in (("kafka", cfg.kafka_bootstrap, kafka),
-                                         ("influxdb", cfg.influx_url, influx),
-                                         ("grafana", cfg.grafana_url, grafana)):  # fmt: skip
+                for name, where, fut in (
+                    ("kafka", cfg.kafka_bootstrap, kafka),
+                    ("influxdb", cfg.influx_url, influx),
+                    ("grafana", cfg.grafana_url, grafana),
+                ):
                     try:
                         _say(f"{name} {where}: {fut.result()}")
                     except StackError as exc:
@@ -1261,8 +1338,10 @@ def start(cfg: Config | None = None) -> dict[str, str]:
                 stop_grafana(cfg)
             raise
         env = write_stack_env(cfg)
-    _say(f"stack up in {time.monotonic() - t0:.1f}s; clients read {cfg.stack_env}; "
-         f"logs in {cfg.logs}")  # fmt: skip
+    _say(
+        f"stack up in {time.monotonic() - t0:.1f}s; clients read {cfg.stack_env}; "
+        f"logs in {cfg.logs}"
+    )
     return env
 
 
