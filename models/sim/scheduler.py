@@ -56,7 +56,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -209,6 +209,7 @@ class EasyScheduler:
         self.down = np.zeros(n_nodes, dtype=np.int32)  # overlapping interval counts
         self.drain = np.zeros(n_nodes, dtype=np.int32)
         self.rsv_str = ["none"] * n_nodes
+        self.rsv_job = np.full(n_nodes, NO_JOB_INDEX, dtype=np.int64)  # first job in rsv_str
         self.job_str = ["none"] * n_nodes
         self.rsv_start = np.full(n_nodes, INF)  # earliest reservation start per node
         self._rsv_nodes: list[int] = []
@@ -250,6 +251,11 @@ class EasyScheduler:
 
     def iteration_state(self, ts: float) -> IterationState:
         return IterationState(ts, self.state_codes(), list(self.rsv_str), list(self.job_str))
+
+    def reserved_jobs(self) -> npt.NDArray[np.int64]:
+        """Per node, the workload index of the first job its reservation list names (the job a
+        drain is charged to, seed 000 §IV-A), else ``NO_JOB_INDEX``."""
+        return self.rsv_job
 
     # --- events ------------------------------------------------------------------------------
 
@@ -373,6 +379,7 @@ class EasyScheduler:
         # 2. reservations for the first `depth` waiting jobs
         for i in self._rsv_nodes:
             self.rsv_str[i] = "none"
+        self.rsv_job[self._rsv_nodes] = NO_JOB_INDEX
         self._rsv_nodes = []
         self.rsv_start[:] = INF
         if not q:
@@ -384,7 +391,7 @@ class EasyScheduler:
         else:
             new_head = False
         expect = np.where(avail, np.where(self.node_job >= 0, self.free_at, now), INF)
-        node_rsv: dict[int, list[tuple[float, str]]] = {}
+        node_rsv: dict[int, list[tuple[float, str, int]]] = {}
         reserved: set[int] = set()
         for k, j in enumerate(q):
             if k >= self.depth:
@@ -406,12 +413,13 @@ class EasyScheduler:
             reserved.add(j)
             jid = w.job_id[j]
             for i in order.tolist():
-                node_rsv.setdefault(i, []).append((shadow, jid))
+                node_rsv.setdefault(i, []).append((shadow, jid, j))
             self.rsv_start[order] = np.minimum(self.rsv_start[order], shadow)
             expect[order] = shadow + float(self.plan[j])
         for i, lst in node_rsv.items():
             lst.sort()
             self.rsv_str[i] = ",".join(x[1] for x in lst)
+            self.rsv_job[i] = lst[0][2]
         self._rsv_nodes = list(node_rsv)
         # 3. backfill
         n_free = int(free.sum())
@@ -478,6 +486,22 @@ class EasyScheduler:
         if events:
             yield events, None
 
+    def run_each(self, visit: Callable[[float], None], end: float = INF) -> list[JobRecord]:
+        """:meth:`run_all`, calling ``visit(t)`` once for each event time ``t`` before ``end``,
+        after its last scheduling pass: the machine's state then holds until the next event
+        time, so observing it at every ``visit`` sees every change of every node."""
+        events: list[SchedEvent] = []
+        t = self._next_event_time()
+        while t < end:
+            self._process_events_at(t, events)
+            self._schedule(t, events)
+            events.clear()
+            nxt = self._next_event_time()
+            if nxt > t:
+                visit(t)
+            t = nxt
+        return self.records
+
     def run_all(self, end: float = INF) -> list[JobRecord]:
         """The fast path: process every event before ``end`` with no iteration observed and no
         event kept, and return the job records (start, end, node ids, state; NaN start for a
@@ -515,7 +539,15 @@ class ConservativeScheduler(EasyScheduler):
     iteration states list no per-node reservations (``rsvlist`` 'none'). With plans that bound the
     actual run times and no outages a reservation never moves later and every job starts at
     its reservation. A job's reservation made at its submit is its ``first_shadow`` (when it
-    could not start at once). ``depth`` does not apply."""
+    could not start at once). ``depth`` does not apply.
+
+    The nodes the reservations hold idle (:meth:`reserved_jobs`, the drain of seed 000 under
+    this policy): of the idle nodes, as many as no job that started now and ran for ever could
+    use, that is the idle nodes less the fewest free nodes the plan has at any time from now on.
+    Under EASY's single reservation this is the number of its nodes that are idle (its other
+    nodes are busy until the shadow time). They are the highest-numbered idle nodes (jobs start
+    on the lowest) and are charged to the reservation that makes the plan that full: of those
+    covering the first time the plan has the fewest free nodes, the one starting last."""
 
     def __init__(
         self,
@@ -534,6 +566,7 @@ class ConservativeScheduler(EasyScheduler):
         self._freed = False
         self._wake = INF  # the next reservation start after the last pass
         self._nodes: list[int] = workload.nodes.tolist()
+        self._now = -INF  # the time of the last scheduling pass
 
     # --- the profile -------------------------------------------------------------------------
 
@@ -624,6 +657,24 @@ class ConservativeScheduler(EasyScheduler):
         self._pt, self._pf = nt, nf
 
     # --- reservations ------------------------------------------------------------------------
+
+    def reserved_jobs(self) -> npt.NDArray[np.int64]:
+        rj = self.rsv_job
+        rj[:] = NO_JOB_INDEX
+        waiting = [(s, k) for k, j in enumerate(self.queue) if (s := self._rsv.get(j, INF)) < INF]
+        if not waiting:
+            return rj
+        idle = np.flatnonzero(self.available() & (self.node_job < 0))
+        t, f = self._pt, self._pf
+        i = max(0, bisect_right(t, self._now) - 1)
+        low = min(f[i:])
+        held = min(idle.size, idle.size - low)
+        if held > 0:
+            at = t[f.index(low, i)]  # the first time the plan is that full
+            plan = self.plan
+            by = [(s, k) for s, k in waiting if s <= at < s + plan[self.queue[k]]]
+            rj[idle[idle.size - held :]] = self.queue[max(by)[1] if by else min(waiting)[1]]
+        return rj
 
     def _promise(self, now: float, j: int, s: float) -> None:
         self._rsv[j] = s
@@ -723,3 +774,4 @@ class ConservativeScheduler(EasyScheduler):
             s = set(started)
             self.queue = deque(x for x in q if x not in s)
         self._wake = min((x for x in rsv.values() if x > now), default=INF)
+        self._now = now

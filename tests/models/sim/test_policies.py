@@ -33,7 +33,7 @@ from models.sim.scheduler import (
 from models.sim.simulator import SimConfig, workload_from_swf
 from models.sim.validity import check_reservations, check_schedule
 from tests import reference_sched as ref
-from tests.models.sim.workloads import wl
+from tests.models.sim.workloads import job_rows, wl, workloads
 from tests.paths import SHARED_DATA
 
 
@@ -239,27 +239,6 @@ def test_policy_names():
 
 
 # --- generated workloads ----------------------------------------------------------------------
-
-
-def job_rows(max_jobs: int, submit: int, run: int, req: int, nodes: int) -> st.SearchStrategy:
-    return st.lists(
-        st.tuples(
-            st.integers(0, submit).map(float),
-            st.integers(1, nodes),
-            st.integers(0, run).map(float),
-            st.integers(1, req).map(float),
-        ),
-        min_size=1,
-        max_size=max_jobs,
-    )
-
-
-@st.composite
-def workloads(draw, max_jobs=40, max_nodes=16):
-    n = draw(st.integers(1, max_nodes))
-    rows = draw(job_rows(max_jobs, 2000, 600, 600, n))
-    users = draw(st.lists(st.sampled_from("abc"), min_size=len(rows), max_size=len(rows)))
-    return n, rows, users
 
 
 def events_and_states(s, period, end):
