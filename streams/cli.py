@@ -35,7 +35,7 @@ from streams.errors import (
 )
 
 # Sub-command modules; each defines register(subparsers) which sets `func` on its parser.
-COMMANDS = ("replay", "report", "simulate", "worker", "ship", "calibrate")
+COMMANDS = ("replay", "report", "simulate", "whatif", "worker", "ship", "calibrate")
 
 
 class Parser(argparse.ArgumentParser):
@@ -165,7 +165,7 @@ def _settle(stream: TextIO | None) -> None:
 
 # Commands that write a set of outputs: SIGTERM and SIGHUP stop them as Ctrl-C does. The worker
 # and the shippers install their own stop handling.
-WRITERS = ("replay", "report", "simulate", "calibrate")
+WRITERS = ("replay", "report", "simulate", "whatif", "calibrate")
 
 
 def _raise_terminated(signum: int, _frame: Any) -> None:

@@ -4,7 +4,8 @@ Simulates three days of a 300-node machine (Lublin-Feitelson 2003 workload, EASY
 jobs added so that every kind of finding occurs (``simulate --findings``: a perpetually sliding
 job, a failure to launch, an overrun, a short-job flood) and node samples of the last 36 hours
 with a DFS write burst (a hot-zone episode); replays the Moab log (with the job events), the job
-events and the samples; writes the HTML report and prints its path and the headline numbers.
+events and the samples; runs the job events through ``whatif`` (every scheduling policy on the
+same jobs); writes the HTML report and prints its path and the headline numbers.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ NOTE = (
 def main(out: str = ".drainwatch/demo") -> int:
     base = Path(out)
     sim = base / "sim"
-    dirs = {"drain": base / "drain", "jobs": base / "jobs", "samples": base / "samples"}
+    dirs = {
+        "drain": base / "drain",
+        "jobs": base / "jobs",
+        "samples": base / "samples",
+        "whatif": base / "whatif",
+    }
     t0 = time.perf_counter()
     if cli([*SIM, "--out", str(sim)]) != 0:
         return 1
@@ -76,10 +82,14 @@ def main(out: str = ".drainwatch/demo") -> int:
         ],
         ["--format", "samples", str(sim / "samples.jsonl"), "--mem-per-core", "6"],
     ]
-    for argv, d in zip(runs, dirs.values(), strict=True):
+    for argv, d in zip(runs, dirs.values(), strict=False):
         rc = cli(["replay", *argv, *common, "--out", str(d)])
         if rc != 0:
             return rc
+    whatif = ["whatif", "--format", "jobevents", str(sim / "jobs.jsonl"), "--nodes", NODES]
+    rc = cli([*whatif, *common, "--out", str(dirs["whatif"])])
+    if rc != 0:
+        return rc
     from streams.report import write_report
 
     path = base / "report.html"

@@ -22,14 +22,16 @@ from streams.errors import UserError, open_regular, read_small
 from streams.tables import drain as drain_tables
 from streams.tables import jobs as job_tables
 from streams.tables import samples as sample_tables
+from streams.tables import whatif as whatif_tables
 
-ENGINES = ("drain", "jobs", "samples")
+ENGINES = ("drain", "jobs", "samples", "whatif")
 SUMMARY_CAP = 64 << 20  # a summary larger than this is none of ours
 # the files each engine can write: a table is looked up in its engine's directory only
 _ENGINE_FILES = {
     "drain": set(drain_tables.FILES),
     "jobs": set(job_tables.FILES),
     "samples": set(sample_tables.FILES),
+    "whatif": set(whatif_tables.FILES),
 }
 
 
@@ -126,8 +128,8 @@ def load(paths: list[str], staged: tuple[Path, Path] | None = None) -> ReplayOut
         found = [e for e in ENGINES if e in fresh or (d / f"summary_{e}.json").is_file()]
         if not found:
             raise UserError(
-                f"{p} holds no replay output (no summary_drain.json, summary_jobs.json or "
-                "summary_samples.json)"
+                f"{p} holds no replay output (no summary_drain.json, summary_jobs.json, "
+                "summary_samples.json or summary_whatif.json)"
             )
         for engine in found:
             if engine in out.dirs:

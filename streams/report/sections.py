@@ -907,6 +907,103 @@ def utilisation(o: ReplayOutputs) -> Section | None:
     return s
 
 
+# ------------------------------------------------------------ drainwatch whatif
+
+
+def _policy_label(policy: str, estimate: str) -> str:
+    return f"{policy} ({estimate})" if policy == "easy-predicted" else policy
+
+
+def whatif(o: ReplayOutputs) -> Section | None:
+    t = o.table("whatif.csv")
+    if t is None or not o.has("whatif"):
+        return None
+    summ = o.summaries["whatif"]
+    s = Section(
+        "whatif",
+        "What if: other scheduling policies",
+        f"The site's own {summ.get('jobs', 0):,} jobs on {summ.get('nodes', 0):,} nodes under "
+        "each policy, side by side with the recorded schedule (as-run): drain accounted as the "
+        "replay accounts a log (seed 000), waits, bounded slowdown (10 s) and jobs started "
+        "later than recorded.",
+    )
+    rows = t.dicts()
+    labels = [_policy_label(r["policy"], r["estimate"]) for r in rows]
+    s.figures.append(plots.bars(labels, t.num("mean_wait_seconds") / 3600.0, "mean wait (h)"))
+    s.tables.append(
+        TableView(
+            [
+                "policy",
+                "drain (node-h)",
+                "drain % (static)",
+                "utilisation %",
+                "mean wait (h)",
+                "p95 wait (h)",
+                "mean bounded slowdown",
+                "started late (jobs)",
+                "mean wait change (h)",
+            ],
+            [
+                [
+                    label,
+                    _f(r["drain_node_hours"]),
+                    _f(r["drain_pct_static"]),
+                    _f(r["utilisation_pct"]),
+                    _nh(float(r["mean_wait_seconds"])),
+                    _nh(float(r["p95_wait_seconds"])),
+                    _f(r["mean_bounded_slowdown"]),
+                    _n(r["started_late"]),
+                    _nh(float(r["mean_wait_change_seconds"])),
+                ]
+                for label, r in zip(labels, rows, strict=True)
+            ],
+        )
+    )
+    users = o.table("whatif_users.csv")
+    if users is not None and len(users):
+        per: dict[str, dict[str, float]] = defaultdict(dict)
+        jobs: dict[str, int] = {}
+        base: dict[str, float] = {}
+        cols = []
+        for r in users.dicts():
+            label = _policy_label(r["policy"], r["estimate"])
+            if r["policy"] == "as-run":
+                continue
+            if label not in cols:
+                cols.append(label)
+            per[r["user"]][label] = float(r["mean_wait_change_seconds"])
+            jobs[r["user"]] = int(r["jobs"])
+            base[r["user"]] = float(r["as_run_mean_wait_seconds"])
+        order = sorted(jobs, key=lambda u: (-jobs[u], u))
+        urows = [
+            [u, jobs[u], _nh(base[u]), *(_nh(per[u][c]) if c in per[u] else None for c in cols)]
+            for u in order[:TOP]
+        ]
+        s.tables.append(
+            TableView(
+                ["user", "jobs", "mean wait as run (h)", *(f"{c}: change (h)" for c in cols)],
+                urows,
+                "per user, the change in mean wait against as-run (< 0 waits less)",
+                max(0, len(order) - TOP),
+            )
+        )
+    left = summ.get("left_out") or {}
+    filled = summ.get("filled_in") or {}
+    if left:
+        s.facts.append(
+            "Left out: " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in left.items()) + "."
+        )
+    if filled:
+        s.facts.append(
+            "Filled in: "
+            + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in filled.items())
+            + "."
+        )
+    for limit in summ.get("limits") or []:
+        s.facts.append(f"Not modelled: {limit}.")
+    return s
+
+
 # the page's order, and what each section needs (shown when it is left out)
 SECTIONS: list[tuple[str, str, str, Callable[[ReplayOutputs], Section | None]]] = [
     ("drain", "Drain over time", "replay --format moab", drain_over_time),
@@ -948,6 +1045,12 @@ SECTIONS: list[tuple[str, str, str, Callable[[ReplayOutputs], Section | None]]] 
     ("fairshare", "Fair share", "replay --format sacct|swf|jobevents|jobcomp", fair_share),
     ("dfs", "DFS write load and hot zones", "replay --format samples|llview", dfs_load),
     ("utilisation", "Job utilisation", "replay --format samples|llview", utilisation),
+    (
+        "whatif",
+        "What if: other scheduling policies",
+        "whatif --format sacct|swf|jobevents|jobcomp",
+        whatif,
+    ),
 ]
 
 

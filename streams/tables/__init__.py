@@ -2,7 +2,8 @@
 
 The tables (:class:`~streams.contracts.Table`, the vocabulary of the stage and sink contracts,
 defined in :mod:`streams.contracts` and re-exported here) are declared one module a family:
-:mod:`streams.tables.drain`, :mod:`streams.tables.jobs`, :mod:`streams.tables.samples`. The
+:mod:`streams.tables.drain`, :mod:`streams.tables.jobs`, :mod:`streams.tables.samples`,
+:mod:`streams.tables.whatif` (``drainwatch whatif``). The
 stages write them, the sinks format rows through the column kinds
 (:func:`streams.format.format_rows`), so a CSV file, the in-memory sink and an InfluxDB
 measurement all read the same declaration. ``python -m streams.tables`` prints the generated
@@ -29,10 +30,10 @@ __all__ = [
 def all_tables() -> list[tuple[str, Table]]:
     """Every table of every stage, as (engine, table), in documentation order (the families
     are loaded when the catalogue is asked for, not by whoever imports this package's names)."""
-    from streams.tables import drain, jobs, samples
+    from streams.tables import drain, jobs, samples, whatif
 
     out: list[tuple[str, Table]] = []
-    for engine, mod in (("drain", drain), ("jobs", jobs), ("samples", samples)):
+    for engine, mod in (("drain", drain), ("jobs", jobs), ("samples", samples), ("whatif", whatif)):
         out += [(engine, t) for t in mod.TABLES]
     return out
 

@@ -55,4 +55,7 @@ def test_a_command_loads_only_its_own_module() -> None:
         [sys.executable, "-m", "streams.cli", "replya"], capture_output=True, text=True
     )
     assert r.returncode == 2
-    assert "choose from 'replay', 'report', 'simulate', 'worker', 'ship', 'calibrate'" in r.stderr
+    assert (
+        "choose from 'replay', 'report', 'simulate', 'whatif', 'worker', 'ship', 'calibrate'"
+        in r.stderr
+    )

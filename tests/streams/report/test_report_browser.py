@@ -38,7 +38,9 @@ def test_report_loads_cleanly_and_shows_every_section(demo_out: Path, tmp_path: 
         body = dom[m.end() : dom.index("</section>", m.end())]
         assert "<svg" in body or "<table>" in body, key
     assert 'id="not-shown"' not in dom
-    built = sections.build(load_outputs([str(demo_out / d) for d in ("drain", "jobs", "samples")]))
+    built = sections.build(
+        load_outputs([str(demo_out / d) for d in ("drain", "jobs", "samples", "whatif")])
+    )
     figures = sum(len(s.figures) for s in built if isinstance(s, sections.Section))
     assert dom.count("<svg") == figures >= 10  # all but the job tables have a plot
     png = browser.screenshot(page, tmp_path / "profile", tmp_path / "report.png", 1200, 1600)

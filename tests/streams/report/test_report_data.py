@@ -15,7 +15,7 @@ from streams.cli import main as cli
 from streams.report import build_report, data, sections
 from streams.report.page import cell
 
-DIRS = ("drain", "jobs", "samples")
+DIRS = ("drain", "jobs", "samples", "whatif")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -205,6 +205,7 @@ def test_absent_inputs_are_listed_not_shown(demo_out: Path) -> None:
         "backfill",
         "dfs",
         "utilisation",
+        "whatif",
     }
     assert 'id="not-shown"' in r.html and 'data-section="drain"' not in r.html
     assert "needs replay --format moab --jobs FILE" in r.html
