@@ -29,7 +29,11 @@ def _held(row: Row) -> float:
 
 
 def easy(
-    n: int, rows: list[Row], users: list[str] | None = None, estimate: str = "requested"
+    n: int,
+    rows: list[Row],
+    users: list[str] | None = None,
+    estimate: str = "requested",
+    shortest_first: bool = False,
 ) -> tuple[Result, Promises]:
     plan: dict[int, float] = {}
     initial: dict[int, float] = {}
@@ -106,7 +110,10 @@ def easy(
             cands = [i for i in range(n) if expect[i] <= shadow]
             cands.sort(key=lambda i: (-expect[i], i))
             reserved = set(cands[:need])
-            for j in list(queue[1:]):
+            order = list(queue[1:])
+            if shortest_first:  # SJBF: the shortest planned first, queue order among equals
+                order.sort(key=lambda j: plan[j])
+            for j in order:
                 free = [i for i in range(n) if node_job[i] is None]
                 ok = [i for i in free if i not in reserved or t + plan[j] <= shadow]
                 if len(ok) >= rows[j][1]:

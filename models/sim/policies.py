@@ -242,10 +242,13 @@ def make_scheduler(
     predictor: Estimate | None = None,
     outages: Sequence[NodeInterval] = (),
     log_reservations: bool = False,
+    shortest_first: bool = False,
 ) -> EasyScheduler:
     """The scheduler of a simulated policy (see the module docstring); ``predictor`` is the
-    estimate of ``easy-predicted`` (default :class:`TsafrirLastTwo`). ``as-run`` has no
-    scheduler (ValueError), nor has an unknown name."""
+    estimate of ``easy-predicted`` (default :class:`TsafrirLastTwo`); ``shortest_first``
+    backfills the shortest planned jobs first (EASY policies only: with ``easy-predicted`` it is
+    Tsafrir et al.'s EASY++). ``as-run`` has no scheduler (ValueError), nor has an unknown
+    name."""
     if policy == "easy":
         est: Estimate | None = None
     elif policy == "easy-predicted":
@@ -259,7 +262,12 @@ def make_scheduler(
     else:
         raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     return EasyScheduler(
-        n_nodes, workload, outages, estimate=est, log_reservations=log_reservations
+        n_nodes,
+        workload,
+        outages,
+        estimate=est,
+        log_reservations=log_reservations,
+        shortest_first=shortest_first,
     )
 
 

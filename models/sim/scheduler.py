@@ -13,9 +13,11 @@ going down or coming back, a drain starting or ending) the scheduler
    idle ones first, which long jobs may backfill. With
    ``depth`` > 1 the next jobs get reservations the same way, after the earlier reservations'
    requested end times are taken into account (Moab's RESERVATIONDEPTH);
-3. backfills the other waiting jobs in queue order: a job starts now on free nodes that either
-   carry no reservation or whose earliest reservation starts no sooner than now + the job's
-   requested walltime (so it ends before the shadow time, or uses nodes the head does not need).
+3. backfills the other waiting jobs in queue order (with ``shortest_first``, in order of their
+   planning run times, queue order among equals: the SJBF of Tsafrir et al.'s EASY++): a job
+   starts now on free nodes that either carry no reservation or whose earliest reservation
+   starts no sooner than now + the job's requested walltime (so it ends before the shadow time,
+   or uses nodes the head does not need).
 
 Jobs run for their actual runtime, or are killed at their requested walltime. Because planning
 uses requested walltimes, which bound actual run times, a backfilled job never delays a
@@ -185,6 +187,7 @@ class EasyScheduler:
         depth: int = 1,
         estimate: Estimate | None = None,
         log_reservations: bool = False,
+        shortest_first: bool = False,
     ) -> None:
         if n_nodes < 1:
             raise ValueError("n_nodes must be >= 1")
@@ -196,6 +199,7 @@ class EasyScheduler:
         self.n = n_nodes
         self.w = workload
         self.depth = depth
+        self.shortest_first = shortest_first
         self.records = [JobRecord() for _ in range(len(workload))]
         # planning run time per job: the request unless an estimate says otherwise
         self.plan: npt.NDArray[np.float64] = np.array(workload.req_walltime, dtype=np.float64)
@@ -429,7 +433,8 @@ class EasyScheduler:
         unres = free & (self.rsv_start == INF)
         n_unres = int(unres.sum())
         res_starts = sorted(self.rsv_start[free & (self.rsv_start < INF)].tolist())
-        for j in q:
+        plan = self.plan
+        for j in sorted(q, key=lambda j: plan[j]) if self.shortest_first else q:
             if n_free == 0:
                 break
             if j in reserved:

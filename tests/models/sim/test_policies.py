@@ -88,6 +88,17 @@ def test_conservative_backfills_into_a_hole_and_compresses_on_early_end():
     assert check_reservations(got, s.rsv_log) == []
 
 
+def test_shortest_first_backfills_the_shortest_planned_job():
+    # 4 nodes: J0 (2 nodes) runs 0-100; J1 (4 nodes, at 1) reserves every node at 100; at 2
+    # J2 (2 nodes, 90 s) and J3 (2 nodes, 10 s) both fit before 100. In queue order J2 takes
+    # the two free nodes; shortest first J3 does, and J2 waits for the head
+    rows = [(0, 2, 100, 100), (1, 4, 50, 50), (2, 2, 90, 90), (2, 2, 10, 10)]
+    fifo = starts(EasyScheduler(4, wl(rows)).run_all())
+    sjbf = starts(EasyScheduler(4, wl(rows), shortest_first=True).run_all())
+    assert fifo == [0.0, 100.0, 2.0, 150.0]
+    assert sjbf == [0.0, 100.0, 150.0, 2.0]
+
+
 def test_easy_perfect_backfills_a_job_easy_cannot():
     # 2 nodes. J0 (1 node) runs 0-100. J1 (2 nodes, at 1) waits for it: shadow 100 on both
     # nodes. J2 (1 node, at 2) asks 200 s but runs 30 s: with its request it would pass the
@@ -310,8 +321,12 @@ def same_as_reference(records, ref_result):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), estimate=st.sampled_from(["requested", "actual", "tsafrir"]))
-def test_easy_matches_the_reference(data, estimate):
+@given(
+    data=st.data(),
+    estimate=st.sampled_from(["requested", "actual", "tsafrir"]),
+    shortest_first=st.booleans(),
+)
+def test_easy_matches_the_reference(data, estimate, shortest_first):
     n = data.draw(st.integers(1, 6))
     if estimate == "tsafrir":
         # submits spread out, so users have ended jobs (predictions), and runs that outlive
@@ -321,9 +336,15 @@ def test_easy_matches_the_reference(data, estimate):
         rows = data.draw(job_rows(25, 400, 700, 600, n))
     users = data.draw(st.lists(st.sampled_from("ab"), min_size=len(rows), max_size=len(rows)))
     est = {"requested": RequestedTime(), "actual": ActualTime(), "tsafrir": TsafrirLastTwo()}
-    s = EasyScheduler(n, wl(rows, users), estimate=est[estimate], log_reservations=True)
+    s = EasyScheduler(
+        n,
+        wl(rows, users),
+        estimate=est[estimate],
+        log_reservations=True,
+        shortest_first=shortest_first,
+    )
     records = s.run_all()
-    want, promises = ref.easy(n, rows, users, estimate)
+    want, promises = ref.easy(n, rows, users, estimate, shortest_first)
     assert same_as_reference(records, want)
     assert [(r.made, r.job, r.start) for r in s.rsv_log] == promises
 
@@ -357,8 +378,11 @@ def test_every_policy_gives_a_valid_schedule(data):
     w = wl(rows, users)
     runs = [(p, None) for p in POLICIES if p != "as-run"]
     runs += [("easy-predicted", p) for p in PREDICTORS.values()]
+    sjbf = data.draw(st.booleans())  # EASY++'s shortest-first backfill changes no rule
     for policy, predictor in runs:
-        s = make_scheduler(policy, n, w, predictor=predictor, log_reservations=True)
+        s = make_scheduler(
+            policy, n, w, predictor=predictor, log_reservations=True, shortest_first=sjbf
+        )
         records = s.run_all()
         assert check_schedule(w, records, n) == [], policy
         promises = check_reservations(records, s.rsv_log)
