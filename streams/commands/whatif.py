@@ -34,6 +34,8 @@ ENGINE = "whatif"
 LIMITS = (
     "one partition of identical nodes: no topology, no node features, no partitions or QOS "
     "the trace does not name, no per-node memory or GPUs",
+    "whole nodes: a job gets its node count to itself, so jobs that shared nodes (per-core "
+    "allocation) are given whole nodes",
     "FCFS order by submit time: no priorities, fair share, QOS or job arrays as the site "
     "configured them",
     "no preemption, no advance or maintenance reservations, no node failures or drains unless "

@@ -15,6 +15,7 @@ from streams.report import build_report
 from tests.paths import SHARED_DATA
 
 KTH = SHARED_DATA / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+PHILLIPS = SHARED_DATA / "sacct" / "phillips.log"
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
@@ -193,3 +194,16 @@ def test_kth_through_the_command(tmp_path):
     summary = json.loads((out / "summary_whatif.json").read_text())
     assert summary["left_out"] == {"no_size": 1}
     assert summary["filled_in"] == {"request_raised_to_run": 475}
+
+
+@pytest.mark.skipif(not PHILLIPS.exists(), reason=f"public dump not here: {PHILLIPS}")
+def test_a_real_sacct_dump(tmp_path):
+    out = tmp_path / "phillips"
+    argv = ["whatif", "--format", "sacct", str(PHILLIPS), "--nodes", "100", "--out", str(out)]
+    assert main([*argv, "--policy", "as-run", "--policy", "easy", "--no-progress"]) == 0
+    summary = json.loads((out / "summary_whatif.json").read_text())
+    # 4,285 jobs in the dump: 239 were cancelled before they started
+    assert summary["jobs"] == 4_046
+    assert summary["left_out"] == {"never_started": 239}
+    run = _rows(out / "whatif.csv")[("as-run", "recorded")]
+    assert float(run["mean_wait_seconds"]) == pytest.approx(16754.262, abs=1e-3)
