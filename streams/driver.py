@@ -158,6 +158,23 @@ def _emit(outputs: Any, sinks: Sequence[Sink], rows: dict[str, int]) -> None:
                 sink.write(target, payload)
 
 
+def input_figures(inputs: Sequence[InputStats], rejects: RejectLog) -> dict[str, Any]:
+    """What a run read, for its summary: per input, the first and last event time, the lines,
+    records and rejects in all."""
+    firsts = [i.first_ms for i in inputs if i.first_ms is not None]
+    lasts = [i.last_ms for i in inputs if i.last_ms is not None]
+    return {
+        "inputs": [i.as_dict() for i in inputs],
+        "first": instant_ms(min(firsts)) if firsts else None,
+        "last": instant_ms(max(lasts)) if lasts else None,
+        "lines": sum(i.lines or 0 for i in inputs),
+        "ignored": sum(i.ignored for i in inputs),
+        "records": sum(i.records for i in inputs),
+        "rejected": rejects.total,
+        "rejected_by_reason": dict(sorted(rejects.by_reason.items())),
+    }
+
+
 def _summary(
     r: Run,
     stages: Sequence[Stage[Any]],
@@ -165,9 +182,6 @@ def _summary(
     timings: dict[str, float],
     rows: dict[str, int],
 ) -> dict[str, Any]:
-    inputs = [i for f in r.feeds for i in f.source.inputs]
-    firsts = [i.first_ms for i in inputs if i.first_ms is not None]
-    lasts = [i.last_ms for i in inputs if i.last_ms is not None]
     counts: Counter[str] = Counter()
     for st in stages:
         record_counts = getattr(st, "record_counts", None)
@@ -177,14 +191,7 @@ def _summary(
         "engine": r.engine,
         "format": r.fmt,
         "tz": r.tz,
-        "inputs": [i.as_dict() for i in inputs],
-        "first": instant_ms(min(firsts)) if firsts else None,
-        "last": instant_ms(max(lasts)) if lasts else None,
-        "lines": sum(i.lines or 0 for i in inputs),
-        "ignored": sum(i.ignored for i in inputs),
-        "records": sum(i.records for i in inputs),
-        "rejected": rejects.total,
-        "rejected_by_reason": dict(sorted(rejects.by_reason.items())),
+        **input_figures([i for f in r.feeds for i in f.source.inputs], rejects),
         "duplicates": counts["duplicates"],
         "out_of_order": counts["out_of_order"],
         "reordered": counts["reordered"],

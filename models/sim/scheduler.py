@@ -176,6 +176,10 @@ class JobRecord:
     state: str = ""
 
 
+def _unseen(t: float) -> None:
+    """The visit of a run nobody observes."""
+
+
 class EasyScheduler:
     """Event-driven EASY backfilling over ``n_nodes`` nodes; see the module docstring."""
 
@@ -511,14 +515,7 @@ class EasyScheduler:
         """The fast path: process every event before ``end`` with no iteration observed and no
         event kept, and return the job records (start, end, node ids, state; NaN start for a
         job that never started)."""
-        events: list[SchedEvent] = []
-        t = self._next_event_time()
-        while t < end:
-            self._process_events_at(t, events)
-            self._schedule(t, events)
-            events.clear()
-            t = self._next_event_time()
-        return self.records
+        return self.run_each(_unseen, end)
 
 
 class ConservativeScheduler(EasyScheduler):

@@ -167,7 +167,6 @@ def write_whatif(args: argparse.Namespace) -> dict[str, Any]:
     from streams import driver
     from streams.atomic import OutputSet
     from streams.commands.replay import previous_outputs
-    from streams.contracts import instant_ms
     from streams.format import format_rows
     from streams.sinks.files import DirectorySink
     from streams.sources.jobevents import read_job_events
@@ -217,19 +216,12 @@ def write_whatif(args: argparse.Namespace) -> dict[str, Any]:
         sink = DirectorySink(args.out, previous_outputs(args.out, ENGINE, FILES), outputs)
         sink.write(WHATIF, rows)
         sink.write(WHATIF_USERS, user_rows)
-        firsts = [i.first_ms for i in inputs if i.first_ms is not None]
-        lasts = [i.last_ms for i in inputs if i.last_ms is not None]
         summary: dict[str, Any] = {
             "engine": ENGINE,
             "format": args.format,
             "tz": args.tz,
             "nodes": args.nodes,
-            "inputs": [i.as_dict() for i in inputs],
-            "first": instant_ms(min(firsts)) if firsts else None,
-            "last": instant_ms(max(lasts)) if lasts else None,
-            "records": sum(i.records for i in inputs),
-            "rejected": rejects.total,
-            "rejected_by_reason": dict(sorted(rejects.by_reason.items())),
+            **driver.input_figures(inputs, rejects),
             "jobs": len(jobs.workload),
             "left_out": dict(sorted(jobs.left_out.items())),
             "filled_in": dict(sorted(jobs.filled_in.items())),
