@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK := $(PY) deploy/local/stack.py
 
-.PHONY: venv demo demo-live test test-unit lint browser slurm stack-start stack-stop stack-status bench clean
+.PHONY: venv demo demo-live test test-unit lint browser slurm stack-start stack-stop stack-status grafana-ui bench clean
 
 # The compiled Moab tokenizer and drain accountant loops (native/: Rust, PyO3, built by maturin
 # from crates.io) where a Rust toolchain is (rustup's ~/.cargo/bin counts); without one the
@@ -42,6 +42,7 @@ slurm:
 
 # Whole suite against the real local stack; the stack is stopped afterwards, logs kept on failure.
 test: venv browser slurm
+	$(PYTHON) deploy/local/grafana_ui.py build || echo "grafana-ui: not built: the dashboards' browser tests will be skipped (log: .drainwatch/logs/build-grafana-ui.log)"
 	$(STACK) start
 	set -o pipefail; rc=0; DRAINWATCH_REQUIRE_STACK=1 $(PY) -m pytest -q || rc=$$?; \
 	  $(STACK) stop --keep-logs-if $$rc; \
@@ -62,6 +63,12 @@ stack-stop: venv
 	$(STACK) stop
 stack-status: venv
 	$(STACK) status
+
+# Grafana's web UI for the local stack's Grafana (deploy/local/grafana_ui.py): Yarn and webpack
+# from the npm registry, once (~4 min on 2 cores, ~4.5 GB); the stack's Grafana serves it from its
+# next start. Standard library only, like stack.py. FORCE=1 rebuilds.
+grafana-ui:
+	$(PYTHON) deploy/local/grafana_ui.py build $(if $(FORCE),--force)
 
 bench: venv
 	$(PY) bench/bench_replay.py

@@ -13,7 +13,9 @@ without Docker.
   API (/api/v2/write), Flux (/api/v2/query) and InfluxQL (/query). Auth is on; an admin user with
   a random password is created on first start, and the database the pipeline writes to.
 * Grafana 10.0.0-preview, built once from the Go module proxy (`go mod download`, `wire gen`,
-  `go build`, ~4 min on 2 cores; no frontend bundle, the HTTP API is complete), run with
+  `go build`, ~4 min on 2 cores; the module has no frontend bundle: deploy/local/grafana_ui.py
+  builds the web UI beside it, `make grafana-ui`, also run by `make test`, and a server started
+  after it serves the UI; without it the HTTP API is complete and the page blank), run with
   sqlite, unified alerting on, an admin password generated into grafana/admin.password (0600)
   and the repo's provisioning files (grafana/provisioning: datasource, dashboards, alerting)
   with the datasource pointing at this InfluxDB through DRAINWATCH_GRAFANA_* variables.
@@ -1145,6 +1147,24 @@ def grafana_request(
         return status, raw.decode("utf-8", "replace")
 
 
+def grafana_ui_dir(cfg: Config) -> Path:
+    """Where deploy/local/grafana_ui.py builds the web UI: a copy of grafana/home with the
+    frontend bundle (public/build) and, written last, ui.stamp."""
+    return cfg.grafana_dir / "ui"
+
+
+def grafana_homepath(cfg: Config) -> Path:
+    """The --homepath of a Grafana server: the built web UI when its ui.stamp names this module
+    version, else grafana/home (the HTTP API is complete; the UI page is blank)."""
+    try:
+        stamp = json.loads((grafana_ui_dir(cfg) / "ui.stamp").read_text())
+    except (OSError, ValueError):
+        return cfg.grafana_home
+    if isinstance(stamp, dict) and stamp.get("module") == f"{GRAFANA_MODULE}@{GRAFANA_VERSION}":
+        return grafana_ui_dir(cfg)
+    return cfg.grafana_home
+
+
 def start_grafana_instance(
     cfg: Config,
     run: Path,
@@ -1163,8 +1183,9 @@ def start_grafana_instance(
     proc_env.update(env)
     pid_file = run / "grafana.pid"
     log = log or run / "grafana.log"
+    home = grafana_homepath(cfg)  # the built web UI's tree, else grafana/home
     pid = _spawn(
-        [str(cfg.grafana_bin), "server", "--homepath", str(cfg.grafana_home), "--config", str(ini)],
+        [str(cfg.grafana_bin), "server", "--homepath", str(home), "--config", str(ini)],
         log,
         pid_file,
         env=proc_env,
