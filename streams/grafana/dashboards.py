@@ -14,11 +14,15 @@ from models.drain.basis import QUALITY_MIN
 from streams.config import Settings
 from streams.grafana.panels import (
     CLUSTER,
+    CORE_HOURS,
+    HOURS,
+    NODE_HOURS,
     Dashboard,
     bargauge,
     cluster_variable,
     histogram,
     query_variable,
+    right_axis,
     stat,
     table,
     target,
@@ -49,7 +53,7 @@ def drain(s: Settings) -> Dashboard:
                     f'"dynamic basis" FROM "drain" WHERE {day}'
                 ),
                 unit="percent",
-                bars=True,
+                dots=True,
             ),
             timeseries(
                 "Drain % per hour",
@@ -88,7 +92,7 @@ def drain(s: Settings) -> Dashboard:
                     '"down_node_seconds" / 3600 AS "down", "unaccounted_node_seconds" / 3600 '
                     f'AS "unaccounted" FROM "drain" WHERE {day}'
                 ),
-                unit="h",
+                unit=NODE_HOURS,
                 bars=True,
                 stacked=True,
             ),
@@ -101,8 +105,9 @@ def drain(s: Settings) -> Dashboard:
                     f'WHERE {day} GROUP BY "state", "has_rsv", "has_job"',
                     fmt="table",
                 ),
-                unit="h",
+                unit=NODE_HOURS,
                 sort="node_hours",
+                units={"has_rsv": "none", "has_job": "none"},
             ),
             bargauge(
                 "Drain by job size group (node-hours)",
@@ -113,7 +118,7 @@ def drain(s: Settings) -> Dashboard:
                     f'WHERE {CLUSTER} AND $timeFilter GROUP BY "group"',
                     alias="$tag_group",
                 ),
-                unit="h",
+                unit=NODE_HOURS,
             ),
             timeseries(
                 "Drain % per minute: provisional and final",
@@ -162,6 +167,8 @@ def jobs(s: Settings) -> Dashboard:
                 sort="drain_node_hours",
                 link_job=True,
                 width=24,
+                time="first charged",
+                units={"runtime": "s", "drain_per_node": "s"},
             ),
             table(
                 "Perpetually sliding jobs (never seen running)",
@@ -178,6 +185,8 @@ def jobs(s: Settings) -> Dashboard:
                 unit="short",
                 sort="drain_node_hours",
                 link_job=True,
+                time="first charged",
+                units={"drain_per_node_h": HOURS},
             ),
             table(
                 "Failure to launch (drained, then ran < 30 s)",
@@ -192,6 +201,8 @@ def jobs(s: Settings) -> Dashboard:
                 unit="short",
                 sort="drain_node_hours",
                 link_job=True,
+                time="first charged",
+                units={"runtime": "s"},
             ),
             timeseries(
                 "Drain / run time per job",
@@ -217,6 +228,9 @@ def jobs(s: Settings) -> Dashboard:
                 ),
                 unit="s",
                 link_job=True,
+                time="ended",
+                width=24,
+                units={"history_runs": "none", "overran": "none"},
             ),
             table(
                 "Running jobs past their prediction (seed 001's red rows)",
@@ -230,6 +244,7 @@ def jobs(s: Settings) -> Dashboard:
                 ),
                 unit="short",
                 width=24,
+                units={"firing": "none", "running_s": "s", "upper_s": "s"},
             ),
             table(
                 "Node-release forecast (seed 001 Fig. 9)",
@@ -238,9 +253,9 @@ def jobs(s: Settings) -> Dashboard:
                 "each (Need), when all are free and how late against its reservation (seed 001 "
                 "§17, Fig. 9); actual late fills in when the job starts.",
                 target(
-                    'SELECT "job", "step", "need", "missing", "holder_job", "holder_nodes", '
-                    '"release_at_s" * 1000 AS "release_at", "need_after", '
-                    '"ready_at_s" * 1000 AS "ready_at", "late_by_s", "actual_late_s" FROM '
+                    'SELECT "job", "late_by_s", "actual_late_s", "step", "need", "missing", '
+                    '"holder_job", "holder_nodes", "release_at_s" * 1000 AS "release_at", '
+                    '"need_after", "ready_at_s" * 1000 AS "ready_at" FROM '
                     f'"release_forecast" WHERE {JOB} AND {CLUSTER} AND $timeFilter',
                     fmt="table",
                 ),
@@ -248,6 +263,7 @@ def jobs(s: Settings) -> Dashboard:
                 sort="late_by_s",
                 link_job=True,
                 width=24,
+                time="submitted",
                 units={
                     "release_at": "dateTimeAsIso",
                     "ready_at": "dateTimeAsIso",
@@ -300,6 +316,8 @@ def shortjobs(s: Settings) -> Dashboard:
                     alias="$tag_holder",
                 ),
                 threshold=s.alerts.shortjob_flood,
+                points=True,  # ticks only while A(t) is above the floor: no lines across days
+                legend_right=True,
             ),
             timeseries(
                 "Short-job penalty A(t) per group",
@@ -310,6 +328,8 @@ def shortjobs(s: Settings) -> Dashboard:
                     alias="$tag_holder",
                 ),
                 threshold=s.alerts.shortjob_flood,
+                points=True,  # ticks only while A(t) is above the floor: no lines across days
+                legend_right=True,
             ),
             timeseries(
                 "N_s and T_s per 3-minute tick (all users)",
@@ -326,6 +346,7 @@ def shortjobs(s: Settings) -> Dashboard:
                     "B",
                 ),
                 bars=True,
+                overrides=right_axis("N_s"),  # a count beside slot-seconds
             ),
             timeseries(
                 "Slot turnover U",
@@ -344,7 +365,8 @@ def shortjobs(s: Settings) -> Dashboard:
                     f'{USER} AND {where} GROUP BY "holder"',
                     alias="$tag_holder",
                 ),
-                unit="h",
+                unit=NODE_HOURS,
+                legend_right=True,
             ),
             timeseries(
                 "Usage per day (Open XDMoD Jobs realm)",
@@ -353,8 +375,8 @@ def shortjobs(s: Settings) -> Dashboard:
                     'SELECT "node_hours" AS "node hours", "cpu_hours" AS "cpu hours", '
                     f'"wall_hours" AS "wall hours" FROM "usage" WHERE {where}'
                 ),
-                unit="h",
-                bars=True,
+                unit=HOURS,
+                dots=True,
             ),
         ],
         [
@@ -392,11 +414,13 @@ def samples(s: Settings) -> Dashboard:
                 "Runs of minutes above the threshold: peak, length and the jobs that wrote "
                 "most (job:share; seed 003 §5.2).",
                 target(
-                    'SELECT "peak_mb_s", "minutes", "end_s", "top_jobs" FROM "hot_zone" '
-                    f"WHERE {where}",
+                    'SELECT "peak_mb_s", "minutes", "end_s" * 1000 AS "end", "top_jobs" FROM '
+                    f'"hot_zone" WHERE {where}',
                     fmt="table",
                 ),
                 width=24,
+                time="first hot minute",
+                units={"peak_mb_s": "MBs", "minutes": "none", "end": "dateTimeAsIso"},
             ),
             histogram(
                 "Job core utilisation (mean per job)",
@@ -418,7 +442,7 @@ def samples(s: Settings) -> Dashboard:
                     'SELECT sum("sa_core_seconds") / 3600 AS "squashed area" FROM "job_util" '
                     f"WHERE {where} GROUP BY time(1d) fill(none)"
                 ),
-                unit="h",
+                unit=CORE_HOURS,
                 bars=True,
             ),
             stat(
@@ -449,7 +473,7 @@ def capability(s: Settings) -> Dashboard:
                 ),
                 unit="percentunit",
                 threshold=s.alerts.cup40_target,
-                bars=True,
+                dots=True,
             ),
             timeseries(
                 "Large, small and backfill node-hours per day",
@@ -459,7 +483,7 @@ def capability(s: Settings) -> Dashboard:
                     'SELECT "large_node_hours" AS "large", "small_node_hours" AS "small", '
                     f'"backfill_node_hours" AS "backfill" FROM "capability" WHERE {where}'
                 ),
-                unit="h",
+                unit=NODE_HOURS,
                 bars=True,
                 stacked=True,
             ),
@@ -563,6 +587,18 @@ def pipeline(s: Settings) -> Dashboard:
                     )
                     for i, (label, m, f, c) in enumerate(last_record)
                 ],
+                # one row per input (its name, its newest point's time), not a frame per input
+                transformations=[
+                    {"id": "seriesToRows", "options": {}},
+                    {
+                        "id": "organize",
+                        "options": {
+                            "excludeByName": {"Value": True},
+                            "renameByName": {"Metric": "input"},
+                        },
+                    },
+                ],
+                time="last event time",
             ),
         ],
         [

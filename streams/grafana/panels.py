@@ -15,7 +15,11 @@ CLUSTER = '"cluster" =~ /^$cluster$/'  # the cluster variable, in every WHERE cl
 
 
 def target(query: str, ref: str = "A", fmt: str = "time_series", alias: str = "") -> dict[str, Any]:
-    """A raw InfluxQL target; Grafana expands $timeFilter, $__interval and the variables."""
+    """A raw InfluxQL target; Grafana expands $timeFilter, $__interval and the variables. A
+    time series not grouped by a tag is named by its column (``$col``), not
+    ``measurement.column``."""
+    if not alias and fmt == "time_series" and 'GROUP BY "' not in query:
+        alias = "$col"
     t: dict[str, Any] = {
         "refId": ref,
         "datasource": DATASOURCE,
@@ -31,7 +35,9 @@ def target(query: str, ref: str = "A", fmt: str = "time_series", alias: str = ""
 def query_variable(name: str, label: str, query: str, *, multi: bool = True) -> dict[str, Any]:
     """A variable filled by an InfluxQL query (SHOW TAG VALUES ...), with All = any value."""
     return {
-        "id": "",
+        # Grafana 10 keys a variable's state by its id: an empty id leaves $name unresolved in
+        # every query the browser sends (the schema wants one; the name is unique)
+        "id": name,
         "name": name,
         "label": label,
         "type": "query",
@@ -52,7 +58,7 @@ def query_variable(name: str, label: str, query: str, *, multi: bool = True) -> 
 
 def textbox_variable(name: str, label: str, description: str) -> dict[str, Any]:
     return {
-        "id": "",
+        "id": name,  # as query_variable's
         "name": name,
         "label": label,
         "type": "textbox",
@@ -78,6 +84,28 @@ def job_link(title: str = "job in the jobs dashboard") -> dict[str, Any]:
         "title": title,
         "url": "/d/drainwatch-jobs/drainwatch-jobs?var-job=${__value.text}&${__url_time_range}",
     }
+
+
+# Quantities, not durations: Grafana's "h" scales to days and weeks ("47.1 week" of node time),
+# so node-, core- and wall-hours carry their name as a suffix and are never rescaled
+NODE_HOURS = "suffix: node-h"
+CORE_HOURS = "suffix: core-h"
+HOURS = "suffix: h"
+# Table columns that name things (job ids, users, states): shown as text, never as numbers with
+# a unit ("1.00 Mil" for job 1000123, "1.65 week" under a seconds unit)
+TEXT_COLUMNS = "^(job|subject|holder_job|name|user|group|partition|state|kind|holder|top_jobs)$"
+
+
+def right_axis(*names: str) -> list[dict[str, Any]]:
+    """Overrides drawing the series ``names`` on a right-hand axis of their own (a count beside
+    a much larger quantity)."""
+    return [
+        {
+            "matcher": {"id": "byName", "options": n},
+            "properties": [{"id": "custom.axisPlacement", "value": "right"}],
+        }
+        for n in names
+    ]
 
 
 def thresholds(*steps: tuple[float | None, str]) -> dict[str, Any]:
@@ -130,15 +158,20 @@ def timeseries(
     stacked: bool = False,
     threshold: float | None = None,
     points: bool = False,
+    dots: bool = False,
+    legend_right: bool = False,
     width: int = 12,
     min0: bool = True,
+    overrides: list[dict[str, Any]] | None = None,
 ) -> Panel:
-    """A time series; `threshold` draws a dashed red line at that value (an alert's)."""
+    """A time series; `threshold` draws a dashed red line at that value (an alert's); `points`
+    draws points only, `dots` lines with every point marked (a value per day: side by side
+    bars of two series would hide one behind the other)."""
     custom: dict[str, Any] = {
         "drawStyle": "bars" if bars else ("points" if points else "line"),
         "fillOpacity": 60 if bars else 10,
         "lineWidth": 1,
-        "showPoints": "always" if points else "auto",
+        "showPoints": "always" if points or dots else "auto",
         "pointSize": 5,
         "spanNulls": False,
         "stacking": {"mode": "normal" if stacked else "none", "group": "A"},
@@ -158,10 +191,12 @@ def timeseries(
         width,
         custom=custom,
         defaults=defaults,
+        overrides=list(overrides or []),
         options={
+            # a series per user: a scrolling list at the right, not rows cut off below
             "legend": {
                 "displayMode": "list",
-                "placement": "bottom",
+                "placement": "right" if legend_right else "bottom",
                 "showLegend": True,
                 "calcs": [],
             },
@@ -180,12 +215,25 @@ def table(
     width: int = 12,
     transformations: list[dict[str, Any]] | None = None,
     units: dict[str, str] | None = None,
+    time: str | None = None,
 ) -> Panel:
-    """A table panel; ``units``: a column's own unit where it is not ``unit`` (by name)."""
+    """A table panel; ``units``: a column's own unit where it is not ``unit`` (by name); the
+    point time column is shown as ``time`` (what that time is), or left out when None (a query
+    grouped over the range, whose time is the range's start). Columns that name things
+    (:data:`TEXT_COLUMNS`) are text."""
     overrides: list[dict[str, Any]] = [
+        {
+            "matcher": {"id": "byRegexp", "options": TEXT_COLUMNS},
+            "properties": [{"id": "unit", "value": "string"}],
+        }
+    ]
+    overrides += [
         {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "unit", "value": u}]}
         for name, u in (units or {}).items()
     ]
+    organize: dict[str, Any] = (
+        {"excludeByName": {"Time": True}} if time is None else {"renameByName": {"Time": time}}
+    )
     if link_job:
         overrides.append(
             {
@@ -210,7 +258,7 @@ def table(
         custom={"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False},
         overrides=overrides,
         options=options,
-        transformations=transformations or [],
+        transformations=[*(transformations or []), {"id": "organize", "options": organize}],
     )
 
 
@@ -284,7 +332,8 @@ def bargauge(
         list(targets),
         unit,
         width,
-        defaults={"thresholds": thresholds((None, "blue"))},
+        # each bar named by its series, also when there is only one
+        defaults={"thresholds": thresholds((None, "blue")), "displayName": "${__series.name}"},
         options={
             "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "orientation": "horizontal",

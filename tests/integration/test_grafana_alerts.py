@@ -6,11 +6,15 @@ when the data clears. The test's provisioning copy evaluates every 10 s (product
 from __future__ import annotations
 
 import base64
+import json
+import os
 import threading
 import time
 import urllib.parse
 import urllib.request
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,6 +147,55 @@ def wait(what: str, cond: Callable[[], bool], timeout: float, show: Callable[[],
         time.sleep(1)
 
 
+def seen_firing(g: Grafana, stack: Any, tmp: Path, hook: Webhook) -> None:
+    """As on-call meets a firing alert: the alert list page of Grafana's real UI (when it is
+    built here, else this part is skipped with the reason) shows the sliding-job and hot-zone
+    rules as Firing; with ``$RENDER_DASHBOARDS_UI_TO`` set, its screenshot and a firing
+    notification as the webhook received it (docs/grafana.md shows it) are written there."""
+    from tests.integration.cdp import Browser
+    from tests.integration.test_grafana_ui import (
+        ALERT_TITLES,
+        OUT_ENV,
+        UI,
+        _ui_problem,
+        open_alert_list,
+    )
+
+    out = os.environ.get(OUT_ENV)
+    if out:
+        body = next(
+            b
+            for b in hook.bodies
+            if any(
+                a["status"] == "firing" and a["labels"].get("drainwatch_kind") == "sliding_job"
+                for a in b.get("alerts", [])
+            )
+        )
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "webhook-firing.json").write_text(json.dumps(body, indent=2) + "\n")
+    why = _ui_problem()
+    if why is not None:
+        warnings.warn(f"alert list in the UI not checked: {why}", stacklevel=1)
+        return
+    with Browser(tmp / "chromium") as browser:
+        ui = UI(
+            g=g,
+            browser=browser,
+            live=None,  # type: ignore[arg-type]  # open_alert_list needs no pipeline
+            ranges={},
+            user=stack.control.GRAFANA_ADMIN,
+            password=g.password,
+            tmp=tmp,
+            out=Path(out) if out else None,
+        )
+        (tmp / "png").mkdir(exist_ok=True)
+        with ui.page() as page:
+            rows = open_alert_list(ui, page, "alerting-firing")
+    for title in ALERT_TITLES:
+        shown = [r for r in rows if title in r]
+        assert shown and "Firing" in shown[0], (title, rows)
+
+
 def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
     influx: Any, stack: Any, tmp_path: Any
 ) -> None:
@@ -199,6 +252,7 @@ def test_every_rule_fires_notifies_and_resolves_and_none_on_a_quiet_input(
                 90,
                 lambda: hook.alerts(),
             )
+            seen_firing(g, stack, tmp_path, hook)
             # each summary names the value that fired it (its template expanded without error)
             for b in hook.bodies:
                 for a in b.get("alerts", []):
