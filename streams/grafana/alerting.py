@@ -38,7 +38,12 @@ class Rule:
     no_data: str = "OK"  # the state when the query returns nothing
     for_: str = "0s"
 
-    def to_yaml(self) -> dict[str, Any]:
+    def to_yaml(self, panel: tuple[str, int] | None = None) -> dict[str, Any]:
+        """The rule as provisioned; ``panel`` = (dashboard uid, panel id) the notification links
+        to (its dashboardURL and panelURL)."""
+        links = (
+            {} if panel is None else {"__dashboardUid__": panel[0], "__panelId__": str(panel[1])}
+        )
         return {
             "uid": f"drainwatch-{self.kind.replace('_', '-')}",
             "title": self.title,
@@ -89,6 +94,7 @@ class Rule:
             "annotations": {
                 "summary": self.summary,
                 "runbook": self.runbook,
+                **links,
             },
             "labels": {"drainwatch_kind": self.kind, "severity": self.severity},
             "isPaused": False,
@@ -254,7 +260,34 @@ def rules(s: Settings) -> list[tuple[str, list[Rule]]]:
     ]
 
 
+# the panel on-call opens from each rule's notification: (dashboard, panel title)
+PANELS: dict[str, tuple[str, str]] = {
+    "sliding_job": ("jobs", "Perpetually sliding jobs (never seen running)"),
+    "failure_to_launch": ("jobs", "Failure to launch (drained, then ran < 30 s)"),
+    "data_quality": ("drain", "Basis quality band (mean seconds per node / window length)"),
+    "shortjob_flood": ("shortjobs", "Short-job penalty A(t) per user"),
+    "overrun": ("jobs", "Running jobs past their prediction (seed 001's red rows)"),
+    "capability": ("capability", "CUP40 and modified CUP per day vs target"),
+    "hot_zone": ("samples", "DFS write and read MB/s"),
+    "stalled": ("pipeline", "Records per second"),
+}
+
+
+def rule_panels(s: Settings) -> dict[str, tuple[str, int]]:
+    """Rule kind -> (dashboard uid, panel id) of :data:`PANELS`, from the generated dashboards."""
+    from streams.grafana.dashboards import build_all
+
+    boards = build_all(s)
+    out = {}
+    for kind, (board, title) in PANELS.items():
+        b = boards[board]
+        pid = next(p["id"] for p in b["panels"] if p["title"] == title)
+        out[kind] = (b["uid"], pid)
+    return out
+
+
 def rules_file(s: Settings, interval: str = "1m") -> dict[str, Any]:
+    panels = rule_panels(s)
     return {
         "apiVersion": 1,
         "groups": [
@@ -263,7 +296,7 @@ def rules_file(s: Settings, interval: str = "1m") -> dict[str, Any]:
                 "name": f"drainwatch-{name}",
                 "folder": FOLDER,
                 "interval": interval,
-                "rules": [r.to_yaml() for r in group],
+                "rules": [r.to_yaml(panels[r.kind]) for r in group],
             }
             for name, group in rules(s)
         ],

@@ -123,17 +123,20 @@ def drain(s: Settings) -> Dashboard:
             timeseries(
                 "Drain % per minute: provisional and final",
                 "The live worker writes each open window as provisional and overwrites it with "
-                "the final row when event time closes it (docs/influxdb.md).",
+                "the final row when event time closes it (docs/influxdb.md); over a long range "
+                "each point is the mean of the minutes it covers.",
+                # a minute a point over an hour; over a week, the mean of each pixel's minutes
+                # (GROUP BY $__interval: the browser is not sent 10,000 points a series)
                 target(
-                    'SELECT "drain_pct_dynamic" AS "final" FROM "drain" WHERE '
+                    'SELECT mean("drain_pct_dynamic") AS "final" FROM "drain" WHERE '
                     f'"window" = \'minute\' AND "provisional" = false AND {CLUSTER} AND '
-                    "$timeFilter",
+                    "$timeFilter GROUP BY time($__interval) fill(none)",
                     "A",
                 ),
                 target(
-                    'SELECT "drain_pct_dynamic" AS "provisional" FROM "drain" WHERE '
+                    'SELECT mean("drain_pct_dynamic") AS "provisional" FROM "drain" WHERE '
                     f'"window" = \'minute\' AND "provisional" = true AND {CLUSTER} AND '
-                    "$timeFilter",
+                    "$timeFilter GROUP BY time($__interval) fill(none)",
                     "B",
                 ),
                 unit="percent",
@@ -425,14 +428,14 @@ def samples(s: Settings) -> Dashboard:
             histogram(
                 "Job core utilisation (mean per job)",
                 "Distribution of jobs' mean core utilisation over their samples (seed 003 §5).",
-                target(f'SELECT "core_util_mean" FROM "job_util" WHERE {where}'),
+                target(f'SELECT "core_util_mean" FROM "job_util" WHERE {where}', alias="jobs"),
                 unit="percentunit",
             ),
             histogram(
                 "Job memory use per core (mean / theoretical)",
                 "Distribution of jobs' mean memory per core over the theoretical memory per "
                 "core (samples.mem_per_core; seed 003 §5).",
-                target(f'SELECT "mem_mean_ratio" FROM "job_util" WHERE {where}'),
+                target(f'SELECT "mem_mean_ratio" FROM "job_util" WHERE {where}', alias="jobs"),
             ),
             timeseries(
                 "Squashed area (core-hours) per day",

@@ -109,7 +109,11 @@ class Page:
             self.errors.append(ConsoleError("console", text, frames[0].get("url", "")))
         elif method == "Runtime.exceptionThrown":
             d = p.get("exceptionDetails", {})
-            text = (d.get("exception") or {}).get("description") or d.get("text", "")
+            exc = d.get("exception") or {}
+            text = exc.get("description") or d.get("text", "")
+            props = (exc.get("preview") or {}).get("properties") or []
+            if props:  # an object thrown, not an Error: say what it holds
+                text += " {" + ", ".join(f"{x.get('name')}: {x.get('value')}" for x in props) + "}"
             self.errors.append(ConsoleError("exception", text, d.get("url", "")))
         elif method == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             e = p["entry"]

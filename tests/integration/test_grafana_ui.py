@@ -429,11 +429,20 @@ def test_dashboard_as_on_call_sees_it(ui: UI, name: str) -> None:
             sent = sent_queries(page)
         # Now and then one large answer reaches the browser empty (HTTP 200, no body: Grafana
         # 10.0-pre's data proxy in front of InfluxDB 1.8; never seen through /api/ds/query):
-        # the panel says so. Warned about and opened again, twice at most; any other error fails.
+        # the panel says so; and now and then Grafana's own bundle leaves a rejected promise of
+        # an object uncaught while the page loads (seen once in CI, on the drain dashboard).
+        # Either alone is warned about and the dashboard opened again, twice at most; anything
+        # else, or either a third time, fails.
         empty = {t: m for t, m in errors.items() if "Unexpected end of JSON input" in m}
-        if not errors or empty != errors or attempt == 2:
+        bundle = [c for c in console if c.startswith("exception:") and "/public/build/" in c]
+        clean = not errors and not console
+        if clean or empty != errors or bundle != console or attempt == 2:
             break
-        warnings.warn(f"{name}: empty answers, opened again: {sorted(empty)}", stacklevel=1)
+        warnings.warn(
+            f"{name}: opened again after empty answers {sorted(empty)} and uncaught "
+            f"exceptions of Grafana's bundle {bundle}",
+            stacklevel=1,
+        )
     assert sorted(shown) == sorted(p["title"] for p in board["panels"])
     assert not errors, f"{name}: panels showing an error: {errors}; failed requests: {failed}"
     problems = {

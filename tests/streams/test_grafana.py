@@ -3,6 +3,7 @@ query is InfluxQL on a documented measurement, and the alert thresholds are the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -113,6 +114,25 @@ def test_alert_rules_use_the_workers_thresholds() -> None:
     for r in rules.values():
         assert r["annotations"]["runbook"] and r["annotations"]["summary"]
         assert r["labels"]["severity"] in ("critical", "warning", "info")
+
+
+def test_every_rule_links_to_the_panel_behind_it() -> None:
+    """A notification's dashboardURL/panelURL come from the rule's __dashboardUid__ and
+    __panelId__: each names a committed dashboard and one of its panels, the one PANELS says."""
+    from streams.grafana.alerting import PANELS
+
+    boards = {
+        b["uid"]: b
+        for b in (json.loads(p.read_text()) for p in (REPO / "grafana/dashboards").glob("*.json"))
+    }
+    doc = yaml.safe_load((REPO / "grafana/provisioning/alerting/rules.yaml").read_text())
+    rules = [r for g in doc["groups"] for r in g["rules"]]
+    assert len(rules) == len(PANELS) == 8
+    for r in rules:
+        a = r["annotations"]
+        board = boards[a["__dashboardUid__"]]
+        panel = next(p for p in board["panels"] if str(p["id"]) == a["__panelId__"])
+        assert panel["title"] == PANELS[r["labels"]["drainwatch_kind"]][1], r["title"]
 
 
 def test_provisioning_files_carry_no_secret() -> None:
