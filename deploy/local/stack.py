@@ -1119,6 +1119,12 @@ enabled = false
 enabled = true
 ha_listen_address = 127.0.0.1:{ha_port}
 alertmanager_config_poll_interval = {poll_interval}
+
+[feature_toggles]
+# InfluxQL from the browser through Grafana's backend (/api/ds/query), as the alert rules, the
+# API tests and Grafana 11 (deploy/compose.yaml) run it: 10.0's default path, its data proxy,
+# now and then answered a panel's query 200 with an empty body
+enable = influxdbBackendMigration
 """,
     )
     return ini

@@ -10,6 +10,7 @@ and to ``$RENDER_DASHBOARDS_UI_TO`` when set (``docs/dashboards/`` is made that 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -325,13 +326,20 @@ def failed_requests(page: Page) -> list[str]:
 
 
 def sent_queries(page: Page) -> list[str]:
-    """The InfluxQL the page sent through Grafana's datasource proxy (form field q)."""
+    """The InfluxQL the page sent: through Grafana's backend (``/api/ds/query``, each query's
+    ``query``) or its datasource proxy (form field q)."""
     out = []
     for e in page.events:
         if e["method"] == "Network.requestWillBeSent":
             r = e["params"]["request"]
-            if "/api/datasources/proxy/" in r["url"] and r.get("postData"):
-                out += urllib.parse.parse_qs(r["postData"]).get("q", [])
+            body = r.get("postData")
+            if not body:
+                continue
+            if "/api/ds/query" in r["url"]:
+                with contextlib.suppress(ValueError, AttributeError):
+                    out += [q.get("query", "") for q in json.loads(body).get("queries", [])]
+            elif "/api/datasources/proxy/" in r["url"]:
+                out += urllib.parse.parse_qs(body).get("q", [])
     return out
 
 
