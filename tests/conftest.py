@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -175,10 +176,11 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     return f"t-{_safe_name(request.node.name, 'A-Za-z0-9._-', 150)}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def influx(stack: Stack, request: pytest.FixtureRequest) -> Iterator[InfluxTarget]:
-    """A fresh InfluxDB database for this test (retention policy autogen), dropped afterwards."""
-    database = f"t_{_safe_name(request.node.name, 'A-Za-z0-9_', 100)}_{uuid.uuid4().hex[:8]}"
+@contextmanager
+def influx_database(stack: Stack, name: str) -> Iterator[InfluxTarget]:
+    """A fresh InfluxDB database ``t_<name>_<8 hex digits>`` (retention policy autogen), dropped
+    afterwards."""
+    database = f"t_{name}_{uuid.uuid4().hex[:8]}"
     stack.influxql(f'CREATE DATABASE "{database}"')
     try:
         yield InfluxTarget(
@@ -191,6 +193,13 @@ def influx(stack: Stack, request: pytest.FixtureRequest) -> Iterator[InfluxTarge
         )
     finally:
         stack.influxql(f'DROP DATABASE "{database}"')
+
+
+@pytest.fixture
+def influx(stack: Stack, request: pytest.FixtureRequest) -> Iterator[InfluxTarget]:
+    """A fresh InfluxDB database for this test (:func:`influx_database`)."""
+    with influx_database(stack, _safe_name(request.node.name, "A-Za-z0-9_", 100)) as target:
+        yield target
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,6 +8,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +32,14 @@ class Grafana:
         status, doc = self.control.grafana_request(self.port, path, password=self.password)
         assert status == 200, (path, status, doc)
         return doc
+
+    def wait_dashboards(self, uids: set[str], timeout: float = 60.0) -> None:
+        """Until every dashboard of ``uids`` is found: the provisioner loads the files after
+        /api/health answers."""
+        deadline = time.monotonic() + timeout
+        while not uids <= {d["uid"] for d in self.get("/api/search?type=dash-db")}:
+            assert time.monotonic() < deadline, self.get("/api/search?type=dash-db")
+            time.sleep(0.5)
 
     def query(self, queries: list[dict[str, Any]], start_ms: int, end_ms: int) -> dict[str, Any]:
         """POST /api/ds/query: Grafana expands $timeFilter and $__interval and runs InfluxQL."""

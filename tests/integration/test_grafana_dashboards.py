@@ -251,12 +251,7 @@ def test_every_panel_query_returns_data_and_key_panels_equal_the_replay(live: Li
     now = int(time.time() * 1000)
     ranges = {name: week for name in boards} | {"pipeline": (now - 3_600_000, now)}
     with grafana_server(live.stack, live.influx.database, live.tmp) as g:
-        deadline = time.monotonic() + 60  # the provisioner loads files after /api/health is ok
-        while not {b["uid"] for b in boards.values()} <= {
-            d["uid"] for d in g.get("/api/search?type=dash-db")
-        }:
-            assert time.monotonic() < deadline, g.get("/api/search?type=dash-db")
-            time.sleep(0.5)
+        g.wait_dashboards({b["uid"] for b in boards.values()})
         for b in boards.values():  # file-provisioned, as in production
             assert g.get(f"/api/dashboards/uid/{b['uid']}")["meta"]["provisioned"] is True
         results: dict[tuple[str, str], dict[str, Any]] = {}

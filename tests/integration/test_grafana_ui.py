@@ -18,7 +18,6 @@ import re
 import shutil
 import time
 import urllib.parse
-import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ from typing import Any
 import pytest
 
 from streams.grafana.render import frames
-from tests.conftest import InfluxTarget, load_stack_control
+from tests.conftest import influx_database, load_stack_control
 from tests.integration.cdp import Browser, CDPError, Page, chromium_path
 from tests.integration.grafana_server import Grafana, grafana_server
 from tests.integration.test_grafana_dashboards import DASHBOARDS, START, _load_week, run_panel
@@ -148,42 +147,31 @@ def ui(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         pytest.skip(why)
     stack = request.getfixturevalue("stack")
     tmp = tmp_path_factory.mktemp("grafana_ui")
-    database = f"t_grafana_ui_{uuid.uuid4().hex[:8]}"
-    stack.influxql(f'CREATE DATABASE "{database}"')
-    influx = InfluxTarget(
-        url=stack.influx_url,
-        token=stack.influx_token,
-        org=stack.influx_org,
-        bucket=f"{database}/autogen",
-        database=database,
-        stack=stack,
-    )
-    live = Live(stack, influx, tmp)
-    try:
-        _load_week(live, findings=True)
-        start = int(START.timestamp() * 1000)
-        week = (start - 86_400_000, start + 8 * 86_400_000)
-        with grafana_server(stack, database, tmp) as g, Browser(tmp / "chromium") as browser:
-            deadline = time.monotonic() + 60  # the provisioner loads the files after /api/health
-            while not {b["uid"] for b in BOARDS.values()} <= {
-                d["uid"] for d in g.get("/api/search?type=dash-db")
-            }:
-                assert time.monotonic() < deadline, g.get("/api/search?type=dash-db")
-                time.sleep(0.5)
-            out = os.environ.get(OUT_ENV)
-            yield UI(
-                g=g,
-                browser=browser,
-                live=live,
-                ranges={name: week for name in BOARDS},
-                user=stack.control.GRAFANA_ADMIN,
-                password=g.password,
-                tmp=tmp,
-                out=Path(out) if out else None,
-            )
-    finally:
-        live.stop()
-        stack.influxql(f'DROP DATABASE "{database}"')
+    with influx_database(stack, "grafana_ui") as influx:
+        live = Live(stack, influx, tmp)
+        try:
+            yield from _ui(stack, influx.database, live, tmp)
+        finally:
+            live.stop()
+
+
+def _ui(stack: Any, database: str, live: Live, tmp: Path) -> Iterator[UI]:
+    _load_week(live, findings=True)
+    start = int(START.timestamp() * 1000)
+    week = (start - 86_400_000, start + 8 * 86_400_000)
+    with grafana_server(stack, database, tmp) as g, Browser(tmp / "chromium") as browser:
+        g.wait_dashboards({b["uid"] for b in BOARDS.values()})
+        out = os.environ.get(OUT_ENV)
+        yield UI(
+            g=g,
+            browser=browser,
+            live=live,
+            ranges={name: week for name in BOARDS},
+            user=stack.control.GRAFANA_ADMIN,
+            password=g.password,
+            tmp=tmp,
+            out=Path(out) if out else None,
+        )
 
 
 def _range(ui: UI, name: str) -> tuple[int, int]:
