@@ -396,8 +396,9 @@ def _sample_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
-    """Options not given on the command line come from the settings (TOML file, DRAINWATCH_*)."""
+def with_settings(args: argparse.Namespace) -> argparse.Namespace:
+    """Options not given on the command line come from the settings (TOML file, DRAINWATCH_*);
+    ``whatif`` reads its job files with the same."""
     from streams.config import load_settings
 
     settings = load_settings(getattr(args, "config", None))
@@ -411,10 +412,20 @@ def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def time_bounds(args: argparse.Namespace) -> TimeBounds:
+    """The plausible event times of a run (:func:`with_settings`' not_before, not_after and
+    max_jump); not_before must be earlier than not_after (a user error)."""
+    from models.records.plausible import TimeBounds
+
+    if args.not_before >= args.not_after:
+        raise UserError("--not-before must be earlier than --not-after")
+    return TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
+
+
 def run(args: argparse.Namespace) -> int:
     """Check everything a run needs before reading a line; run; report; exit 3 when the input
     was not usable (the outputs are written so the summary and rejects show why)."""
-    args = _with_settings(args)
+    args = with_settings(args)
     check_tz(args.tz)
     check_inputs(args.paths, directories=args.format == "llview")
     check_inputs(args.jobs)
@@ -423,8 +434,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file("--rejects", args.rejects, inputs=[*args.paths, *args.jobs])
     if args.adjust_out is not None:
         _check_adjust_out(args)
-    if args.not_before >= args.not_after:
-        raise UserError("--not-before must be earlier than --not-after")
+    args.bounds = time_bounds(args)
     _check_paths(args)
     args.early = None
     if args.format == "moab":  # chunk sizes bounded by memory, not only by --chunk-mb's maximum
@@ -481,9 +491,6 @@ def previous_outputs(out: str | Path, engine: str, owned: Iterable[str]) -> list
 
 
 def _run(args: argparse.Namespace) -> int:
-    from models.records.plausible import TimeBounds
-
-    args.bounds = TimeBounds(args.not_before, args.not_after, round(args.max_jump * 1000))
     influx = _influx_sink(args) if args.influx else None
     try:
         return _replay(args, influx)

@@ -91,20 +91,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _with_settings(args: argparse.Namespace) -> argparse.Namespace:
-    from models.records.plausible import TimeBounds
-    from streams.config import load_settings
+    """The options not given, from the settings, as ``replay`` takes them; the time bounds."""
+    from streams.commands.replay import time_bounds, with_settings
 
-    settings = load_settings(getattr(args, "config", None))
-    if args.tz is None:
-        args.tz = settings.value("tz")
-    if args.nodes is None:
-        args.nodes = settings.value("nodes")
+    args = with_settings(args)
     if not args.nodes:
         raise UserError("--nodes is needed (or nodes in the settings): the machine's size")
-    nb, na = settings.value("not_before"), settings.value("not_after")
-    args.bounds = TimeBounds(nb, na, round(settings.value("max_jump") * 1000))
-    args.max_line_bytes = settings.bounds.max_line_bytes
-    args.max_hosts = settings.bounds.max_hosts
+    args.bounds = time_bounds(args)
     return args
 
 
